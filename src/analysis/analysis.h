@@ -1,0 +1,252 @@
+/*
+ * analysis: what the report says about the models, computed from them.
+ *
+ * This stage (issue 2: weights only) reads the float model and each
+ * quantized candidate and produces a struct qr_analysis:
+ *   - model summaries (producer, opsets, I/O, op histogram, parameters);
+ *   - the quantization summary of each candidate (format, per-layer
+ *     weight dtype/bits/granularity/scales, coverage);
+ *   - AIMET-style per-output-channel weight ranges, relative ranges, Tukey
+ *     outliers and predicted int8 SQNR per-tensor vs per-channel;
+ *   - float<->quant weight pairing (by name, then by structure) with the
+ *     dequantized weights' SQNR and clipping;
+ *   - cross-layer-equalization sets and blockers;
+ *   - memory and compression per layer.
+ *
+ * Ownership: qr_analysis_new returns a result the caller frees with
+ * qr_analysis_free. Strings in it are copies owned by the result (so the
+ * models may be freed first). Arrays are owned by the result.
+ *
+ * The maths helpers at the end work on literal arrays and are exported for
+ * unit tests.
+ */
+#ifndef QR_ANALYSIS_H
+#define QR_ANALYSIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/util.h"
+
+struct qr_model;
+
+/* Quantization format of a model (DESIGN.md report.json models[].format). */
+enum qr_qformat {
+	QR_QFMT_FLOAT = 0,   /* no quantization ops */
+	QR_QFMT_QDQ,         /* QuantizeLinear/DequantizeLinear pairs */
+	QR_QFMT_QOPERATOR,   /* QLinearConv, QLinearMatMul, com.microsoft QLinear* */
+	QR_QFMT_DYNAMIC,     /* DynamicQuantizeLinear + MatMulInteger/ConvInteger */
+	QR_QFMT_WEIGHT_ONLY, /* only weights dequantized (DQ on initializers) */
+};
+/* "float", "qdq", "qoperator", "dynamic", "weight-only". */
+const char *qr_qformat_name(enum qr_qformat f);
+
+/* Count of one op type in a model. */
+struct qr_op_count {
+	char *op;        /* "Conv", or "com.microsoft:QLinearAdd" */
+	size_t count;    /* nodes of that type */
+};
+
+/* A graph input or output as shown in the summary. */
+struct qr_io_desc {
+	char *name;      /* tensor name */
+	char *dtype;     /* "float", "uint8", ... */
+	char *shape;     /* "[batch,3,224,224]"; "?" when unknown */
+};
+
+struct qr_model_summary {
+	char *role;             /* "float" or "quant" */
+	char *path;             /* as given on the command line */
+	char *producer;         /* "pytorch 1.13" */
+	int64_t ir_version;
+	char *opsets;           /* "ai.onnx:13, com.microsoft:1" */
+	enum qr_qformat format; /* detected format */
+	size_t n_nodes;
+	size_t n_inputs;
+	struct qr_io_desc *inputs;
+	size_t n_outputs;
+	struct qr_io_desc *outputs;
+	size_t n_ops;
+	struct qr_op_count *ops; /* sorted by count, descending */
+	size_t n_params;         /* elements in all initializers and Constants */
+	size_t param_bytes;      /* their bytes as stored */
+	size_t file_bytes;       /* size of the .onnx (+ external data) */
+	size_t n_meta;
+	char **meta_keys;        /* metadata_props */
+	char **meta_values;
+};
+
+/* AIMET's per-output-channel view of one float weight. */
+struct qr_weight_stats {
+	char *layer;            /* node name */
+	char *op;               /* Conv, ConvTranspose, Gemm, MatMul */
+	char *weight;           /* initializer (or Constant output) name */
+	char *shape;            /* "[64,3,7,7]" */
+	int axis;               /* output-channel axis in the weight */
+	size_t channels;        /* output channels */
+	size_t n_elem;          /* weights in the tensor */
+	float *ch_min;          /* per channel: minimum */
+	float *ch_max;          /*   maximum */
+	float *ch_mean;         /*   mean */
+	float *ch_std;          /*   population standard deviation */
+	float *rel_range;       /*   range_c / min_k range_k (see qr_rel_range) */
+	double max_rel_range;   /* max over channels of rel_range */
+	double tukey_fence;     /* Q3 + 1.5 IQR of rel_range */
+	size_t n_outliers;
+	size_t *outliers;       /* channel indices above the fence */
+	size_t n_zero_range;    /* channels whose range is 0 */
+	double sqnr_per_tensor_db;  /* predicted int8 symmetric, one scale */
+	double sqnr_per_channel_db; /* predicted int8 symmetric, scale per channel */
+	int depth;              /* position of the layer in topological order */
+};
+
+/* How a float layer was paired with a quantized one. */
+enum qr_match { QR_MATCH_NONE = 0, QR_MATCH_NAME, QR_MATCH_STRUCTURE };
+const char *qr_match_name(enum qr_match m); /* "none", "name", "structure" */
+
+/* One quantized compute layer of a candidate. */
+struct qr_quant_layer {
+	char *layer;            /* quant node name (the compute node) */
+	char *op;               /* QLinearConv, Conv (QDQ), MatMulInteger, ... */
+	char *weight;           /* quantized weight initializer name */
+	char *weight_dtype;     /* "int8", "uint8", "int4", ... */
+	int bits;               /* 8, 4, 16 */
+	int per_channel;        /* 1 when scale has more than one element */
+	int axis;               /* quantization axis when per_channel */
+	size_t n_scales;        /* scale elements */
+	double scale_min, scale_max;
+	double zp_min, zp_max;
+	int act_quantized;      /* 1 when the layer's input activation is quantized */
+};
+
+/* A compute node of a candidate and whether it runs quantized. */
+struct qr_coverage_entry {
+	char *layer;            /* node name */
+	char *op;               /* op type as it appears in the quant model */
+	int quantized;          /* 1: runs on quantized data; 0: stays float */
+};
+
+struct qr_quant_summary {
+	char *path;             /* quant model path */
+	enum qr_qformat format;
+	size_t n_layers;
+	struct qr_quant_layer *layers;
+	size_t n_coverage;
+	struct qr_coverage_entry *coverage;
+	size_t n_quantized;     /* coverage entries with quantized = 1 */
+	size_t float_bytes;     /* param bytes of the float model */
+	size_t quant_bytes;     /* param bytes of this candidate */
+};
+
+/* A float weight paired with its quantized counterpart (quant_weights[]). */
+struct qr_quant_weight {
+	size_t quant;           /* index of the candidate (0-based) */
+	char *layer;            /* float node name */
+	char *quant_layer;      /* quant node name */
+	char *weight;           /* float weight name */
+	char *quant_weight;     /* quantized weight name */
+	enum qr_match match;    /* how the pairing was made */
+	char *match_reason;     /* e.g. "name W -> W_quantized" */
+	char *granularity;      /* "per-tensor" or "per-channel" */
+	int bits;
+	double sqnr_db;         /* float weight vs dequantized quant weight */
+	size_t clipped;         /* quantized values at qmin or qmax */
+	size_t n_elem;
+	size_t float_bytes;     /* bytes of the float weight */
+	size_t quant_bytes;     /* bytes of the quantized weight + scale + zp */
+	double compression;     /* float_bytes / quant_bytes */
+};
+
+/* A layer of a CLE set (before/after view of its output channels). */
+struct qr_cle_layer {
+	char *name;             /* node name */
+	char *op;               /* Conv */
+	int depthwise;          /* 1 for a depthwise conv */
+	int bn_folded;          /* 1 when a BatchNormalization was folded in */
+	size_t channels;        /* output channels */
+	float *min_before, *max_before; /* per output channel, after BN fold */
+	float *min_after, *max_after;   /* after equalization */
+};
+
+/* A set of 2 or 3 convs that can be equalized (cle[]). */
+struct qr_cle_set {
+	size_t n_layers;        /* 2 or 3 */
+	struct qr_cle_layer layers[3];
+	char *joins[2];         /* "Relu", "PRelu" or "direct" between layers */
+	size_t n_scales[2];     /* channels at each boundary */
+	float *scales[2];       /* s per channel at each boundary */
+	double max_rel_range_before; /* max over the set's layers */
+	double max_rel_range_after;
+	double sqnr_per_tensor_before_db; /* mean predicted int8 per-tensor SQNR */
+	double sqnr_per_tensor_after_db;
+};
+
+/* Two convs that would form a CLE set but for something between them. */
+struct qr_cle_blocker {
+	char *from, *to;        /* node names */
+	char *reason;           /* "Clip(0,6) between conv1 and conv2" */
+	char *fix;              /* "replace ReLU6 with ReLU" */
+};
+
+struct qr_analysis_opts {
+	int bits;               /* weight bits for predictions (8) */
+	double tukey_k;         /* fence multiplier (1.5) */
+};
+
+struct qr_analysis {
+	size_t n_models;                  /* 1 + number of candidates */
+	struct qr_model_summary *models;  /* [0] float, [1..] candidates */
+	size_t n_weights;
+	struct qr_weight_stats *weights;  /* float model, topological order */
+	size_t n_quant;
+	struct qr_quant_summary *quants;  /* one per candidate */
+	size_t n_qweights;
+	struct qr_quant_weight *qweights;
+	size_t n_unmatched;
+	char **unmatched;                 /* "conv3 (candidate 1): reason" */
+	size_t n_cle;
+	struct qr_cle_set *cle;
+	size_t n_cle_blockers;
+	struct qr_cle_blocker *cle_blockers;
+	double seconds;                   /* time spent analysing */
+};
+
+/* Analyse the float model and n_quant candidates (quant may be NULL when
+ * n_quant is 0). Errors: QR_EGRAPH for a malformed graph, QR_ESHAPE for a
+ * weight whose shape disagrees with its node (naming both); warnings go to
+ * d. */
+enum qr_status qr_analysis_new(const struct qr_model *fmodel,
+			       const struct qr_model *const *quant,
+			       size_t n_quant,
+			       const struct qr_analysis_opts *opts,
+			       struct qr_analysis **out, struct qr_diag *d);
+void qr_analysis_free(struct qr_analysis *a);
+
+/* ---- maths on literal arrays (exported for tests) ---- */
+
+/* Per-channel min/max/mean/std of w (shape dims[ndim]) along axis. Output
+ * arrays have dims[axis] entries. */
+void qr_channel_stats(const float *w, const int64_t *dims, int ndim, int axis,
+		      float *mn, float *mx, float *mean, float *std);
+/* rel[c] = range_c / min_k range_k over channels with range_k > 0; a zero
+ * range gives 0 (and all-zero input gives all 0). Returns the max. */
+double qr_rel_range(const float *mn, const float *mx, size_t n, float *rel);
+/* Quartiles with linear interpolation (numpy's default); returns
+ * Q3 + k*(Q3-Q1). */
+double qr_tukey_fence(const float *v, size_t n, double k, double *q1,
+		      double *q3);
+/* Predicted SQNR (dB) of symmetric signed quantization with `bits`,
+ * scale = max|w|/(2^(bits-1)-1), round half to even. per_channel uses one
+ * scale per slice along axis. +inf when the error is 0. */
+double qr_sqnr_sym(const float *w, const int64_t *dims, int ndim, int axis,
+		   int per_channel, int bits);
+/* SQNR in dB of y against reference x: 10 log10(sum x^2 / sum (x-y)^2). */
+double qr_sqnr_db(const float *x, const float *y, size_t n);
+/* CLE pair: s[i] = sqrt(r1[i]/r2[i]) (Nagel et al. 2019); channels with a
+ * zero range get 1. */
+void qr_cle_pair_scales(const float *r1, const float *r2, size_t n, float *s);
+/* CLE triplet: s12 = r0/cbrt(r0 r1 r2), s23 = cbrt(r0 r1 r2)/r2. */
+void qr_cle_triplet_scales(const float *r0, const float *r1, const float *r2,
+			   size_t n, float *s12, float *s23);
+
+#endif

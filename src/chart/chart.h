@@ -1,0 +1,102 @@
+/*
+ * chart: PNG charts drawn with cairo and written with libpng, plus
+ * pixel-exact images (heatmaps) written with stb_image_write.
+ *
+ * Charts know nothing of models or analyses: they take series of numbers
+ * and labels. Every chart is rendered at 2x for HiDPI screens; the logical
+ * size (what <img width=...> should say) is spec->width x spec->height.
+ *
+ * Each chart can return the rectangles of its points/bars in logical
+ * pixels, so the report can build an HTML <map> naming the layer under the
+ * pointer.
+ *
+ * Ownership: the caller owns specs and their arrays; *areas returned by the
+ * draw functions is a new array the caller frees with free().
+ */
+#ifndef QR_CHART_H
+#define QR_CHART_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/util.h"
+
+enum qr_series_style {
+	QR_STYLE_LINE = 0,   /* solid line through the points */
+	QR_STYLE_DOTTED,     /* dotted line */
+	QR_STYLE_MARKERS,    /* markers only */
+	QR_STYLE_BARS,       /* vertical bars (bar charts) */
+	QR_STYLE_BAND,       /* filled band between y and y2 */
+};
+
+struct qr_series {
+	const char *label;        /* legend text */
+	const double *y;          /* n values; NaN values are skipped */
+	const double *y2;         /* upper edge for QR_STYLE_BAND, else NULL */
+	size_t n;                 /* points */
+	enum qr_series_style style;
+	int color;                /* palette index, 0..7 */
+};
+
+/* A highlighted point (e.g. an outlier channel): drawn as a red ring. */
+struct qr_mark {
+	size_t series;            /* which series */
+	size_t index;             /* which point */
+};
+
+/* A horizontal reference line (threshold, Tukey fence). */
+struct qr_hline {
+	double y;                 /* data value */
+	const char *label;        /* text drawn at its right end */
+};
+
+struct qr_chart_spec {
+	const char *title;        /* drawn at the top */
+	const char *xlabel;       /* x axis label, with units */
+	const char *ylabel;       /* y axis label, with units */
+	int width, height;        /* logical pixels; rendered at 2x */
+	int log_y;                /* 1 for a log10 y axis (values <= 0 skipped) */
+	size_t n_series;
+	const struct qr_series *series;
+	const char *const *xticks; /* category labels, one per x index, or NULL
+				      for numeric ticks; thinned so they never
+				      overlap */
+	size_t n_marks;
+	const struct qr_mark *marks;
+	size_t n_hlines;
+	const struct qr_hline *hlines;
+	int horizontal;           /* bars: 1 draws horizontal bars with
+				     xticks as row labels (ranked lists) */
+};
+
+/* One clickable region of a chart, in logical pixels. */
+struct qr_area {
+	int x0, y0, x1, y1;       /* rectangle */
+	size_t index;             /* x index (point or bar) */
+	size_t series;            /* series it belongs to */
+};
+
+/* Draw spec (line/markers/band series; bars when a series has
+ * QR_STYLE_BARS) and write it as PNG to path. When areas is not NULL,
+ * *areas gets one rectangle per x index of the first series and *n_areas
+ * their count. Errors: QR_EIO naming path; QR_EUSAGE for an empty spec. */
+enum qr_status qr_chart_draw(const struct qr_chart_spec *spec,
+			     const char *path, struct qr_area **areas,
+			     size_t *n_areas, struct qr_diag *d);
+
+/* Write 8-bit RGBA pixels as a PNG with libpng. */
+enum qr_status qr_png_write_rgba(const char *path, const uint8_t *rgba,
+				 int width, int height, int stride,
+				 struct qr_diag *d);
+
+/* A heatmap of rows x cols values (row-major), one cell per pixel block of
+ * cell x cell, colour-mapped from vmin..vmax (viridis-like), written with
+ * stb_image_write. Pixel exact: no smoothing. */
+enum qr_status qr_heatmap_write(const char *path, const float *v, size_t rows,
+				size_t cols, int cell, float vmin, float vmax,
+				struct qr_diag *d);
+
+/* Palette colour i (0..7) as 0xRRGGBB, for HTML legends. */
+unsigned qr_chart_color(int i);
+
+#endif

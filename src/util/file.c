@@ -1,0 +1,203 @@
+/* util: file helpers. See util.h. */
+#include "util/util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum qr_status
+qr_map_file(const char *path, struct qr_map *out, struct qr_diag *d)
+{
+	enum qr_status st = QR_OK;
+	struct stat sb;
+	int fd;
+
+	memset(out, 0, sizeof *out);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return qr_errorf(d, QR_EIO, "cannot open '%s': %s", path,
+				 strerror(errno));
+	if (fstat(fd, &sb) != 0) {
+		st = qr_errorf(d, QR_EIO, "cannot stat '%s': %s", path,
+			       strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		st = qr_errorf(d, QR_EIO, "'%s' is not a regular file", path);
+		goto out;
+	}
+	out->size = (size_t)sb.st_size;
+	if (out->size == 0)
+		goto out;
+	out->data = mmap(NULL, out->size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (out->data == MAP_FAILED) {
+		out->data = NULL;
+		st = qr_errorf(d, QR_EIO, "cannot map '%s': %s", path,
+			       strerror(errno));
+		goto out;
+	}
+	out->mapped = 1;
+out:
+	close(fd);
+	return st;
+}
+
+void
+qr_unmap(struct qr_map *m)
+{
+	if (m == NULL)
+		return;
+	if (m->mapped && m->data != NULL)
+		munmap((void *)m->data, m->size);
+	memset(m, 0, sizeof *m);
+}
+
+enum qr_status
+qr_read_file(const char *path, char **out, size_t *len, struct qr_diag *d)
+{
+	enum qr_status st = QR_OK;
+	struct qr_buf b = {0};
+	char chunk[65536];
+	size_t n;
+	FILE *f;
+
+	*out = NULL;
+	if (len != NULL)
+		*len = 0;
+	f = fopen(path, "rb");
+	if (f == NULL)
+		return qr_errorf(d, QR_EIO, "cannot open '%s': %s", path,
+				 strerror(errno));
+	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+		qr_buf_append(&b, chunk, n);
+	if (ferror(f)) {
+		st = qr_errorf(d, QR_EIO, "cannot read '%s': %s", path,
+			       strerror(errno));
+		qr_buf_free(&b);
+		goto out;
+	}
+	if (len != NULL)
+		*len = b.len;
+	*out = qr_buf_take(&b);
+out:
+	fclose(f);
+	return st;
+}
+
+enum qr_status
+qr_write_file(const char *path, const void *p, size_t n, struct qr_diag *d)
+{
+	enum qr_status st = QR_OK;
+	FILE *f = fopen(path, "wb");
+
+	if (f == NULL)
+		return qr_errorf(d, QR_EIO, "cannot create '%s': %s", path,
+				 strerror(errno));
+	if (n > 0 && fwrite(p, 1, n, f) != n)
+		st = qr_errorf(d, QR_EIO, "cannot write '%s': %s", path,
+			       strerror(errno));
+	if (fclose(f) != 0 && st == QR_OK)
+		st = qr_errorf(d, QR_EIO, "cannot write '%s': %s", path,
+			       strerror(errno));
+	return st;
+}
+
+enum qr_status
+qr_mkdirs(const char *path, struct qr_diag *d)
+{
+	enum qr_status st = QR_OK;
+	char *p = xstrdup(path);
+	struct stat sb;
+	char *s;
+
+	for (s = p + 1; ; s++) {
+		if (*s != '/' && *s != '\0')
+			continue;
+		char c = *s;
+
+		*s = '\0';
+		if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+			st = qr_errorf(d, QR_EIO, "cannot create folder '%s': %s",
+				       p, strerror(errno));
+			goto out;
+		}
+		*s = c;
+		if (c == '\0')
+			break;
+	}
+	if (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))
+		st = qr_errorf(d, QR_EIO, "'%s' exists and is not a folder",
+			       path);
+out:
+	free(p);
+	return st;
+}
+
+int
+qr_remove_tree(const char *path)
+{
+	struct dirent *de;
+	struct stat sb;
+	int rc = 0;
+	DIR *dir;
+
+	if (lstat(path, &sb) != 0)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISDIR(sb.st_mode))
+		return unlink(path);
+	dir = opendir(path);
+	if (dir == NULL)
+		return -1;
+	while ((de = readdir(dir)) != NULL) {
+		char *child;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		child = qr_path_join(path, de->d_name);
+		if (qr_remove_tree(child) != 0)
+			rc = -1;
+		free(child);
+	}
+	closedir(dir);
+	if (rmdir(path) != 0)
+		rc = -1;
+	return rc;
+}
+
+char *
+qr_path_join(const char *dir, const char *name)
+{
+	size_t n = strlen(dir);
+
+	if (n == 0)
+		return xstrdup(name);
+	if (dir[n - 1] == '/')
+		return xasprintf("%s%s", dir, name);
+	return xasprintf("%s/%s", dir, name);
+}
+
+char *
+qr_path_dirname(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (slash == NULL)
+		return xstrdup(".");
+	if (slash == path)
+		return xstrdup("/");
+	return xstrndup(path, (size_t)(slash - path));
+}
+
+const char *
+qr_path_basename(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash != NULL ? slash + 1 : path;
+}

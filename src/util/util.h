@@ -1,0 +1,147 @@
+/*
+ * util: the ground floor every other module stands on.
+ *
+ * - x*alloc: allocation that never returns NULL; out of memory is fatal
+ *   (as in tmux's xmalloc.c).
+ * - struct qr_diag / enum qr_status: how user-caused failures travel up to
+ *   cli/, which alone prints them and maps them to exit codes.
+ * - struct qr_arena: bump allocator for data freed all at once (the model).
+ * - struct qr_buf: growable byte/string buffer.
+ * - file helpers: map a file read-only, write a whole file, make folders.
+ *
+ * Ownership: *_new / x*alloc results belong to the caller; *_free(NULL) is a
+ * no-op.
+ */
+#ifndef QR_UTIL_H
+#define QR_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define QR_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define QR_NORETURN __attribute__((noreturn))
+#else
+#define QR_PRINTF(a, b)
+#define QR_NORETURN
+#endif
+
+/* Outcome of anything that can fail because of what the user gave us. */
+enum qr_status {
+	QR_OK = 0,
+	QR_EUSAGE,       /* bad command line or option value */
+	QR_EIO,          /* file missing, unreadable or unwritable */
+	QR_EFORMAT,      /* file is not what it claims: not ONNX, truncated */
+	QR_EUNSUPPORTED, /* valid input that qreport cannot handle */
+	QR_ESHAPE,       /* shapes or sizes that disagree */
+	QR_EGRAPH,       /* malformed graph: cycle, undefined input */
+	QR_EPARTIAL,     /* part of the analysis could not be done */
+	QR_ETHRESHOLD,   /* a --fail-if check was crossed */
+};
+
+#define QR_DIAG_MSG_MAX 1024
+
+/* A warning kept for the report (e.g. "skipped unreadable image x.jpg"). */
+struct qr_warning {
+	char *msg; /* heap string, owned by the qr_diag */
+};
+
+/* Where a failure is described. One per run; cli/ prints it. */
+struct qr_diag {
+	enum qr_status status;      /* last error status, QR_OK if none */
+	char msg[QR_DIAG_MSG_MAX];  /* one-line message of the last error */
+	struct qr_warning *warnings; /* non-fatal problems, in order */
+	size_t n_warnings;          /* entries in warnings */
+};
+
+/* Record an error in d (may be NULL) and return st, so callers can write
+ * `return qr_errorf(d, QR_EFORMAT, "file '%s': ...", path);`. */
+enum qr_status qr_errorf(struct qr_diag *d, enum qr_status st,
+			 const char *fmt, ...) QR_PRINTF(3, 4);
+/* Append a warning to d (may be NULL). */
+void qr_warnf(struct qr_diag *d, const char *fmt, ...) QR_PRINTF(2, 3);
+/* Free the warnings held by d; d itself is caller storage. */
+void qr_diag_clear(struct qr_diag *d);
+/* Short name of a status, e.g. "bad input". */
+const char *qr_status_name(enum qr_status st);
+
+/* Broken invariant: a bug in qreport, never bad input. */
+#define QR_ASSERT(cond)                                                     \
+	do {                                                                \
+		if (!(cond))                                                \
+			qr_assert_fail(#cond, __FILE__, __LINE__);          \
+	} while (0)
+QR_NORETURN void qr_assert_fail(const char *what, const char *file, int line);
+QR_NORETURN void qr_fatal(const char *fmt, ...) QR_PRINTF(1, 2);
+
+void *xmalloc(size_t size);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t size);
+/* realloc of n*size bytes, fatal on overflow. */
+void *xreallocarray(void *p, size_t n, size_t size);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+char *xasprintf(const char *fmt, ...) QR_PRINTF(1, 2);
+
+/* Overflow-checked size arithmetic: return 0 and set *out on success. */
+int qr_mul_overflow(size_t a, size_t b, size_t *out);
+int qr_add_overflow(size_t a, size_t b, size_t *out);
+
+/* Bump allocator; everything is released by qr_arena_free. */
+struct qr_arena_block;
+struct qr_arena {
+	struct qr_arena_block *head; /* newest block first */
+	size_t total;                /* bytes handed out, for reporting */
+};
+void *qr_arena_alloc(struct qr_arena *a, size_t size); /* zeroed, 16-aligned */
+void *qr_arena_array(struct qr_arena *a, size_t n, size_t size);
+char *qr_arena_strdup(struct qr_arena *a, const char *s);
+char *qr_arena_strndup(struct qr_arena *a, const char *s, size_t n);
+void qr_arena_free(struct qr_arena *a);
+
+/* Growable buffer; data is always NUL-terminated when len > 0. */
+struct qr_buf {
+	char *data; /* heap bytes, owned by the buffer */
+	size_t len; /* bytes used, excluding the NUL */
+	size_t cap; /* bytes allocated */
+};
+void qr_buf_append(struct qr_buf *b, const void *p, size_t n);
+void qr_buf_puts(struct qr_buf *b, const char *s);
+void qr_buf_putc(struct qr_buf *b, char c);
+void qr_buf_printf(struct qr_buf *b, const char *fmt, ...) QR_PRINTF(2, 3);
+void qr_buf_vprintf(struct qr_buf *b, const char *fmt, va_list ap);
+/* Give up the buffer's string (never NULL) and reset b. */
+char *qr_buf_take(struct qr_buf *b);
+void qr_buf_free(struct qr_buf *b);
+
+/* A read-only view of a whole file, mmap'd when possible. */
+struct qr_map {
+	const uint8_t *data; /* file bytes; NULL for an empty file */
+	size_t size;         /* file size in bytes */
+	int mapped;          /* 1 when data came from mmap */
+};
+/* Map path read-only. Returns QR_EIO naming the file when it cannot. */
+enum qr_status qr_map_file(const char *path, struct qr_map *out,
+			   struct qr_diag *d);
+void qr_unmap(struct qr_map *m);
+/* Read a whole file into a NUL-terminated heap buffer (*out, *len). */
+enum qr_status qr_read_file(const char *path, char **out, size_t *len,
+			    struct qr_diag *d);
+/* Write n bytes to path (create or truncate). */
+enum qr_status qr_write_file(const char *path, const void *p, size_t n,
+			     struct qr_diag *d);
+/* mkdir -p; QR_EIO naming the path when it fails. */
+enum qr_status qr_mkdirs(const char *path, struct qr_diag *d);
+/* Remove a directory tree we created (never follows symlinks out). */
+int qr_remove_tree(const char *path);
+/* Join a directory and a name into a new heap string. */
+char *qr_path_join(const char *dir, const char *name);
+/* Directory part of path as a new heap string ("." when none). */
+char *qr_path_dirname(const char *path);
+/* Pointer to the last component of path (borrowed). */
+const char *qr_path_basename(const char *path);
+/* Monotonic clock in seconds. */
+double qr_now(void);
+
+#endif

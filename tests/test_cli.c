@@ -1,0 +1,464 @@
+/*
+ * test_cli: run the real qreport binary on samples/ and check what it
+ * writes: report.json's DESIGN.md keys, its numbers against values computed
+ * independently with numpy (tests/data/expected_digits.json, made by
+ * tests/data/make_expected.py), the PNG charts, and the exit code and
+ * one-line error of each kind of bad input.
+ */
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "util/util.h"
+
+static const char *qreport; /* path of the binary under test */
+static const char *srcdir;  /* top source folder */
+static char tmpdir[] = "/tmp/qr-cli-XXXXXX";
+static char last_err[4096]; /* stderr of the last run */
+
+/* Run qreport with args (NULL-terminated); return its exit code, or -1 when
+ * it died of a signal. stderr goes to last_err. */
+static int
+run(const char *const *args)
+{
+	char *errpath = qr_path_join(tmpdir, "stderr");
+	const char *argv[32];
+	int status, fd, i;
+	pid_t pid;
+	FILE *f;
+	size_t n;
+
+	argv[0] = qreport;
+	for (i = 0; args[i] != NULL && i < 30; i++)
+		argv[i + 1] = args[i];
+	argv[i + 1] = NULL;
+	pid = fork();
+	if (pid == 0) {
+		fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(fd, 2);
+		fd = open("/dev/null", O_WRONLY);
+		dup2(fd, 1);
+		execv(qreport, (char *const *)argv);
+		_exit(127);
+	}
+	waitpid(pid, &status, 0);
+	last_err[0] = '\0';
+	f = fopen(errpath, "r");
+	if (f != NULL) {
+		n = fread(last_err, 1, sizeof last_err - 1, f);
+		last_err[n] = '\0';
+		fclose(f);
+	}
+	free(errpath);
+	if (!WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+static char *
+src(const char *rel)
+{
+	return qr_path_join(srcdir, rel);
+}
+
+static char *
+tmp(const char *rel)
+{
+	return qr_path_join(tmpdir, rel);
+}
+
+static int
+exists(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0;
+}
+
+static int
+count_lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/* 1 when path is a PNG: signature, IHDR, non-trivial size. */
+static int
+png_ok(const char *path, int *w, int *h)
+{
+	static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n',
+					     0x1a, '\n'};
+	unsigned char hdr[24];
+	FILE *f = fopen(path, "rb");
+	int good;
+
+	if (f == NULL)
+		return 0;
+	good = fread(hdr, 1, sizeof hdr, f) == sizeof hdr &&
+	       memcmp(hdr, sig, 8) == 0 && memcmp(hdr + 12, "IHDR", 4) == 0;
+	fclose(f);
+	*w = (hdr[16] << 24) | (hdr[17] << 16) | (hdr[18] << 8) | hdr[19];
+	*h = (hdr[20] << 24) | (hdr[21] << 16) | (hdr[22] << 8) | hdr[23];
+	return good && *w > 16 && *h > 16 && *w < 20000 && *h < 20000;
+}
+
+static cJSON *
+load_json(const char *path)
+{
+	char *text;
+	size_t len;
+	cJSON *j;
+
+	if (qr_read_file(path, &text, &len, NULL) != QR_OK)
+		return NULL;
+	j = cJSON_ParseWithLength(text, len);
+	free(text);
+	return j;
+}
+
+static int
+has_keys(const cJSON *obj, const char *const *keys)
+{
+	int i, good = 1;
+
+	for (i = 0; keys[i] != NULL; i++)
+		if (!cJSON_HasObjectItem(obj, keys[i])) {
+			diag("missing key '%s'", keys[i]);
+			good = 0;
+		}
+	return good;
+}
+
+static double
+num(const cJSON *obj, const char *key)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	return cJSON_IsNumber(it) ? it->valuedouble : NAN;
+}
+
+static const cJSON *
+find_by(const cJSON *arr, const char *key, const char *value)
+{
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, arr) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(it, key);
+
+		if (cJSON_IsString(v) && strcmp(v->valuestring, value) == 0)
+			return it;
+	}
+	return NULL;
+}
+
+/* Compare number arrays within a relative tolerance. */
+static int
+arrays_near(const cJSON *got, const cJSON *want, double rtol, double atol)
+{
+	int i, n = cJSON_GetArraySize(want);
+
+	if (!cJSON_IsArray(got) || cJSON_GetArraySize(got) != n)
+		return 0;
+	for (i = 0; i < n; i++) {
+		double g = cJSON_GetArrayItem(got, i)->valuedouble;
+		double w = cJSON_GetArrayItem(want, i)->valuedouble;
+
+		if (!(fabs(g - w) <= atol + rtol * fabs(w))) {
+			diag("element %d: got %.9g want %.9g", i, g, w);
+			return 0;
+		}
+	}
+	return 1;
+}
+
+static void
+check_report(const char *out)
+{
+	static const char *const top[] = {"schema_version", "models",
+		"dataset", "weights", "quant_weights", "cle", NULL};
+	static const char *const wkeys[] = {"layer", "op", "weight",
+		"channels", "ch_min", "ch_max", "ch_mean", "ch_std",
+		"rel_range", "max_rel_range", "outlier_channels",
+		"sqnr_per_tensor_db", "sqnr_per_channel_db", NULL};
+	static const char *const qkeys[] = {"quant", "layer", "granularity",
+		"bits", "sqnr_db", "clipped", NULL};
+	static const char *const ckeys[] = {"layers", "scales",
+		"max_rel_range_before", "max_rel_range_after",
+		"sqnr_per_tensor_before_db", "sqnr_per_tensor_after_db", NULL};
+	char *jpath = qr_path_join(out, "report.json");
+	char *epath = src("tests/data/expected_digits.json");
+	char *charts = qr_path_join(out, "charts");
+	cJSON *j = load_json(jpath), *e = load_json(epath);
+	const cJSON *it, *want;
+	int n_png = 0, bad_png = 0, w, h;
+	struct dirent *de;
+	DIR *dir;
+
+	ok(j != NULL, "report.json parses");
+	ok(e != NULL, "expected_digits.json parses");
+	if (j == NULL || e == NULL)
+		goto out;
+	ok(has_keys(j, top), "report.json has the DESIGN.md top-level keys");
+	ok(cJSON_IsNumber(cJSON_GetObjectItem(j, "schema_version")),
+	   "schema_version is a number");
+	it = cJSON_GetObjectItem(j, "models");
+	ok(cJSON_GetArraySize(it) == 2, "two models listed");
+	ok(find_by(it, "role", "float") && find_by(it, "role", "quant"),
+	   "models have roles float and quant");
+	want = find_by(it, "role", "quant");
+	ok(want != NULL && cJSON_IsString(cJSON_GetObjectItem(want, "format")) &&
+	   strcmp(cJSON_GetObjectItem(want, "format")->valuestring, "qdq") == 0,
+	   "quant model detected as qdq");
+
+	/* weights[]: every expected layer, values within tolerance. */
+	it = cJSON_GetObjectItem(j, "weights");
+	ok(cJSON_GetArraySize(it) ==
+	   cJSON_GetArraySize(cJSON_GetObjectItem(e, "weights")),
+	   "weights[] has one entry per Conv/Gemm (%d)",
+	   cJSON_GetArraySize(cJSON_GetObjectItem(e, "weights")));
+	cJSON_ArrayForEach(want, cJSON_GetObjectItem(e, "weights")) {
+		const char *wname = cJSON_GetObjectItem(want, "weight")->valuestring;
+		const cJSON *got = find_by(it, "weight", wname);
+
+		if (!ok(got != NULL, "weights[] has %s", wname))
+			continue;
+		ok(has_keys(got, wkeys), "%s has every weights[] key", wname);
+		ok(num(got, "channels") == num(want, "channels"),
+		   "%s channels", wname);
+		ok(arrays_near(cJSON_GetObjectItem(got, "ch_min"),
+			       cJSON_GetObjectItem(want, "ch_min"), 1e-6, 1e-7) &&
+		   arrays_near(cJSON_GetObjectItem(got, "ch_max"),
+			       cJSON_GetObjectItem(want, "ch_max"), 1e-6, 1e-7),
+		   "%s ch_min/ch_max", wname);
+		ok(arrays_near(cJSON_GetObjectItem(got, "ch_mean"),
+			       cJSON_GetObjectItem(want, "ch_mean"), 1e-4, 1e-6) &&
+		   arrays_near(cJSON_GetObjectItem(got, "ch_std"),
+			       cJSON_GetObjectItem(want, "ch_std"), 1e-4, 1e-6),
+		   "%s ch_mean/ch_std", wname);
+		ok(arrays_near(cJSON_GetObjectItem(got, "rel_range"),
+			       cJSON_GetObjectItem(want, "rel_range"), 1e-5, 1e-6),
+		   "%s rel_range", wname);
+		ok_near(num(got, "max_rel_range"), num(want, "max_rel_range"),
+			1e-4 * num(want, "max_rel_range"),
+			"max_rel_range");
+		ok(arrays_near(cJSON_GetObjectItem(got, "outlier_channels"),
+			       cJSON_GetObjectItem(want, "outlier_channels"), 0, 0),
+		   "%s outlier channels", wname);
+		ok_near(num(got, "sqnr_per_tensor_db"),
+			num(want, "sqnr_per_tensor_db"), 0.01,
+			"sqnr_per_tensor_db");
+		ok_near(num(got, "sqnr_per_channel_db"),
+			num(want, "sqnr_per_channel_db"), 0.01,
+			"sqnr_per_channel_db");
+	}
+
+	/* quant_weights[]: SQNR of the dequantized weights, clipping. */
+	it = cJSON_GetObjectItem(j, "quant_weights");
+	ok(cJSON_GetArraySize(it) ==
+	   cJSON_GetArraySize(cJSON_GetObjectItem(e, "quant_weights")),
+	   "quant_weights[] pairs every quantized layer");
+	cJSON_ArrayForEach(want, cJSON_GetObjectItem(e, "quant_weights")) {
+		const char *layer = cJSON_GetObjectItem(want, "layer")->valuestring;
+		const cJSON *got = find_by(it, "layer", layer);
+
+		if (!ok(got != NULL, "quant_weights[] has %s", layer))
+			continue;
+		ok(has_keys(got, qkeys), "%s has every quant_weights[] key",
+		   layer);
+		ok_near(num(got, "sqnr_db"), num(want, "sqnr_db"), 0.01,
+			"quant weight sqnr_db");
+		ok(num(got, "clipped") == num(want, "clipped"),
+		   "%s clipped count %g", layer, num(want, "clipped"));
+		ok(strcmp(cJSON_GetObjectItem(got, "granularity")->valuestring,
+			  cJSON_GetObjectItem(want, "granularity")->valuestring) == 0,
+		   "%s granularity", layer);
+	}
+
+	/* cle[]: the expected sets with their scales. */
+	it = cJSON_GetObjectItem(j, "cle");
+	ok(cJSON_GetArraySize(it) ==
+	   cJSON_GetArraySize(cJSON_GetObjectItem(e, "cle")),
+	   "cle[] has the expected number of sets");
+	cJSON_ArrayForEach(want, cJSON_GetObjectItem(e, "cle")) {
+		const cJSON *got, *wl = cJSON_GetObjectItem(want, "layers");
+		const char *first = cJSON_GetArrayItem(wl, 0)->valuestring;
+		int k, found = 0;
+
+		cJSON_ArrayForEach(got, it) {
+			const cJSON *gl = cJSON_GetObjectItem(got, "layers");
+
+			if (cJSON_GetArraySize(gl) == cJSON_GetArraySize(wl) &&
+			    strcmp(cJSON_GetArrayItem(gl, 0)->valuestring,
+				   first) == 0) {
+				found = 1;
+				break;
+			}
+		}
+		if (!ok(found, "cle[] has the set starting at %s", first))
+			continue;
+		ok(has_keys(got, ckeys), "cle set %s has every key", first);
+		for (k = 0; k < cJSON_GetArraySize(wl) - 1; k++)
+			ok(arrays_near(cJSON_GetArrayItem(
+					       cJSON_GetObjectItem(got, "scales"), k),
+				       cJSON_GetArrayItem(
+					       cJSON_GetObjectItem(want, "scales"), k),
+				       1e-4, 1e-6),
+			   "cle set %s scales at boundary %d", first, k);
+		ok(num(got, "max_rel_range_after") <=
+		   num(got, "max_rel_range_before") + 1e-6,
+		   "cle set %s: equalization does not widen ranges", first);
+	}
+
+	/* Charts: valid PNGs, at least one per weighted layer. */
+	dir = opendir(charts);
+	ok(dir != NULL, "charts/ exists");
+	while (dir != NULL && (de = readdir(dir)) != NULL) {
+		char *p;
+
+		if (strstr(de->d_name, ".png") == NULL)
+			continue;
+		p = qr_path_join(charts, de->d_name);
+		n_png++;
+		if (!png_ok(p, &w, &h)) {
+			diag("bad PNG %s", p);
+			bad_png++;
+		}
+		free(p);
+	}
+	if (dir != NULL)
+		closedir(dir);
+	ok(n_png >= cJSON_GetArraySize(cJSON_GetObjectItem(e, "weights")),
+	   "charts/ holds %d PNGs", n_png);
+	ok(bad_png == 0, "every chart is a valid PNG");
+out:
+	cJSON_Delete(j);
+	cJSON_Delete(e);
+	free(jpath);
+	free(epath);
+	free(charts);
+}
+
+/* Bad input: exit code, one line naming `needle`, and no report left. */
+static void
+check_bad(const char *what, const char *const *args, int want_rc,
+	  const char *needle, const char *out)
+{
+	int rc = run(args);
+
+	ok(rc == want_rc, "%s: exit %d (got %d)", what, want_rc, rc);
+	ok(count_lines(last_err) == 1 && strstr(last_err, "error") != NULL,
+	   "%s: one error line", what);
+	if (needle != NULL)
+		ok(strstr(last_err, needle) != NULL, "%s: message names '%s'",
+		   what, needle);
+	if (want_rc != 1 || needle != NULL)
+		diag("%s", last_err);
+	if (out != NULL)
+		ok(!exists(out), "%s: no report written", what);
+}
+
+int
+main(void)
+{
+	char *fmodel, *qmodel, *out, *index, *bad, *text, *outfile;
+	char *trunc, *readme;
+	size_t len;
+	int rc;
+
+	plan_no_plan();
+	qreport = getenv("QREPORT");
+	srcdir = getenv("top_srcdir");
+	if (qreport == NULL || srcdir == NULL)
+		skip_all("QREPORT and top_srcdir must be set (run by make check)");
+	if (mkdtemp(tmpdir) == NULL)
+		skip_all("cannot create a temporary folder");
+	fmodel = src("samples/digits_float.onnx");
+	qmodel = src("samples/digits_qdq.onnx");
+	readme = src("README.md");
+	out = tmp("report");
+	index = tmp("report/index.html");
+
+	rc = run((const char *[]){"--float", fmodel, "--quant", qmodel, "-o",
+				  out, "--quiet", NULL});
+	ok(rc == 0, "sample report: exit 0 (got %d: %s)", rc, last_err);
+	ok(exists(index), "index.html written");
+	check_report(out);
+
+	/* Running again replaces the report in place. */
+	rc = run((const char *[]){"--float", fmodel, "-o", out, "--quiet",
+				  NULL});
+	ok(rc == 0 && exists(index), "an existing report is replaced");
+
+	/* Usage errors: exit 1. */
+	check_bad("no arguments", (const char *[]){NULL}, 1, "--float", NULL);
+	check_bad("unknown option", (const char *[]){"--nope", NULL}, 1,
+		  "--nope", NULL);
+	check_bad("missing -o", (const char *[]){"--float", fmodel, NULL}, 1,
+		  "-o", NULL);
+
+	/* Bad input: exit 2 naming the file. */
+	bad = tmp("bad");
+	check_bad("missing file",
+		  (const char *[]){"--float", "/nonexistent/m.onnx", "-o", bad,
+				   NULL}, 2, "/nonexistent/m.onnx", bad);
+	check_bad("not ONNX",
+		  (const char *[]){"--float", readme, "-o", bad, NULL}, 2,
+		  "README.md", bad);
+	trunc = tmp("truncated.onnx");
+	if (qr_read_file(fmodel, &text, &len, NULL) == QR_OK) {
+		qr_write_file(trunc, text, len / 2, NULL);
+		free(text);
+	}
+	check_bad("truncated protobuf",
+		  (const char *[]){"--float", trunc, "-o", bad, NULL}, 2,
+		  "truncated.onnx", bad);
+	check_bad("bad quant model",
+		  (const char *[]){"--float", fmodel, "--quant", trunc, "-o",
+				   bad, NULL}, 2, "truncated.onnx", bad);
+	{
+		char *dt = src("tests/data/loader/unknown_dtype.onnx");
+		char *shape = src("tests/data/analysis/bad_weight_shape.onnx");
+
+		check_bad("unknown dtype",
+			  (const char *[]){"--float", dt, "-o", bad, NULL}, 2,
+			  "unknown_dtype.onnx", bad);
+		check_bad("weight shape mismatch",
+			  (const char *[]){"--float", shape, "-o", bad, NULL}, 2,
+			  "bad_weight_shape.onnx", bad);
+		free(dt);
+		free(shape);
+	}
+	outfile = tmp("a-file");
+	qr_write_file(outfile, "keep me", 7, NULL);
+	check_bad("output is a file",
+		  (const char *[]){"--float", fmodel, "-o", outfile, NULL}, 2,
+		  "a-file", NULL);
+	if (qr_read_file(outfile, &text, &len, NULL) == QR_OK) {
+		ok(len == 7 && memcmp(text, "keep me", 7) == 0,
+		   "output file left untouched");
+		free(text);
+	}
+
+	qr_remove_tree(tmpdir);
+	free(fmodel);
+	free(qmodel);
+	free(readme);
+	free(out);
+	free(index);
+	free(bad);
+	free(trunc);
+	free(outfile);
+	return done();
+}
