@@ -17,13 +17,13 @@
 static int tap_n;      /* tests run so far */
 static int tap_failed; /* tests that failed */
 
-static void
+static inline void
 plan_no_plan(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 }
 
-static int
+static inline int
 ok(int cond, const char *fmt, ...)
 {
 	va_list ap;
@@ -40,7 +40,7 @@ ok(int cond, const char *fmt, ...)
 }
 
 /* ok() for |got - want| <= tol, printing both on failure. */
-static int
+static inline int
 ok_near(double got, double want, double tol, const char *what)
 {
 	int cond = fabs(got - want) <= tol || (isinf(got) && isinf(want) &&
@@ -52,7 +52,7 @@ ok_near(double got, double want, double tol, const char *what)
 	return cond;
 }
 
-static void
+static inline void
 diag(const char *fmt, ...)
 {
 	va_list ap;
@@ -64,14 +64,14 @@ diag(const char *fmt, ...)
 	printf("\n");
 }
 
-static void
+static inline void
 skip_all(const char *why)
 {
 	printf("1..0 # SKIP %s\n", why);
 	exit(0);
 }
 
-static int
+static inline int
 done(void)
 {
 	printf("1..%d\n", tap_n);

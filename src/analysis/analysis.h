@@ -155,6 +155,11 @@ struct qr_quant_weight {
 	size_t float_bytes;     /* bytes of the float weight */
 	size_t quant_bytes;     /* bytes of the quantized weight + scale + zp */
 	double compression;     /* float_bytes / quant_bytes */
+	size_t out_of_range;    /* float weights more than half a step outside
+				 * [(qmin-zp)*scale, (qmax-zp)*scale]: the
+				 * values that really lost range (clipped counts
+				 * every value at qmin/qmax, which includes each
+				 * channel's max|w| in symmetric schemes) */
 };
 
 /* A layer of a CLE set (before/after view of its output channels). */

@@ -50,6 +50,13 @@ struct qr_hline {
 	const char *label;        /* text drawn at its right end */
 };
 
+/*
+ * Axes: x is the point index (category axis), y the value axis. With
+ * horizontal=1 they swap as a whole: index 0 is the top row, ylabel names
+ * the value axis (now at the bottom), xlabel the rows, hlines are drawn
+ * vertically. xticks, when given, has one entry per index of the longest
+ * series; shared "/"-separated heads and tails of long names are elided.
+ */
 struct qr_chart_spec {
 	const char *title;        /* drawn at the top */
 	const char *xlabel;       /* x axis label, with units */
@@ -95,6 +102,10 @@ enum qr_status qr_png_write_rgba(const char *path, const uint8_t *rgba,
 enum qr_status qr_heatmap_write(const char *path, const float *v, size_t rows,
 				size_t cols, int cell, float vmin, float vmax,
 				struct qr_diag *d);
+
+/* The heatmap colour of t in 0..1 (clamped; NaN gives the NaN-cell grey)
+ * as 0xRRGGBB, for HTML colour bars beside a heatmap. */
+unsigned qr_heatmap_color(double t);
 
 /* Palette colour i (0..7) as 0xRRGGBB, for HTML legends. */
 unsigned qr_chart_color(int i);

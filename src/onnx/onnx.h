@@ -223,6 +223,11 @@ float qr_node_attr_float(const struct qr_node *n, const char *name,
 			 float dflt);
 const char *qr_node_attr_str(const struct qr_node *n, const char *name,
 			     const char *dflt);
+/* The value of a Constant node (ai.onnx) as a tensor, whichever attribute
+ * holds it: value, or value_float(s)/value_int(s) (converted at load time;
+ * value_string(s) give a string tensor without data). NULL for other nodes
+ * and for sparse_value. Borrowed from the model. */
+const struct qr_tensor_data *qr_node_const_value(const struct qr_node *n);
 
 /* Decode a serialized TensorProto (.pb test data) into t, allocating from
  * the arena a. Errors as for qr_onnx_load, naming `name`. */

@@ -86,7 +86,7 @@ qr_html_escape(struct qr_buf *b, const char *s)
 void
 qr_md_escape(struct qr_buf *b, const char *s)
 {
-	static const char punct[] = "\\`*_{}[]()<>#+-.!|~&\"'$%=:;,/?@^";
+	static const char punct[] = "\\`*_{}[]()<>#+-!|~&:";
 	const unsigned char *p = (const unsigned char *)s;
 	size_t n;
 
@@ -129,4 +129,25 @@ qr_safe_name(struct qr_buf *b, const char *prefix, size_t index,
 	}
 	if (kept == 0)
 		qr_buf_puts(b, "layer");
+}
+
+char *
+qr_utf8_dup(const char *s)
+{
+	struct qr_buf b = {0};
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n;
+
+	if (s == NULL)
+		return NULL;
+	while (*p != '\0') {
+		if ((n = utf8_len(p)) == 0) {
+			qr_buf_puts(&b, REPLACEMENT);
+			p++;
+		} else {
+			qr_buf_append(&b, p, n);
+			p += n;
+		}
+	}
+	return qr_buf_take(&b);
 }

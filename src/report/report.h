@@ -3,7 +3,7 @@
  *
  *   report/index.html, model.html, layers.html, ...  (templates/ filled in)
  *   report/assets/                                     (CSS, small JS)
- *   report/charts/*.png                                (via chart/)
+ *   report/charts/NAME.png                             (via chart/)
  *   report/report.json                                 (cJSON; DESIGN.md)
  *   report/summary.md
  *
@@ -23,7 +23,9 @@
 struct qr_analysis;
 
 struct qr_report_opts {
-	const char *templates_dir; /* NULL: use the embedded templates */
+	const char *templates_dir; /* NULL: use the embedded templates; else a
+				      folder with every template at its top
+				      and the assets in its assets/ */
 	const char *command_line;  /* shown in the report */
 	const char *version;       /* qreport version string */
 };
@@ -36,8 +38,16 @@ enum qr_status qr_report_write(const struct qr_analysis *a,
 			       const char *outdir, struct qr_diag *d);
 
 /* Escape s for HTML text and attribute values into b (&<>"' and control
- * characters; invalid UTF-8 becomes U+FFFD). */
-struct qr_buf;
+ * characters; invalid UTF-8 becomes U+FFFD). Strings longer than 1000
+ * characters are cut with an ellipsis: this is for display only. s may be
+ * NULL (nothing is appended). */
 void qr_html_escape(struct qr_buf *b, const char *s);
+
+/* Write the embedded templates and assets into dir (created if needed),
+ * laid out as opts->templates_dir expects: the templates (index.html,
+ * _head.html, ...) at the top and the assets under dir/assets/. A starting
+ * point for custom templates. Errors: QR_EIO naming the path. */
+enum qr_status qr_report_export_templates(const char *dir,
+					  struct qr_diag *d);
 
 #endif

@@ -1,0 +1,384 @@
+/*
+ * cle: cross-layer-equalization opportunities in a float graph (Nagel et
+ * al. 2019, "Data-Free Quantization Through Weight Equalization and Bias
+ * Correction"; the set rules follow AIMET's cross-layer scaling):
+ *
+ *   sets     Conv->Conv, Depthwise->Conv, Conv->Depthwise->Conv, joined
+ *            directly or through one Relu or PRelu. Both are positively
+ *            homogeneous, f(s x) = s f(x) for s > 0, whatever PRelu's
+ *            slope, which is all equalization needs; AIMET accepts both.
+ *            The tensor between two layers must have exactly one consumer
+ *            and not be a graph output; each conv must have group 1 or be
+ *            depthwise (group == in channels == out channels).
+ *   BN       a BatchNormalization right after a conv is folded first,
+ *            W' = W gamma / sqrt(var + eps) per output channel.
+ *   blockers Clip(0,6) (ReLU6) between two convs is not positively
+ *            homogeneous; we report it with the fix.
+ *
+ * Each set is evaluated on its own, from the original (BN-folded) weights;
+ * AIMET applies sets in sequence, so chained sets interact there.
+ */
+#include "analysis/analysis-int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+#include "onnx/onnx.h"
+
+enum { K_OTHER = 0, K_CONV, K_DW };
+
+static int
+conv_kind(const struct qr_an_wlayer *l)
+{
+	if (l->family != QR_AN_FAM_CONV)
+		return K_OTHER;
+	if (l->group == 1)
+		return K_CONV;
+	if (l->w->dims[1] == 1 && l->w->dims[0] == l->group)
+		return K_DW;
+	return K_OTHER;
+}
+
+/* The single consumer of tensor t, or NULL. */
+static const struct qr_node *
+only_consumer(const struct qr_graph *g, const char *t, size_t *idx)
+{
+	const size_t *cs;
+	size_t nc;
+
+	if (qr_graph_is_output(g, t))
+		return NULL;
+	cs = qr_graph_consumers(g, t, &nc);
+	if (nc != 1)
+		return NULL;
+	*idx = cs[0];
+	return qr_graph_node(g, cs[0]);
+}
+
+/* 1 when Clip node c clamps to [0, 6]: attributes before opset 11,
+ * constant inputs from 11 on. */
+static int
+is_relu6(const struct qr_graph *g, const struct qr_node *c)
+{
+	const struct qr_tensor_data *lo = NULL, *hi = NULL;
+	const struct qr_attr *amin = qr_node_attr(c, "min");
+	const struct qr_attr *amax = qr_node_attr(c, "max");
+
+	if (amin || amax)
+		return amin && amax && amin->f == 0.0f && amax->f == 6.0f;
+	if (c->n_in > 1 && c->in[1][0])
+		lo = qr_graph_const(g, c->in[1]);
+	if (c->n_in > 2 && c->in[2][0])
+		hi = qr_graph_const(g, c->in[2]);
+	return lo && hi && lo->n_elem == 1 && hi->n_elem == 1 &&
+	       qr_tensor_get(lo, 0) == 0.0 && qr_tensor_get(hi, 0) == 6.0;
+}
+
+/* Where the output of layer l leads. */
+struct step {
+	long next;               /* index into fl of the next conv, or -1 */
+	const char *join;        /* "Relu", "PRelu", "direct" */
+	const struct qr_node *clip; /* a Clip(0,6) on the way, or NULL */
+};
+
+static struct step
+follow(const struct qr_graph *g, const struct qr_an_wlayer *l,
+       const long *by_node)
+{
+	struct step s = { -1, "direct", NULL };
+	const struct qr_node *c;
+	const char *t = l->n->out[0];
+	size_t idx;
+
+	if ((c = only_consumer(g, t, &idx)) == NULL)
+		return s;
+	if (strcmp(c->op_type, "BatchNormalization") == 0) {
+		t = c->out[0];
+		if ((c = only_consumer(g, t, &idx)) == NULL)
+			return s;
+	}
+	if (strcmp(c->op_type, "Relu") == 0 ||
+	    strcmp(c->op_type, "PRelu") == 0 ||
+	    (strcmp(c->op_type, "Clip") == 0 && is_relu6(g, c))) {
+		if (strcmp(c->op_type, "Clip") == 0)
+			s.clip = c;
+		else
+			s.join = c->op_type;
+		t = c->out[0];
+		if ((c = only_consumer(g, t, &idx)) == NULL)
+			return s;
+	}
+	if (strcmp(c->op_type, "Conv") == 0 && strcmp(c->in[0], t) == 0)
+		s.next = by_node[idx];
+	return s;
+}
+
+/* A layer's weight as floats with its BN folded in; *folded set. */
+static float *
+load_folded(const struct qr_graph *g, const struct qr_an_wlayer *l,
+	    int *folded)
+{
+	const struct qr_node *bn;
+	float *w = qr_an_to_f32(l->w), *f;
+
+	f = qr_an_bn_factors(g, l->node, (size_t)l->w->dims[0], &bn);
+	*folded = f != NULL;
+	if (f) {
+		qr_an_scale_axis(w, l->w->dims, l->w->ndim, 0, f);
+		free(f);
+	}
+	return w;
+}
+
+static void
+minmax_axis0(const float *w, const struct qr_tensor_data *t, float *mn,
+	     float *mx)
+{
+	size_t C = (size_t)t->dims[0];
+	float *m = xmalloc(C * sizeof *m), *s = xmalloc(C * sizeof *s);
+
+	qr_channel_stats(w, t->dims, t->ndim, 0, mn, mx, m, s);
+	free(m);
+	free(s);
+}
+
+static float *
+absmax(const float *w, const struct qr_tensor_data *t, int axis)
+{
+	float *r = xmalloc((size_t)t->dims[axis] * sizeof *r);
+
+	qr_an_channel_absmax(w, t->dims, t->ndim, axis, r);
+	return r;
+}
+
+static float *
+inverse(const float *s, size_t n)
+{
+	float *v = xmalloc(n * sizeof *v);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		v[i] = 1.0f / s[i];
+	return v;
+}
+
+/* Max relative range and predicted per-tensor SQNR of one layer. */
+static void
+layer_metrics(const float *w, const struct qr_tensor_data *t,
+	      const float *mn, const float *mx, int bits, double *rel,
+	      double *sqnr)
+{
+	size_t C = (size_t)t->dims[0];
+	float *r = xmalloc(C * sizeof *r);
+	double m = qr_rel_range(mn, mx, C, r);
+
+	free(r);
+	if (m > *rel)
+		*rel = m;
+	*sqnr += qr_sqnr_sym(w, t->dims, t->ndim, 0, 0, bits);
+}
+
+/*
+ * Equalize one set of n (2 or 3) layers and record before/after:
+ *   pair     s_i = sqrt(r1_i / r2_i), r1 = max|W1| of output channel i,
+ *            r2 = max|W2| of input channel i; W1[i] /= s_i, W2[:,i] *= s_i
+ *   triplet  s12 = r0 / cbrt(r0 r1 r2), s23 = cbrt(r0 r1 r2) / r2;
+ *            W0[i] /= s12, Wdw[i] *= s12 / s23, W2[:,i] *= s23
+ * (Nagel et al. 2019 eq. 11; AIMET's triplet rule). Biases scale like
+ * their rows but are not reported.
+ */
+static void
+equalize(struct qr_cle_set *set, const struct qr_graph *g,
+	 const struct qr_an_wlayer **L, size_t n, const char **joins,
+	 int bits)
+{
+	float *w[3] = { NULL, NULL, NULL }, *r[3], *inv;
+	size_t C = (size_t)L[0]->w->dims[0], k;
+	double rel_b = 0, rel_a = 0, sq_b = 0, sq_a = 0;
+
+	set->n_layers = n;
+	for (k = 0; k < n; k++) {
+		struct qr_cle_layer *cl = &set->layers[k];
+		size_t M = (size_t)L[k]->w->dims[0];
+
+		w[k] = load_folded(g, L[k], &cl->bn_folded);
+		cl->name = xstrdup(L[k]->n->name);
+		cl->op = xstrdup(L[k]->n->op_type);
+		cl->depthwise = conv_kind(L[k]) == K_DW;
+		cl->channels = M;
+		cl->min_before = xmalloc(M * sizeof(float));
+		cl->max_before = xmalloc(M * sizeof(float));
+		cl->min_after = xmalloc(M * sizeof(float));
+		cl->max_after = xmalloc(M * sizeof(float));
+		minmax_axis0(w[k], L[k]->w, cl->min_before, cl->max_before);
+		layer_metrics(w[k], L[k]->w, cl->min_before, cl->max_before,
+			      bits, &rel_b, &sq_b);
+	}
+	for (k = 0; k + 1 < n; k++)
+		set->joins[k] = xstrdup(joins[k]);
+	r[0] = absmax(w[0], L[0]->w, 0);
+	if (n == 2) {
+		r[1] = absmax(w[1], L[1]->w, 1);
+		set->n_scales[0] = C;
+		set->scales[0] = xmalloc(C * sizeof(float));
+		qr_cle_pair_scales(r[0], r[1], C, set->scales[0]);
+		inv = inverse(set->scales[0], C);
+		qr_an_scale_axis(w[0], L[0]->w->dims, L[0]->w->ndim, 0, inv);
+		qr_an_scale_axis(w[1], L[1]->w->dims, L[1]->w->ndim, 1,
+				 set->scales[0]);
+		free(inv);
+	} else {
+		float *mid = xmalloc(C * sizeof *mid);
+
+		r[1] = absmax(w[1], L[1]->w, 0);
+		r[2] = absmax(w[2], L[2]->w, 1);
+		for (k = 0; k < 2; k++) {
+			set->n_scales[k] = C;
+			set->scales[k] = xmalloc(C * sizeof(float));
+		}
+		qr_cle_triplet_scales(r[0], r[1], r[2], C, set->scales[0],
+				      set->scales[1]);
+		inv = inverse(set->scales[0], C);
+		for (k = 0; k < C; k++)
+			mid[k] = set->scales[0][k] / set->scales[1][k];
+		qr_an_scale_axis(w[0], L[0]->w->dims, L[0]->w->ndim, 0, inv);
+		qr_an_scale_axis(w[1], L[1]->w->dims, L[1]->w->ndim, 0, mid);
+		qr_an_scale_axis(w[2], L[2]->w->dims, L[2]->w->ndim, 1,
+				 set->scales[1]);
+		free(inv);
+		free(mid);
+		free(r[2]);
+	}
+	free(r[0]);
+	free(r[1]);
+	for (k = 0; k < n; k++) {
+		struct qr_cle_layer *cl = &set->layers[k];
+
+		minmax_axis0(w[k], L[k]->w, cl->min_after, cl->max_after);
+		layer_metrics(w[k], L[k]->w, cl->min_after, cl->max_after,
+			      bits, &rel_a, &sq_a);
+		free(w[k]);
+	}
+	set->max_rel_range_before = rel_b;
+	set->max_rel_range_after = rel_a;
+	set->sqnr_per_tensor_before_db = sq_b / (double)n;
+	set->sqnr_per_tensor_after_db = sq_a / (double)n;
+}
+
+static void
+add_blocker(struct qr_analysis *a, const struct qr_an_wlayer *from,
+	    const struct qr_an_wlayer *to, const struct qr_node *clip)
+{
+	struct qr_cle_blocker *b;
+
+	a->cle_blockers = xreallocarray(a->cle_blockers,
+					a->n_cle_blockers + 1,
+					sizeof *a->cle_blockers);
+	b = &a->cle_blockers[a->n_cle_blockers++];
+	b->from = xstrdup(from->n->name);
+	b->to = xstrdup(to->n->name);
+	b->reason = xasprintf("Clip(0,6) '%s' between %s and %s (ReLU6 is "
+			      "not positively homogeneous)", clip->name,
+			      from->n->name, to->n->name);
+	b->fix = xstrdup("replace ReLU6 (Clip 0..6) with ReLU to enable "
+			 "equalization");
+}
+
+/* Find the CLE sets and blockers of g's float layers fl and append them
+ * to a->cle / a->cle_blockers. */
+void
+qr_an_cle(struct qr_analysis *a, const struct qr_graph *g,
+	  const struct qr_an_wlayer *fl, size_t n_fl,
+	  const struct qr_analysis_opts *o)
+{
+	size_t nn = qr_graph_n_nodes(g), i;
+	long *by_node = xmalloc((nn ? nn : 1) * sizeof *by_node);
+	char *mid = xcalloc(n_fl + 1, 1);
+
+	for (i = 0; i < nn; i++)
+		by_node[i] = -1;
+	for (i = 0; i < n_fl; i++)
+		by_node[fl[i].node] = (long)i;
+	for (i = 0; i < n_fl; i++) {
+		const struct qr_an_wlayer *L[3];
+		const char *joins[2];
+		struct step s1, s2;
+		int k1 = conv_kind(&fl[i]), k2, k3;
+		int64_t M;
+
+		if (k1 == K_OTHER || mid[i])
+			continue;
+		s1 = follow(g, &fl[i], by_node);
+		if (s1.next < 0)
+			continue;
+		L[0] = &fl[i];
+		L[1] = &fl[s1.next];
+		if (s1.clip) {
+			add_blocker(a, L[0], L[1], s1.clip);
+			continue;
+		}
+		k2 = conv_kind(L[1]);
+		M = L[0]->w->dims[0];
+		joins[0] = s1.join;
+		if (k2 == K_CONV && L[1]->w->dims[1] == M) {
+			a->cle = xreallocarray(a->cle, a->n_cle + 1,
+					       sizeof *a->cle);
+			memset(&a->cle[a->n_cle], 0, sizeof *a->cle);
+			equalize(&a->cle[a->n_cle++], g, L, 2, joins, o->bits);
+			continue;
+		}
+		if (k1 != K_CONV || k2 != K_DW || L[1]->w->dims[0] != M)
+			continue;
+		s2 = follow(g, L[1], by_node);
+		if (s2.next < 0)
+			continue;
+		L[2] = &fl[s2.next];
+		if (s2.clip) {
+			add_blocker(a, L[1], L[2], s2.clip);
+			continue;
+		}
+		k3 = conv_kind(L[2]);
+		if (k3 != K_CONV || L[2]->w->dims[1] != M)
+			continue;
+		joins[1] = s2.join;
+		mid[s1.next] = 1;
+		a->cle = xreallocarray(a->cle, a->n_cle + 1, sizeof *a->cle);
+		memset(&a->cle[a->n_cle], 0, sizeof *a->cle);
+		equalize(&a->cle[a->n_cle++], g, L, 3, joins, o->bits);
+	}
+	free(by_node);
+	free(mid);
+}
+
+void
+qr_an_cle_free(struct qr_analysis *a)
+{
+	size_t i, k;
+
+	for (i = 0; i < a->n_cle; i++) {
+		struct qr_cle_set *s = &a->cle[i];
+
+		for (k = 0; k < s->n_layers; k++) {
+			free(s->layers[k].name);
+			free(s->layers[k].op);
+			free(s->layers[k].min_before);
+			free(s->layers[k].max_before);
+			free(s->layers[k].min_after);
+			free(s->layers[k].max_after);
+		}
+		for (k = 0; k < 2; k++) {
+			free(s->joins[k]);
+			free(s->scales[k]);
+		}
+	}
+	free(a->cle);
+	for (i = 0; i < a->n_cle_blockers; i++) {
+		free(a->cle_blockers[i].from);
+		free(a->cle_blockers[i].to);
+		free(a->cle_blockers[i].reason);
+		free(a->cle_blockers[i].fix);
+	}
+	free(a->cle_blockers);
+}

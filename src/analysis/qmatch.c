@@ -1,0 +1,494 @@
+/*
+ * qmatch: pair each float weighted layer with its quantized counterpart in
+ * a candidate (by name, then by structure), dequantize the quantized
+ * weight and measure it against the float one: SQNR, clipping, bytes.
+ */
+#include "analysis/analysis-int.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+#include "onnx/onnx.h"
+
+static int
+same_shape(const struct qr_tensor_data *a, const struct qr_tensor_data *b)
+{
+	int i;
+
+	if (a->ndim != b->ndim)
+		return 0;
+	for (i = 0; i < a->ndim; i++)
+		if (a->dims[i] != b->dims[i])
+			return 0;
+	return 1;
+}
+
+/*
+ * BatchNormalization folding factors (Nagel et al. 2019, section 4.1;
+ * the usual Conv+BN fold): f_c = gamma_c / sqrt(var_c + eps), so W'[c] =
+ * W[c] * f_c. Only when the BN alone consumes node's output, all its
+ * parameters are constants with `channels` elements, and the output is
+ * not a graph output. Returns a heap array or NULL.
+ */
+float *
+qr_an_bn_factors(const struct qr_graph *g, size_t node, size_t channels,
+		 const struct qr_node **bnp)
+{
+	const struct qr_node *n = qr_graph_node(g, node), *bn;
+	const struct qr_tensor_data *gamma, *var;
+	const size_t *cs;
+	size_t nc, c;
+	float eps, *f;
+
+	*bnp = NULL;
+	if (n->n_out < 1 || qr_graph_is_output(g, n->out[0]))
+		return NULL;
+	cs = qr_graph_consumers(g, n->out[0], &nc);
+	if (nc != 1)
+		return NULL;
+	bn = qr_graph_node(g, cs[0]);
+	if (strcmp(bn->op_type, "BatchNormalization") != 0 || bn->n_in < 5 ||
+	    strcmp(bn->in[0], n->out[0]) != 0)
+		return NULL;
+	gamma = qr_graph_const(g, bn->in[1]);
+	var = qr_graph_const(g, bn->in[4]);
+	if (gamma == NULL || var == NULL || gamma->n_elem != channels ||
+	    var->n_elem != channels || qr_graph_const(g, bn->in[2]) == NULL ||
+	    qr_graph_const(g, bn->in[3]) == NULL)
+		return NULL;
+	eps = qr_node_attr_float(bn, "epsilon", 1e-5f);
+	f = xmalloc((channels ? channels : 1) * sizeof *f);
+	for (c = 0; c < channels; c++)
+		f[c] = (float)(qr_tensor_get(gamma, c) /
+			       sqrt(qr_tensor_get(var, c) + eps));
+	*bnp = bn;
+	return f;
+}
+
+/* 1 when a BatchNormalization follows quant node i, directly or through
+ * QuantizeLinear/DequantizeLinear. */
+static int
+quant_has_bn(const struct qr_graph *g, size_t i)
+{
+	const struct qr_node *n = qr_graph_node(g, i);
+	const char *cur = n->n_out ? n->out[0] : NULL;
+	int hop;
+
+	for (hop = 0; cur && hop < 3; hop++) {
+		size_t nc;
+		const size_t *cs = qr_graph_consumers(g, cur, &nc);
+		const struct qr_node *c;
+
+		if (nc != 1)
+			return 0;
+		c = qr_graph_node(g, cs[0]);
+		if (strcmp(c->op_type, "BatchNormalization") == 0)
+			return 1;
+		if (strcmp(c->op_type, "QuantizeLinear") != 0 &&
+		    strcmp(c->op_type, "DequantizeLinear") != 0)
+			return 0;
+		cur = c->n_out ? c->out[0] : NULL;
+	}
+	return 0;
+}
+
+/* Integer range of a quantized dtype. */
+static void
+qrange(int dtype, double *lo, double *hi)
+{
+	int bits = qr_dtype_bits(dtype);
+	int uns = dtype == QR_DT_UINT8 || dtype == QR_DT_UINT16 ||
+		  dtype == QR_DT_UINT4 || dtype == QR_DT_UINT32 ||
+		  dtype == QR_DT_UINT64;
+
+	if (bits >= 53)
+		bits = 52;
+	if (uns) {
+		*lo = 0;
+		*hi = ldexp(1, bits) - 1;
+	} else {
+		*lo = -ldexp(1, bits - 1);
+		*hi = ldexp(1, bits - 1) - 1;
+	}
+}
+
+/* q as floats (heap); int8/uint8 without the per-element dtype switch. */
+static float *
+q_to_f32(const struct qr_tensor_data *q)
+{
+	float *f;
+	size_t i;
+
+	if (q->data == NULL || (q->dtype != QR_DT_INT8 &&
+				q->dtype != QR_DT_UINT8))
+		return qr_an_to_f32(q);
+	f = xmalloc((q->n_elem ? q->n_elem : 1) * sizeof *f);
+	if (q->dtype == QR_DT_INT8) {
+		const int8_t *p = q->data;
+
+		for (i = 0; i < q->n_elem; i++)
+			f[i] = p[i];
+	} else {
+		const uint8_t *p = q->data;
+
+		for (i = 0; i < q->n_elem; i++)
+			f[i] = p[i];
+	}
+	return f;
+}
+
+/* Per-channel (or single) values of t as floats, nch entries; NULL gives
+ * zeros. Returns heap memory. */
+static float *
+broadcast(const struct qr_tensor_data *t, size_t nch)
+{
+	float *v = xcalloc(nch ? nch : 1, sizeof *v);
+	size_t c;
+
+	if (t == NULL)
+		return v;
+	for (c = 0; c < nch; c++)
+		v[c] = (float)qr_tensor_get(t, t->n_elem == 1 ? 0 : c);
+	return v;
+}
+
+/*
+ * Compare float layer fl with quant layer ql and fill qw's numbers:
+ * dequantize w' = (q - zp) * scale per tensor or per channel along the
+ * quant axis (ONNX DequantizeLinear), SQNR = 10 log10(sum w^2 / sum (w -
+ * w')^2) (qr_sqnr_db), clipped = quantized values at qmin or qmax of the
+ * dtype, out_of_range = float values beyond the representable range by
+ * more than half a step. When the float Conv is followed by a
+ * BatchNormalization and the candidate has none there, the float weight is
+ * folded first (qr_an_bn_factors) so both sides describe the same
+ * function. Returns 0 with a reason in why when the scales do not fit.
+ */
+static int
+compare(const struct qr_graph *fg, const struct qr_an_wlayer *fl,
+	const struct qr_graph *qg, const struct qr_an_qlayer *ql,
+	struct qr_quant_weight *qw, char *why, size_t why_n, int *bn_folded,
+	const char **bn_name)
+{
+	const struct qr_tensor_data *q = ql->q;
+	size_t outer, C, inner, o, c, i, nch;
+	float *w = NULL, *qf = NULL, *sc = NULL, *zp = NULL, *bnf;
+	const struct qr_node *bn = NULL;
+	double dlo, dhi;
+	float qlo, qhi;
+	int ok = 0;
+
+	*bn_folded = 0;
+	qr_an_split(q->dims, q->ndim, ql->axis, &outer, &C, &inner);
+	nch = ql->per_channel ? C : 1;
+	if (ql->scale == NULL) {
+		snprintf(why, why_n, "no scale found for '%s'", q->name);
+		goto out;
+	}
+	if ((ql->scale->n_elem != 1 && ql->scale->n_elem != nch) ||
+	    (ql->zp && ql->zp->n_elem != 1 && ql->zp->n_elem != nch)) {
+		snprintf(why, why_n, "scale of '%s' has %zu elements but axis "
+			 "%d has %zu channels", q->name, ql->scale->n_elem,
+			 ql->axis, C);
+		goto out;
+	}
+	w = qr_an_to_f32(fl->w);
+	qf = q_to_f32(q);
+	if (w == NULL || qf == NULL) {
+		snprintf(why, why_n, "'%s' is not numeric", q->name);
+		goto out;
+	}
+	if (fl->family == QR_AN_FAM_CONV && !quant_has_bn(qg, ql->node)) {
+		size_t M = (size_t)fl->w->dims[fl->axis];
+
+		bnf = qr_an_bn_factors(fg, fl->node, M, &bn);
+		if (bnf) {
+			qr_an_scale_axis(w, fl->w->dims, fl->w->ndim, fl->axis,
+					 bnf);
+			free(bnf);
+			*bn_folded = 1;
+			*bn_name = bn->name;
+		}
+	}
+	sc = broadcast(ql->scale, nch);
+	zp = broadcast(ql->zp, nch);
+	qrange(q->dtype, &dlo, &dhi);
+	qlo = (float)dlo;
+	qhi = (float)dhi;
+	for (o = 0; o < outer; o++) {
+		for (c = 0; c < C; c++) {
+			size_t k = ql->per_channel ? c : 0;
+			float s = sc[k], z = zp[k];
+			float lo = (qlo - z) * s - 0.5f * fabsf(s);
+			float hi = (qhi - z) * s + 0.5f * fabsf(s);
+			float *p = qf + (o * C + c) * inner;
+			const float *x = w + (o * C + c) * inner;
+
+			if (lo > hi) {
+				float t = lo;
+
+				lo = hi;
+				hi = t;
+			}
+			size_t nc = 0, nr = 0;
+
+			for (i = 0; i < inner; i++) {
+				nc += (p[i] <= qlo) | (p[i] >= qhi);
+				nr += (x[i] < lo) | (x[i] > hi);
+				p[i] = (p[i] - z) * s;
+			}
+			qw->clipped += nc;
+			qw->out_of_range += nr;
+		}
+	}
+	qw->sqnr_db = qr_sqnr_db(w, qf, q->n_elem);
+	qw->n_elem = q->n_elem;
+	qw->bits = qr_dtype_bits(q->dtype);
+	qw->granularity = xstrdup(ql->per_channel ? "per-channel" :
+				  "per-tensor");
+	qw->float_bytes = fl->w->nbytes;
+	qw->quant_bytes = q->nbytes + ql->scale->nbytes +
+			  (ql->zp ? ql->zp->nbytes : 0);
+	qw->compression = qw->quant_bytes ?
+		(double)qw->float_bytes / (double)qw->quant_bytes : 0;
+	ok = 1;
+out:
+	free(w);
+	free(qf);
+	free(sc);
+	free(zp);
+	return ok;
+}
+
+/* The name rule that pairs float weight/node with quant layer ql:
+ * ORT's "W -> W_quantized", the same weight name, or the same node name.
+ * Returns a static description or NULL. */
+static const char *
+name_rule(const struct qr_an_wlayer *fl, const struct qr_graph *qg,
+	  const struct qr_an_qlayer *ql)
+{
+	const char *fw = fl->w->name, *qn = ql->q->name;
+	size_t lf = strlen(fw);
+
+	if (strncmp(qn, fw, lf) == 0 && strcmp(qn + lf, "_quantized") == 0)
+		return "ORT weight name";
+	if (strcmp(qn, fw) == 0)
+		return "same weight name";
+	if (strcmp(qr_graph_node(qg, ql->node)->name, fl->n->name) == 0)
+		return "same node name";
+	return NULL;
+}
+
+static int
+struct_eq(const struct qr_an_wlayer *f, const struct qr_an_qlayer *q)
+{
+	return f->family == q->family && same_shape(f->w, q->q);
+}
+
+/*
+ * Structural alignment of the float layers and quant layers left after
+ * name matching: the longest common subsequence of the two topological
+ * sequences under "same op family and same weight shape" (so a layer
+ * missing on one side does not shift every later pair, as zipping would).
+ * O(nf*nq) time and bytes; past 64M cells it falls back to a greedy
+ * in-order scan. pair[i] gets the quant index of fi[i] or -1.
+ */
+static void
+align(const struct qr_an_wlayer *fl, const size_t *fi, size_t nf,
+      const struct qr_an_qlayer *ql, const size_t *qi, size_t nq, long *pair)
+{
+	size_t i, j, w = nq + 1;
+	uint32_t *dp;
+
+	for (i = 0; i < nf; i++)
+		pair[i] = -1;
+	if (nf == 0 || nq == 0)
+		return;
+	if ((nf + 1) * (nq + 1) > ((size_t)1 << 26)) {
+		for (i = 0, j = 0; i < nf && j < nq; i++) {
+			size_t k;
+
+			for (k = j; k < nq; k++)
+				if (struct_eq(&fl[fi[i]], &ql[qi[k]]))
+					break;
+			if (k < nq) {
+				pair[i] = (long)qi[k];
+				j = k + 1;
+			}
+		}
+		return;
+	}
+	dp = xcalloc((nf + 1) * w, sizeof *dp);
+	for (i = nf; i-- > 0;) {
+		for (j = nq; j-- > 0;) {
+			uint32_t a = dp[(i + 1) * w + j], b = dp[i * w + j + 1];
+
+			if (struct_eq(&fl[fi[i]], &ql[qi[j]]))
+				dp[i * w + j] = dp[(i + 1) * w + j + 1] + 1;
+			else
+				dp[i * w + j] = a > b ? a : b;
+		}
+	}
+	for (i = 0, j = 0; i < nf && j < nq;) {
+		if (struct_eq(&fl[fi[i]], &ql[qi[j]]) &&
+		    dp[i * w + j] == dp[(i + 1) * w + j + 1] + 1) {
+			pair[i] = (long)qi[j];
+			i++;
+			j++;
+		} else if (dp[(i + 1) * w + j] >= dp[i * w + j + 1]) {
+			i++;
+		} else {
+			j++;
+		}
+	}
+	free(dp);
+}
+
+static void
+add_unmatched(struct qr_analysis *a, const char *layer, size_t ci,
+	      const char *path, const char *reason)
+{
+	a->unmatched = xreallocarray(a->unmatched, a->n_unmatched + 1,
+				     sizeof *a->unmatched);
+	a->unmatched[a->n_unmatched++] =
+		xasprintf("%s (candidate %zu, %s): %s", layer, ci + 1,
+			  qr_path_basename(path), reason);
+}
+
+/* Fill a pair and append it to a->qweights, or record why it failed. */
+static void
+add_pair(struct qr_analysis *a, size_t ci, const struct qr_graph *fg,
+	 const struct qr_an_wlayer *fl, const struct qr_graph *qg,
+	 const struct qr_an_qlayer *ql, enum qr_match how, const char *rule,
+	 struct qr_diag *d)
+{
+	struct qr_quant_weight qw;
+	const char *path = qr_graph_model(qg)->path;
+	char why[256], shp[128];
+	const char *bn_name = NULL;
+	int folded;
+
+	memset(&qw, 0, sizeof qw);
+	if (!compare(fg, fl, qg, ql, &qw, why, sizeof why, &folded,
+		     &bn_name)) {
+		qr_warnf(d, "layer '%s': cannot compare with candidate %zu: "
+			 "%s", fl->n->name, ci + 1, why);
+		add_unmatched(a, fl->n->name, ci, path ? path : "", why);
+		return;
+	}
+	qw.quant = ci;
+	qw.layer = xstrdup(fl->n->name);
+	qw.quant_layer = xstrdup(qr_graph_node(qg, ql->node)->name);
+	qw.weight = xstrdup(fl->w->name);
+	qw.quant_weight = xstrdup(ql->q->name);
+	qw.match = how;
+	qr_an_dims_buf(fl->w->dims, fl->w->ndim, shp, sizeof shp);
+	if (how == QR_MATCH_NAME)
+		qw.match_reason = xasprintf("name (%s): %s -> %s%s%s%s", rule,
+					    fl->w->name, ql->q->name,
+					    folded ? "; float weight folded "
+					    "with BatchNormalization '" : "",
+					    folded ? bn_name : "",
+					    folded ? "' first" : "");
+	else
+		qw.match_reason = xasprintf("structure: %s layer with weight "
+					    "%s aligned in topological order"
+					    "%s%s%s",
+					    qr_an_family_name(fl->family), shp,
+					    folded ? "; float weight folded "
+					    "with BatchNormalization '" : "",
+					    folded ? bn_name : "",
+					    folded ? "' first" : "");
+	a->qweights = xreallocarray(a->qweights, a->n_qweights + 1,
+				    sizeof *a->qweights);
+	a->qweights[a->n_qweights++] = qw;
+}
+
+/*
+ * Pair float layers with candidate ci's quantized layers: first by name
+ * (ORT's W -> W_quantized, the same weight name, the same node name; the
+ * op family and weight shape must agree), then the rest by structure
+ * (align). Pairs go to a->qweights, float layers left alone to
+ * a->unmatched with the reason.
+ */
+void
+qr_an_match(struct qr_analysis *a, size_t ci, const struct qr_graph *fg,
+	    const struct qr_an_wlayer *fl, size_t n_fl,
+	    const struct qr_graph *qg, struct qr_an_qlayer *ql, size_t n_ql,
+	    struct qr_diag *d)
+{
+	size_t *fi = xcalloc(n_fl + 1, sizeof *fi);
+	size_t *qi = xcalloc(n_ql + 1, sizeof *qi);
+	long *pair = xcalloc(n_fl + 1, sizeof *pair);
+	char **near = xcalloc(n_fl + 1, sizeof *near);
+	const char *path = qr_graph_model(qg)->path;
+	size_t i, j, nf = 0, nq = 0;
+
+	if (path == NULL)
+		path = "";
+	for (i = 0; i < n_fl; i++) {
+		const char *rule = NULL;
+
+		for (j = 0; j < n_ql; j++) {
+			if (ql[j].matched || !(rule = name_rule(&fl[i], qg,
+								 &ql[j])))
+				continue;
+			if (struct_eq(&fl[i], &ql[j]))
+				break;
+			if (near[i] == NULL) {
+				char a1[128], a2[128];
+
+				near[i] = xasprintf("'%s' matches by name but "
+					"is a %s weight %s, float %s %s",
+					ql[j].q->name,
+					qr_an_family_name(ql[j].family),
+					qr_an_dims_buf(ql[j].q->dims,
+						       ql[j].q->ndim, a1,
+						       sizeof a1),
+					qr_an_family_name(fl[i].family),
+					qr_an_dims_buf(fl[i].w->dims,
+						       fl[i].w->ndim, a2,
+						       sizeof a2));
+			}
+			rule = NULL;
+		}
+		if (rule && j < n_ql) {
+			ql[j].matched = 1;
+			add_pair(a, ci, fg, &fl[i], qg, &ql[j], QR_MATCH_NAME,
+				 rule, d);
+		} else {
+			fi[nf++] = i;
+		}
+	}
+	for (j = 0; j < n_ql; j++)
+		if (!ql[j].matched)
+			qi[nq++] = j;
+	align(fl, fi, nf, ql, qi, nq, pair);
+	for (i = 0; i < nf; i++) {
+		const struct qr_an_wlayer *f = &fl[fi[i]];
+		char shp[128], *r;
+
+		if (pair[i] >= 0) {
+			ql[pair[i]].matched = 1;
+			add_pair(a, ci, fg, f, qg, &ql[pair[i]],
+				 QR_MATCH_STRUCTURE, NULL, d);
+			continue;
+		}
+		qr_an_dims_buf(f->w->dims, f->w->ndim, shp, sizeof shp);
+		r = near[fi[i]] ? xstrdup(near[fi[i]]) :
+			xasprintf("not quantized: no quantized %s layer with "
+				  "weight %s by name or in topological order",
+				  qr_an_family_name(f->family), shp);
+		add_unmatched(a, f->n->name, ci, path, r);
+		free(r);
+	}
+	for (i = 0; i < n_fl; i++)
+		free(near[i]);
+	free(near);
+	free(fi);
+	free(qi);
+	free(pair);
+}

@@ -1,0 +1,52 @@
+/*
+ * tensor: a dense, row-major tensor the executor computes with.
+ *
+ * dtype codes are ONNX's (enum qr_dtype in onnx/onnx.h). float16/bfloat16
+ * are stored as uint16 bits; bool as one byte per element.
+ *
+ * Ownership: qr_tensor_new allocates data (64-byte aligned) that the
+ * tensor owns; qr_tensor_wrap borrows data (e.g. an initializer in the
+ * model) and never frees it. qr_tensor_free(NULL) does nothing.
+ */
+#ifndef QR_TENSOR_H
+#define QR_TENSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/util.h"
+
+struct qr_tensor_data;
+
+#define QR_TENSOR_MAX_DIMS 16
+
+struct qr_tensor {
+	const char *name;       /* tensor name (borrowed from the model) */
+	int dtype;              /* enum qr_dtype */
+	int ndim;               /* rank, 0 for a scalar */
+	int64_t dims[QR_TENSOR_MAX_DIMS]; /* shape */
+	size_t n_elem;          /* product of dims */
+	size_t nbytes;          /* n_elem * element size */
+	void *data;             /* elements; NULL when n_elem == 0 */
+	size_t cap;             /* bytes allocated when owned (for reuse) */
+	int owned;              /* 1 when data is freed with the tensor */
+};
+
+/* Set dtype and shape, checking the element count and byte size for
+ * overflow (QR_ESHAPE naming `what`). Does not touch data. */
+enum qr_status qr_tensor_set_shape(struct qr_tensor *t, int dtype, int ndim,
+				   const int64_t *dims, const char *what,
+				   struct qr_diag *d);
+/* Make sure an owned tensor has room for its nbytes (reusing its buffer
+ * when large enough). */
+void qr_tensor_alloc(struct qr_tensor *t);
+/* A new owned tensor with the given shape, zero-filled. */
+enum qr_status qr_tensor_new(int dtype, int ndim, const int64_t *dims,
+			     struct qr_tensor **out, struct qr_diag *d);
+/* A tensor that borrows an initializer's data. */
+struct qr_tensor *qr_tensor_wrap(const struct qr_tensor_data *c);
+void qr_tensor_free(struct qr_tensor *t);
+/* "[1,3,224,224]" into a caller buffer of size n. */
+const char *qr_shape_str(const struct qr_tensor *t, char *buf, size_t n);
+
+#endif

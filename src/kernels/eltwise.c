@@ -1,0 +1,118 @@
+/* eltwise: numpy-style broadcasting for binary float ops. */
+#include "kernels/kernels-int.h"
+#include "util/util.h"
+
+#include <math.h>
+
+int
+qr_broadcast_strides(size_t out_rank, const int64_t *out_dims, size_t in_rank,
+		     const int64_t *in_dims, size_t *strides)
+{
+	size_t i, st = 1;
+
+	if (in_rank > out_rank || out_rank > QR_MAX_RANK)
+		return -1;
+	for (i = out_rank; i-- > 0;) {
+		size_t off = out_rank - i; /* 1 = innermost */
+		int64_t d;
+
+		if (off > in_rank) {
+			strides[i] = 0;
+			continue;
+		}
+		d = in_dims[in_rank - off];
+		if (d == out_dims[i]) {
+			strides[i] = d == 1 ? 0 : st;
+		} else if (d == 1) {
+			strides[i] = 0;
+		} else {
+			return -1;
+		}
+		st *= (size_t)d;
+	}
+	return 0;
+}
+
+static float
+apply(enum qr_binop op, float a, float b)
+{
+	switch (op) {
+	case QR_BIN_ADD: return a + b;
+	case QR_BIN_SUB: return a - b;
+	case QR_BIN_MUL: return a * b;
+	case QR_BIN_DIV: return a / b;
+	case QR_BIN_MAX: return a > b || isnan(a) ? a : b;
+	case QR_BIN_MIN: return a < b || isnan(a) ? a : b;
+	case QR_BIN_POW: return powf(a, b);
+	}
+	return 0.0f;
+}
+
+/* Innermost axis with a switch outside the loop, so the common
+ * stride-1 / stride-0 cases vectorize. */
+static void
+inner(enum qr_binop op, size_t n, const float *a, size_t sa, const float *b,
+      size_t sb, float *y)
+{
+	size_t i;
+
+#define LOOP(EXPR)                                                          \
+	do {                                                                \
+		if (sa == 1 && sb == 1)                                     \
+			for (i = 0; i < n; i++) {                           \
+				float x = a[i], z = b[i];                   \
+				y[i] = (EXPR);                              \
+			}                                                   \
+		else                                                        \
+			for (i = 0; i < n; i++) {                           \
+				float x = a[i * sa], z = b[i * sb];         \
+				y[i] = (EXPR);                              \
+			}                                                   \
+	} while (0)
+
+	switch (op) {
+	case QR_BIN_ADD: LOOP(x + z); break;
+	case QR_BIN_SUB: LOOP(x - z); break;
+	case QR_BIN_MUL: LOOP(x * z); break;
+	case QR_BIN_DIV: LOOP(x / z); break;
+	default:
+		for (i = 0; i < n; i++)
+			y[i] = apply(op, a[i * sa], b[i * sb]);
+	}
+#undef LOOP
+}
+
+void
+qr_binary_f32(enum qr_binop op, size_t rank, const int64_t *out_dims,
+	      const float *a, const size_t *a_strides, const float *b,
+	      const size_t *b_strides, float *y)
+{
+	size_t idx[QR_MAX_RANK] = {0};
+	size_t outer = 1, n, o, d;
+
+	QR_ASSERT(rank <= QR_MAX_RANK);
+	if (rank == 0) {
+		y[0] = apply(op, a[0], b[0]);
+		return;
+	}
+	n = (size_t)out_dims[rank - 1];
+	for (d = 0; d + 1 < rank; d++)
+		outer *= (size_t)out_dims[d];
+	if (n == 0)
+		return;
+	for (o = 0; o < outer; o++) {
+		size_t ao = 0, bo = 0;
+
+		for (d = 0; d + 1 < rank; d++) {
+			ao += idx[d] * a_strides[d];
+			bo += idx[d] * b_strides[d];
+		}
+		inner(op, n, a + ao, a_strides[rank - 1], b + bo,
+		      b_strides[rank - 1], y + o * n);
+		for (d = rank - 1; d-- > 0;) {
+			if (++idx[d] < (size_t)out_dims[d])
+				break;
+			idx[d] = 0;
+		}
+	}
+}

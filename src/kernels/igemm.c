@@ -1,0 +1,343 @@
+/*
+ * igemm: the exact int8 GEMM core. Activations are u8, weights s8 (other
+ * signedness is shifted by 128 before they get here), products accumulate
+ * in wrapping int32, and zero points come off afterwards with row and
+ * column sums:
+ *
+ *   sum (x - xz)(w - wz) = sum x*w - wz * sum x - xz * sum w + k * xz * wz
+ *
+ * Packed activations are [k/4][cols][4] so that one 32-bit lane holds four
+ * consecutive k of one column, the operand shape of AVX-512 VNNI vpdpbusd
+ * (u8 x s8, four products summed into an int32, no saturation). The
+ * portable path reads the same layout.
+ */
+#include "kernels/kernels-int.h"
+#include "util/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define QR_HAVE_VNNI_CODE 1
+#endif
+
+static size_t
+round_up(size_t v, size_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
+void
+qr_ig_weights_init(struct qr_ig_weights *iw, const void *src, int is_signed,
+		   size_t m, size_t k, size_t rs, size_t cs, const int32_t *zp,
+		   size_t n_zp)
+{
+	size_t i, j;
+
+	QR_ASSERT(n_zp == 1 || n_zp == m);
+	iw->m = m;
+	iw->k = k;
+	iw->k4 = round_up(k ? k : 1, 4);
+	iw->w = xcalloc(m ? m * iw->k4 : 1, 1);
+	iw->rowsum = xcalloc(m ? m : 1, sizeof *iw->rowsum);
+	iw->zp = xcalloc(m ? m : 1, sizeof *iw->zp);
+	for (i = 0; i < m; i++) {
+		int8_t *d = iw->w + i * iw->k4;
+		int32_t s = 0;
+
+		for (j = 0; j < k; j++) {
+			size_t at = i * rs + j * cs;
+			int v = is_signed ? ((const int8_t *)src)[at] :
+					    (int)((const uint8_t *)src)[at] - 128;
+
+			d[j] = (int8_t)v;
+			s += v;
+		}
+		iw->rowsum[i] = s;
+		iw->zp[i] = zp[n_zp == 1 ? 0 : i] - (is_signed ? 0 : 128);
+	}
+}
+
+void
+qr_ig_weights_fini(struct qr_ig_weights *iw)
+{
+	free(iw->w);
+	free(iw->rowsum);
+	free(iw->zp);
+	memset(iw, 0, sizeof *iw);
+}
+
+static void
+pack_cols_portable(const uint8_t *src, size_t ld, size_t k, size_t nb,
+		   uint8_t *dst, int32_t *colsum)
+{
+	static const uint8_t zero[1];
+	size_t nbp = round_up(nb, QR_IG_NALIGN), k4 = round_up(k ? k : 1, 4);
+	size_t kb, j;
+
+	memset(colsum, 0, nb * sizeof *colsum);
+	for (kb = 0; kb < k4; kb += 4) {
+		const uint8_t *s[4];
+		size_t sstep[4];
+		uint8_t *d = dst + kb * nbp;
+		int t;
+
+		for (t = 0; t < 4; t++) {
+			int real = kb + (size_t)t < k;
+
+			s[t] = real ? src + (kb + (size_t)t) * ld : zero;
+			sstep[t] = real ? 1 : 0;
+		}
+		for (j = 0; j < nb; j++) {
+			uint8_t a = s[0][j * sstep[0]], b = s[1][j * sstep[1]];
+			uint8_t c = s[2][j * sstep[2]], e = s[3][j * sstep[3]];
+
+			d[4 * j] = a;
+			d[4 * j + 1] = b;
+			d[4 * j + 2] = c;
+			d[4 * j + 3] = e;
+			colsum[j] += (int32_t)a + b + c + e;
+		}
+		memset(d + 4 * nb, 0, 4 * (nbp - nb));
+	}
+}
+
+#ifdef QR_HAVE_VNNI_CODE
+/* pack_cols_portable with 16 columns per step: byte/word unpacks
+ * interleave four rows, vpdpbusd against ones adds them to the sums. */
+static __attribute__((target("avx512f,avx512bw,avx512vnni"))) void
+pack_cols_vnni(const uint8_t *src, size_t ld, size_t k, size_t nb,
+	       uint8_t *dst, int32_t *colsum)
+{
+	size_t nbp = round_up(nb, QR_IG_NALIGN), k4 = round_up(k ? k : 1, 4);
+	size_t n16 = nb / 16 * 16, kb, j;
+	const __m512i ones = _mm512_set1_epi32(0x01010101);
+
+	memset(colsum, 0, nb * sizeof *colsum);
+	for (kb = 0; kb < k4; kb += 4) {
+		const uint8_t *s[4];
+		uint8_t *d = dst + kb * nbp;
+		int t;
+
+		for (t = 0; t < 4; t++)
+			s[t] = kb + (size_t)t < k ? src + (kb + (size_t)t) * ld :
+						    NULL;
+		for (j = 0; j < n16; j += 16) {
+			__m128i r[4], ab0, ab1, cd0, cd1;
+			__m512i v, cs;
+
+			for (t = 0; t < 4; t++)
+				r[t] = s[t] ? _mm_loadu_si128(
+						      (const __m128i *)(s[t] + j)) :
+					      _mm_setzero_si128();
+			ab0 = _mm_unpacklo_epi8(r[0], r[1]);
+			ab1 = _mm_unpackhi_epi8(r[0], r[1]);
+			cd0 = _mm_unpacklo_epi8(r[2], r[3]);
+			cd1 = _mm_unpackhi_epi8(r[2], r[3]);
+			v = _mm512_castsi128_si512(_mm_unpacklo_epi16(ab0, cd0));
+			v = _mm512_inserti32x4(v, _mm_unpackhi_epi16(ab0, cd0), 1);
+			v = _mm512_inserti32x4(v, _mm_unpacklo_epi16(ab1, cd1), 2);
+			v = _mm512_inserti32x4(v, _mm_unpackhi_epi16(ab1, cd1), 3);
+			_mm512_storeu_si512(d + 4 * j, v);
+			cs = _mm512_loadu_si512(colsum + j);
+			cs = _mm512_dpbusd_epi32(cs, v, ones);
+			_mm512_storeu_si512(colsum + j, cs);
+		}
+		for (; j < nb; j++) {
+			int32_t sum = 0;
+
+			for (t = 0; t < 4; t++) {
+				uint8_t b = s[t] ? s[t][j] : 0;
+
+				d[4 * j + (size_t)t] = b;
+				sum += b;
+			}
+			colsum[j] += sum;
+		}
+		memset(d + 4 * nb, 0, 4 * (nbp - nb));
+	}
+}
+#endif
+
+void
+qr_ig_pack_cols(const uint8_t *src, size_t ld, size_t k, size_t nb,
+		uint8_t *dst, int32_t *colsum)
+{
+#ifdef QR_HAVE_VNNI_CODE
+	if (qr_ig_use_vnni()) {
+		pack_cols_vnni(src, ld, k, nb, dst, colsum);
+		return;
+	}
+#endif
+	pack_cols_portable(src, ld, k, nb, dst, colsum);
+}
+
+void
+qr_ig_pack_rows(const uint8_t *src, size_t ld, size_t k, size_t nb, int flip,
+		uint8_t *dst, int32_t *colsum)
+{
+	size_t nbp = round_up(nb, QR_IG_NALIGN), k4 = round_up(k ? k : 1, 4);
+	uint8_t x = flip ? 0x80 : 0;
+	size_t j, kk;
+
+	for (j = 0; j < nb; j++) {
+		const uint8_t *s = src + j * ld;
+		int32_t sum = 0;
+
+		for (kk = 0; kk < k4; kk++) {
+			uint8_t v = kk < k ? (uint8_t)(s[kk] ^ x) : 0;
+
+			dst[(kk / 4) * nbp * 4 + 4 * j + kk % 4] = v;
+			sum += v;
+		}
+		colsum[j] = sum;
+	}
+	for (kk = 0; kk < k4; kk += 4)
+		memset(dst + kk * nbp + 4 * nb, 0, 4 * (nbp - nb));
+}
+
+/* Raw sums, portable: c[i][j] = sum_k w[i][k] * x[k][j] (mod 2^32). */
+static void
+ig_raw_portable(const struct qr_ig_weights *iw, const uint8_t *xp, size_t nb,
+		int32_t *c, size_t ldc)
+{
+	size_t nbp = round_up(nb, QR_IG_NALIGN), kq = iw->k4 / 4;
+	size_t i, kb, j;
+
+	for (i = 0; i < iw->m; i++) {
+		const int8_t *w = iw->w + i * iw->k4;
+		uint32_t *ci = (uint32_t *)(c + i * ldc);
+
+		for (j = 0; j < nb; j++)
+			ci[j] = 0;
+		for (kb = 0; kb < kq; kb++) {
+			const uint8_t *x = xp + kb * nbp * 4;
+			int32_t w0 = w[4 * kb], w1 = w[4 * kb + 1];
+			int32_t w2 = w[4 * kb + 2], w3 = w[4 * kb + 3];
+
+			for (j = 0; j < nb; j++)
+				ci[j] += (uint32_t)(w0 * x[4 * j] +
+						    w1 * x[4 * j + 1] +
+						    w2 * x[4 * j + 2] +
+						    w3 * x[4 * j + 3]);
+		}
+	}
+}
+
+#ifdef QR_HAVE_VNNI_CODE
+#define QR_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
+
+/* One tile of MR rows x NV*16 columns, accumulators in registers. */
+static inline __attribute__((always_inline)) QR_VNNI void
+vnni_tile(const int8_t *w, size_t k4, const uint8_t *x, size_t xstride,
+	  int32_t *c, size_t ldc, size_t ncols, const int MR, const int NV)
+{
+	__m512i acc[4][4];
+	size_t kb, kq = k4 / 4;
+	int r, v;
+
+#pragma GCC unroll 4
+	for (r = 0; r < MR; r++)
+#pragma GCC unroll 4
+		for (v = 0; v < NV; v++)
+			acc[r][v] = _mm512_setzero_si512();
+	for (kb = 0; kb < kq; kb++) {
+		__m512i xv[4];
+
+#pragma GCC unroll 4
+		for (v = 0; v < NV; v++)
+			xv[v] = _mm512_loadu_si512(x + kb * xstride + 64 * v);
+#pragma GCC unroll 4
+		for (r = 0; r < MR; r++) {
+			int32_t wq;
+			__m512i wb;
+
+			memcpy(&wq, w + r * k4 + 4 * kb, 4);
+			wb = _mm512_set1_epi32(wq);
+#pragma GCC unroll 4
+			for (v = 0; v < NV; v++)
+				acc[r][v] = _mm512_dpbusd_epi32(acc[r][v], xv[v],
+								wb);
+		}
+	}
+#pragma GCC unroll 4
+	for (r = 0; r < MR; r++) {
+#pragma GCC unroll 4
+		for (v = 0; v < NV; v++) {
+			size_t col = 16 * (size_t)v;
+			int32_t *d = c + r * ldc + col;
+
+			if (col + 16 <= ncols)
+				_mm512_storeu_si512(d, acc[r][v]);
+			else if (col < ncols)
+				_mm512_mask_storeu_epi32(
+					d, (__mmask16)((1u << (ncols - col)) - 1),
+					acc[r][v]);
+		}
+	}
+}
+
+#define VNNI_CASE(mr, nv)                                                   \
+	case (mr) * 8 + (nv):                                               \
+		vnni_tile(w, k4, x, xstride, cc, ldc, ncols, mr, nv);       \
+		break
+
+static QR_VNNI void
+ig_raw_vnni(const struct qr_ig_weights *iw, const uint8_t *xp, size_t nb,
+	    int32_t *c, size_t ldc)
+{
+	size_t nbp = round_up(nb, QR_IG_NALIGN), k4 = iw->k4;
+	size_t xstride = nbp * 4, j0, i0;
+
+	for (j0 = 0; j0 < nb; j0 += 64) {
+		size_t ncols = nb - j0 < 64 ? nb - j0 : 64;
+		int nv = (int)((ncols + 15) / 16);
+		const uint8_t *x = xp + j0 * 4;
+
+		for (i0 = 0; i0 < iw->m; i0 += 4) {
+			int mr = iw->m - i0 < 4 ? (int)(iw->m - i0) : 4;
+			const int8_t *w = iw->w + i0 * k4;
+			int32_t *cc = c + i0 * ldc + j0;
+
+			switch (mr * 8 + nv) {
+			VNNI_CASE(4, 4); VNNI_CASE(4, 3); VNNI_CASE(4, 2);
+			VNNI_CASE(4, 1); VNNI_CASE(3, 4); VNNI_CASE(3, 3);
+			VNNI_CASE(3, 2); VNNI_CASE(3, 1); VNNI_CASE(2, 4);
+			VNNI_CASE(2, 3); VNNI_CASE(2, 2); VNNI_CASE(2, 1);
+			VNNI_CASE(1, 4); VNNI_CASE(1, 3); VNNI_CASE(1, 2);
+			VNNI_CASE(1, 1);
+			default:
+				QR_ASSERT(0);
+			}
+		}
+	}
+}
+#endif
+
+void
+qr_ig_gemm(const struct qr_ig_weights *iw, const uint8_t *xp,
+	   const int32_t *colsum, size_t nb, int32_t x_zp, int32_t *c,
+	   size_t ldc)
+{
+	size_t i, j;
+
+	if (iw->m == 0 || nb == 0)
+		return;
+#ifdef QR_HAVE_VNNI_CODE
+	if (qr_ig_use_vnni())
+		ig_raw_vnni(iw, xp, nb, c, ldc);
+	else
+#endif
+		ig_raw_portable(iw, xp, nb, c, ldc);
+
+	for (i = 0; i < iw->m; i++) {
+		uint32_t *ci = (uint32_t *)(c + i * ldc);
+		uint32_t wz = (uint32_t)iw->zp[i];
+		uint32_t k0 = (uint32_t)iw->k * (uint32_t)x_zp * wz -
+			      (uint32_t)x_zp * (uint32_t)iw->rowsum[i];
+
+		for (j = 0; j < nb; j++)
+			ci[j] += k0 - wz * (uint32_t)colsum[j];
+	}
+}

@@ -1,0 +1,371 @@
+/*
+ * kernels: plain array maths for the operators. No graph or ONNX types:
+ * every function takes raw arrays, explicit sizes and a params struct, so
+ * tests can drive it with literal arrays.
+ *
+ * Layouts: images are NCHW, row-major, densely packed. Conv weights are
+ * [c_out][c_in/group][kh][kw]; ConvTranspose weights are
+ * [c_in][c_out/group][kh][kw]. Matrices are row-major.
+ *
+ * Ownership: a *_pack_new result belongs to the caller and is released by
+ * the matching *_free (free(NULL) does nothing). Packing copies what it
+ * needs, so the weights passed in may be freed afterwards. Inputs are
+ * borrowed for the call only. Workspace is caller memory of the size the
+ * matching *_workspace function returns, in bytes, any alignment; a
+ * workspace is never shared by two concurrent calls.
+ *
+ * Float paths go through OpenBLAS (cblas_sgemm). Integer paths are exact:
+ * products accumulate in int32 (wrapping mod 2^32, as the ONNX spec allows
+ * only in 32 bits), zero points are removed with row/column-sum corrections,
+ * and requantization follows ONNX Runtime's MLAS bit for bit (see
+ * qr_requantize_row). Kernels are single-threaded; loops run over
+ * independent images, groups and column blocks so they can be split later.
+ * Shapes are validated by ops/; a kernel only asserts invariants.
+ */
+#ifndef QR_KERNELS_H
+#define QR_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- CPU features (cpu.c) ---- */
+
+#define QR_CPU_AVX2 0x1u       /* AVX2 + FMA */
+#define QR_CPU_AVX512BW 0x2u   /* AVX-512 F + BW */
+#define QR_CPU_AVX512VNNI 0x4u /* AVX-512 VNNI (vpdpbusd) */
+
+/* Features detected at run time, masked by qr_kernels_force_portable. */
+unsigned qr_kernels_cpu_features(void);
+/* Test hook: when on is nonzero, every kernel takes its portable C path.
+ * Results never change (integer paths are exact); only speed does. */
+void qr_kernels_force_portable(int on);
+/* Name of the int8 GEMM path in use now: "avx512vnni" or "portable". */
+const char *qr_kernels_igemm_path(void);
+
+/* ---- Float GEMM (gemm.c) ---- */
+
+/*
+ * C[m][n] = alpha * op(A)[m][k] * op(B)[k][n] + beta * C, row-major, with
+ * op(X) = X^T when trans_x is nonzero. lda/ldb/ldc are row strides in
+ * elements of the stored matrices. Calls cblas_sgemm; beta = 0 ignores C.
+ */
+void qr_gemm_f32(int trans_a, int trans_b, size_t m, size_t n, size_t k,
+		 float alpha, const float *a, size_t lda, const float *b,
+		 size_t ldb, float beta, float *c, size_t ldc);
+
+/* ---- Float convolution (conv.c) ---- */
+
+/* One 2-D convolution (Conv, ConvTranspose; 1-D uses h = kh = 1). */
+struct qr_conv_params {
+	size_t n;         /* batch size */
+	size_t c_in;      /* input channels */
+	size_t h, w;      /* input height and width, pixels */
+	size_t c_out;     /* output channels */
+	size_t kh, kw;    /* kernel height and width */
+	size_t stride_h, stride_w; /* strides, >= 1 */
+	size_t pad_t, pad_l;       /* leading (top, left) padding, pixels */
+	size_t pad_b, pad_r;       /* trailing (bottom, right) padding */
+	size_t dil_h, dil_w;       /* dilations, >= 1 */
+	size_t group;     /* groups; c_in and c_out are multiples of it */
+	size_t out_pad_h, out_pad_w; /* ConvTranspose output_padding, else 0 */
+};
+
+/* Conv output height/width: floor((h + pads - dil*(k-1) - 1) / stride) + 1,
+ * or 0 when the dilated kernel is larger than the padded input. */
+size_t qr_conv_out_h(const struct qr_conv_params *p);
+size_t qr_conv_out_w(const struct qr_conv_params *p);
+/* ConvTranspose output height/width:
+ * stride*(h-1) + out_pad + dil*(k-1) + 1 - pad_begin - pad_end (0 if < 1). */
+size_t qr_convt_out_h(const struct qr_conv_params *p);
+size_t qr_convt_out_w(const struct qr_conv_params *p);
+
+/* Packed float conv weights; opaque. */
+struct qr_conv_f32_packed;
+
+/*
+ * Pack Conv weights w ([c_out][c_in/group][kh][kw]) once, at prepare time,
+ * and choose the algorithm: direct depthwise (c_in/group == 1), pointwise
+ * GEMM (1x1, stride 1, no padding) or im2col + GEMM. p is copied.
+ */
+struct qr_conv_f32_packed *qr_conv_f32_pack_new(const struct qr_conv_params *p,
+						const float *w);
+/* Bytes of workspace qr_conv_f32_run needs (may be 0). */
+size_t qr_conv_f32_workspace(const struct qr_conv_f32_packed *pk);
+/* y[n][c_out][oh][ow] = conv(x[n][c_in][h][w]) + bias[c_out] (bias may be
+ * NULL). x and y must not overlap. */
+void qr_conv_f32_run(const struct qr_conv_f32_packed *pk, const float *x,
+		     const float *bias, float *y, void *ws);
+
+/* Pack ConvTranspose weights w ([c_in][c_out/group][kh][kw]). */
+struct qr_conv_f32_packed *qr_convt_f32_pack_new(const struct qr_conv_params *p,
+						 const float *w);
+/* y[n][c_out][qr_convt_out_h][qr_convt_out_w] = convtranspose(x) + bias. */
+void qr_convt_f32_run(const struct qr_conv_f32_packed *pk, const float *x,
+		      const float *bias, float *y, void *ws);
+
+void qr_conv_f32_packed_free(struct qr_conv_f32_packed *pk);
+
+/* ---- Integer GEMM and convolution (igemm.c, qconv.c) ---- */
+
+/*
+ * Requantization multiplier, computed as ONNX Runtime does for QLinearConv
+ * and QLinearMatMul: (x_scale * w_scale) / y_scale, in float, left to
+ * right. Kept in one place so every caller rounds the same way.
+ */
+float qr_requant_scale(float x_scale, float w_scale, float y_scale);
+
+/*
+ * Requantize n int32 accumulators: for each i,
+ *   v = (float)(int32)(acc[i] + bias) * scale          (wrapping add)
+ *   v = min(max(v, qmin - zp), qmax - zp)               (in float)
+ *   y[i] = round_half_even(v) + zp
+ * with [qmin, qmax] = [-128, 127] when y_signed, else [0, 255]. This is
+ * MLAS's MlasRequantizeOutput (scalar and SSE/AVX paths agree), which
+ * QLinearConv, QLinearMatMul and QGemm use. y is int8_t or uint8_t.
+ */
+void qr_requantize_row(const int32_t *acc, size_t n, int32_t bias, float scale,
+		       int32_t zp, int y_signed, void *y);
+/* As qr_requantize_row with a bias and a scale per element i (either
+ * array may hold a single value when its n_* is 1; bias may be NULL). */
+void qr_requantize_cols(const int32_t *acc, size_t n, const int32_t *bias,
+			size_t n_bias, const float *scale, size_t n_scale,
+			int32_t zp, int y_signed, void *y);
+
+/* Packed integer GEMM right-hand side (the weights); opaque. */
+struct qr_qgemm_packed;
+
+/*
+ * Pack B for C = A * B with B of k x n (trans_b = 0, row-major [k][n]) or
+ * stored transposed ([n][k], trans_b != 0). b is int8_t when b_signed,
+ * else uint8_t. b_zp holds n_b_zp zero points: 1 (per tensor) or n (per
+ * column). u8*u8, s8*s8, u8*s8 and s8*u8 all use one u8*s8 kernel: signed
+ * activations and unsigned weights are shifted by 128 with their zero
+ * points, which leaves every (a - a_zp) * (b - b_zp) unchanged.
+ */
+struct qr_qgemm_packed *qr_qgemm_pack_new(const void *b, int b_signed,
+					  int trans_b, size_t k, size_t n,
+					  const int32_t *b_zp, size_t n_b_zp);
+/* Bytes of workspace qr_qgemm_run needs for an m-row A. */
+size_t qr_qgemm_workspace(const struct qr_qgemm_packed *pk, size_t m);
+/*
+ * c[m][n] = sum_k (a[m][k] - a_zp) * (b[k][n] - b_zp[n]), exact in int32.
+ * a is row-major [m][k] (int8_t when a_signed, else uint8_t); c has row
+ * stride ldc (>= n).
+ */
+void qr_qgemm_run(const struct qr_qgemm_packed *pk, const void *a,
+		  int a_signed, int32_t a_zp, size_t m, int32_t *c, size_t ldc,
+		  void *ws);
+void qr_qgemm_packed_free(struct qr_qgemm_packed *pk);
+
+/* Packed integer conv weights; opaque. */
+struct qr_qconv_packed;
+
+/*
+ * Pack QLinearConv / ConvInteger weights w ([c_out][c_in/group][kh][kw];
+ * int8_t when w_signed, else uint8_t) with w_zp holding n_w_zp zero points
+ * (1 or c_out). Depthwise convs get a direct loop, others im2col (padding
+ * with the input zero point) + the int8 GEMM.
+ */
+struct qr_qconv_packed *qr_qconv_pack_new(const struct qr_conv_params *p,
+					  const void *w, int w_signed,
+					  const int32_t *w_zp, size_t n_w_zp);
+size_t qr_qconv_workspace(const struct qr_qconv_packed *pk);
+
+/* Run-time quantization of one QLinearConv call. */
+struct qr_qconv_quant {
+	int x_signed;         /* input is int8 (1) or uint8 (0) */
+	int32_t x_zp;         /* input zero point */
+	const int32_t *bias;  /* c_out int32 biases (scale x_s*w_s), or NULL */
+	const float *scale;   /* qr_requant_scale per output channel */
+	size_t n_scale;       /* entries in scale: 1 or c_out */
+	int y_signed;         /* output is int8 (1) or uint8 (0) */
+	int32_t y_zp;         /* output zero point */
+};
+
+/* QLinearConv: y = requantize(sum (x - x_zp)(w - w_zp) + bias). */
+void qr_qconv_run(const struct qr_qconv_packed *pk, const void *x,
+		  const struct qr_qconv_quant *q, void *y, void *ws);
+/* ConvInteger: y (int32) = sum (x - x_zp)(w - w_zp). */
+void qr_qconv_run_s32(const struct qr_qconv_packed *pk, const void *x,
+		      int x_signed, int32_t x_zp, int32_t *y, void *ws);
+void qr_qconv_packed_free(struct qr_qconv_packed *pk);
+
+/* ---- Quantize / dequantize and quantized elementwise (quant.c) ---- */
+
+/* Element types of quantized tensors. */
+enum qr_qtype {
+	QR_QT_U8,  /* uint8_t */
+	QR_QT_S8,  /* int8_t */
+	QR_QT_U16, /* uint16_t */
+	QR_QT_S16, /* int16_t */
+	QR_QT_S32, /* int32_t (DequantizeLinear input, bias) */
+};
+
+/*
+ * QuantizeLinear over x viewed as [outer][axis_len][inner]; scale and zp
+ * hold axis_len values (per axis) or one (per tensor: pass axis_len = 1 and
+ * fold the axis into inner). As MLAS: v = x / scale; NaN -> qmin; clamp to
+ * [qmin - zp, qmax - zp]; round half to even; + zp. y has element type t.
+ */
+void qr_quantize_f32(const float *x, size_t outer, size_t axis_len,
+		     size_t inner, const float *scale, const int32_t *zp,
+		     enum qr_qtype t, void *y);
+/* DequantizeLinear, same layout: y = (float)(x - zp) * scale. */
+void qr_dequantize_f32(const void *x, enum qr_qtype t, size_t outer,
+		       size_t axis_len, size_t inner, const float *scale,
+		       const int32_t *zp, float *y);
+/*
+ * DynamicQuantizeLinear (uint8), as ORT's GetQuantizationParameter:
+ * lo = min(min(x), 0), hi = max(max(x), 0); scale = hi == lo ? 1 :
+ * (hi - lo) / 255; zp = round_half_even(clamp(0 - lo / scale, 0, 255));
+ * then qr_quantize_f32.
+ */
+void qr_dynamic_quantize_u8(const float *x, size_t n, uint8_t *y,
+			    float *scale, uint8_t *zp);
+
+/*
+ * QLinearAdd (com.microsoft) over n elements, as MLAS's AVX2 kernel (the
+ * one ORT runs on this class of x86 machine):
+ *   ra = sa / sc, rb = sb / sc, k = (float)zc - (ra * za + rb * zb)
+ *   y = sat(round_half_even(fma(a, ra, fma(b, rb, k))))
+ * where a value too large for int32 becomes INT32_MIN before saturation
+ * (cvtps2dq). a_step/b_step are 1, or 0 to broadcast a single element.
+ * All three tensors have element type t (QR_QT_U8 or QR_QT_S8).
+ */
+void qr_qlinear_add(const void *a, size_t a_step, float sa, int32_t za,
+		    const void *b, size_t b_step, float sb, int32_t zb,
+		    float sc, int32_t zc, enum qr_qtype t, void *y, size_t n);
+/*
+ * QLinearMul (com.microsoft), as MLAS's SSE2 kernel:
+ *   y = sat(round_half_even((float)((a - za) * (b - zb)) * (sa * sb / sc)) + zc)
+ */
+void qr_qlinear_mul(const void *a, size_t a_step, float sa, int32_t za,
+		    const void *b, size_t b_step, float sb, int32_t zb,
+		    float sc, int32_t zc, enum qr_qtype t, void *y, size_t n);
+
+/* ---- Pooling (pool.c) ---- */
+
+/* One 2-D pooling window description (1-D uses h = kh = 1). */
+struct qr_pool_params {
+	size_t n, c;               /* batch and channels */
+	size_t h, w;               /* input height and width */
+	size_t kh, kw;             /* window height and width */
+	size_t stride_h, stride_w; /* strides, >= 1 */
+	size_t pad_t, pad_l, pad_b, pad_r; /* padding, pixels */
+	size_t dil_h, dil_w;       /* dilations, >= 1 */
+	int ceil_mode;             /* round output size up (ceil_mode = 1) */
+	int count_include_pad;     /* AveragePool: divide by the padded count */
+};
+
+/* Output height/width, ONNX rule: floor or ceil of
+ * (in + pads - dil*(k-1) - 1) / stride + 1; in ceil mode a last window that
+ * would start in the trailing padding is dropped. */
+size_t qr_pool_out_h(const struct qr_pool_params *p);
+size_t qr_pool_out_w(const struct qr_pool_params *p);
+/* MaxPool: padding never wins (it is -inf). */
+void qr_maxpool_f32(const struct qr_pool_params *p, const float *x, float *y);
+/* MaxPool on uint8 (y_signed = 0) or int8 (1) tensors, exact. */
+void qr_maxpool_q8(const struct qr_pool_params *p, const void *x, int is_signed,
+		   void *y);
+/* AveragePool: sum over the window's in-image elements divided by their
+ * count, or with count_include_pad by the window clipped to the padded
+ * image (ORT's rule, which ceil mode can make smaller than kh*kw). */
+void qr_avgpool_f32(const struct qr_pool_params *p, const float *x, float *y);
+/* GlobalAveragePool / GlobalMaxPool over nc planes of hw elements. */
+void qr_global_avgpool_f32(const float *x, size_t nc, size_t hw, float *y);
+void qr_global_maxpool_f32(const float *x, size_t nc, size_t hw, float *y);
+/*
+ * QLinearGlobalAveragePool (NCHW), as MLAS: acc = sum(x) - x_zp * hw
+ * (int32), scale = x_scale / (y_scale * (float)hw), then
+ * qr_requantize_row(acc, scale, y_zp).
+ */
+void qr_qlinear_global_avgpool(const void *x, int is_signed, size_t nc,
+			       size_t hw, float x_scale, int32_t x_zp,
+			       float y_scale, int32_t y_zp, void *y);
+
+/* ---- Resize (resize.c) ---- */
+
+enum qr_resize_coord {
+	QR_COORD_HALF_PIXEL,         /* (o + 0.5) / s - 0.5 */
+	QR_COORD_PYTORCH_HALF_PIXEL, /* same, but 0 when the output is 1 long */
+	QR_COORD_ALIGN_CORNERS,      /* o * (in - 1) / (out - 1), 0 if out 1 */
+	QR_COORD_ASYMMETRIC,         /* o / s */
+};
+
+enum qr_resize_nearest {
+	QR_NEAREST_ROUND_PREFER_FLOOR, /* halves go down */
+	QR_NEAREST_ROUND_PREFER_CEIL,  /* halves go up */
+	QR_NEAREST_FLOOR,
+	QR_NEAREST_CEIL,
+};
+
+/* Resize of the two innermost axes of nc planes of h x w to oh x ow. */
+struct qr_resize_params {
+	size_t nc;             /* planes (product of the outer axes) */
+	size_t h, w;           /* input plane size */
+	size_t oh, ow;         /* output plane size */
+	float scale_h, scale_w; /* scales as given (or oh/h, ow/w for sizes) */
+	enum qr_resize_coord coord;     /* coordinate_transformation_mode */
+	enum qr_resize_nearest nearest; /* nearest_mode (nearest only) */
+};
+
+/* Source coordinate of output index o along one axis (exposed for tests). */
+float qr_resize_coord(enum qr_resize_coord mode, size_t o, float scale,
+		      size_t in_len, size_t out_len);
+/* mode = "nearest" on elements of elem_size bytes (any dtype, exact). */
+void qr_resize_nearest(const struct qr_resize_params *p, const void *x,
+		       size_t elem_size, void *y);
+/* mode = "linear" (bilinear) on floats; coordinates clamped to the input. */
+void qr_resize_linear_f32(const struct qr_resize_params *p, const float *x,
+			  float *y);
+
+/* ---- Normalization and softmax (norm.c) ---- */
+
+/* Softmax over rows of n elements (the axis already made innermost):
+ * y = exp(x - max) / sum. x and y may be the same array. */
+void qr_softmax_f32(const float *x, size_t rows, size_t n, float *y);
+/* LayerNormalization over rows of n: (x - mean) / sqrt(var + eps) * gamma
+ * + beta (beta may be NULL). mean/var are population statistics. */
+void qr_layernorm_f32(const float *x, size_t rows, size_t n,
+		      const float *gamma, const float *beta, float eps,
+		      float *y);
+/* BatchNormalization (inference) over [n][c][hw]. */
+void qr_batchnorm_f32(const float *x, size_t n, size_t c, size_t hw,
+		      const float *scale, const float *bias, const float *mean,
+		      const float *var, float eps, float *y);
+/* InstanceNormalization over [n][c][hw]: per (n, c) statistics. */
+void qr_instancenorm_f32(const float *x, size_t n, size_t c, size_t hw,
+			 const float *scale, const float *bias, float eps,
+			 float *y);
+
+/* ---- Broadcasting elementwise (eltwise.c) ---- */
+
+#define QR_MAX_RANK 8 /* highest rank the broadcast helpers take */
+
+/*
+ * Strides (in elements) with which an input of rank in_rank and dims
+ * in_dims is read when broadcast to out_dims (rank out_rank, numpy rules:
+ * right-aligned, size-1 axes get stride 0). Returns 0, or -1 when the
+ * shapes do not broadcast.
+ */
+int qr_broadcast_strides(size_t out_rank, const int64_t *out_dims,
+			 size_t in_rank, const int64_t *in_dims,
+			 size_t *strides);
+
+enum qr_binop {
+	QR_BIN_ADD,
+	QR_BIN_SUB,
+	QR_BIN_MUL,
+	QR_BIN_DIV,
+	QR_BIN_MAX,
+	QR_BIN_MIN,
+	QR_BIN_POW,
+};
+
+/* y[i] = a[i] op b[i] over out_dims, a and b read with the strides from
+ * qr_broadcast_strides. y is dense. */
+void qr_binary_f32(enum qr_binop op, size_t rank, const int64_t *out_dims,
+		   const float *a, const size_t *a_strides, const float *b,
+		   const size_t *b_strides, float *y);
+
+#endif

@@ -1,0 +1,211 @@
+/*
+ * pool: MaxPool, AveragePool, the global pools and
+ * QLinearGlobalAveragePool, NCHW. Window taps of output index o along an
+ * axis sit at o * stride - pad_begin + i * dil, i < k.
+ */
+#include "kernels/kernels-int.h"
+#include "util/util.h"
+
+#include <float.h>
+#include <math.h>
+
+static size_t
+pool_out(size_t in, size_t k, size_t s, size_t pb, size_t pe, size_t dil,
+	 int ceil_mode)
+{
+	size_t span = dil * (k - 1) + 1, num, out;
+
+	if (in + pb + pe < span)
+		return 0;
+	num = in + pb + pe - span;
+	out = (ceil_mode ? (num + s - 1) / s : num / s) + 1;
+	/* the last window must start inside the image or the left padding */
+	if (ceil_mode && out > 1 && (out - 1) * s >= in + pb)
+		out--;
+	return out;
+}
+
+size_t
+qr_pool_out_h(const struct qr_pool_params *p)
+{
+	return pool_out(p->h, p->kh, p->stride_h, p->pad_t, p->pad_b, p->dil_h,
+			p->ceil_mode);
+}
+
+size_t
+qr_pool_out_w(const struct qr_pool_params *p)
+{
+	return pool_out(p->w, p->kw, p->stride_w, p->pad_l, p->pad_r, p->dil_w,
+			p->ceil_mode);
+}
+
+/* Taps of window o along one axis: first tap index in the input (may be
+ * negative), and how many taps fall in [0, in) and in [-pb, in + pe). */
+struct taps {
+	ptrdiff_t start; /* input index of tap 0 */
+	size_t valid;    /* taps inside the image */
+	size_t padded;   /* taps inside the padded image */
+};
+
+static struct taps
+taps_of(size_t o, size_t in, size_t k, size_t s, size_t pb, size_t pe,
+	size_t dil)
+{
+	struct taps t;
+	size_t i;
+
+	t.start = (ptrdiff_t)(o * s) - (ptrdiff_t)pb;
+	t.valid = t.padded = 0;
+	for (i = 0; i < k; i++) {
+		ptrdiff_t at = t.start + (ptrdiff_t)(i * dil);
+
+		if (at >= 0 && at < (ptrdiff_t)in)
+			t.valid++;
+		if (at >= -(ptrdiff_t)pb && at < (ptrdiff_t)(in + pe))
+			t.padded++;
+	}
+	return t;
+}
+
+#define POOL_LOOP(T, INIT, STEP, FINISH)                                    \
+	size_t oh_n = qr_pool_out_h(p), ow_n = qr_pool_out_w(p);            \
+	size_t pl, oh, ow, i, j;                                            \
+	for (pl = 0; pl < p->n * p->c; pl++) {                              \
+		const T *xp = x + pl * p->h * p->w;                         \
+		T *yp = y + pl * oh_n * ow_n;                               \
+		for (oh = 0; oh < oh_n; oh++) {                             \
+			struct taps th = taps_of(oh, p->h, p->kh,           \
+			    p->stride_h, p->pad_t, p->pad_b, p->dil_h);     \
+			for (ow = 0; ow < ow_n; ow++) {                     \
+				struct taps tw = taps_of(ow, p->w, p->kw,   \
+				    p->stride_w, p->pad_l, p->pad_r,        \
+				    p->dil_w);                              \
+				INIT;                                       \
+				for (i = 0; i < p->kh; i++) {               \
+					ptrdiff_t ih = th.start +           \
+					    (ptrdiff_t)(i * p->dil_h);      \
+					if (ih < 0 || ih >= (ptrdiff_t)p->h)\
+						continue;                   \
+					for (j = 0; j < p->kw; j++) {       \
+						ptrdiff_t iw = tw.start +   \
+						    (ptrdiff_t)(j * p->dil_w);\
+						T v;                        \
+						if (iw < 0 ||               \
+						    iw >= (ptrdiff_t)p->w)  \
+							continue;           \
+						v = xp[ih * (ptrdiff_t)p->w + iw];\
+						STEP;                       \
+					}                                   \
+				}                                           \
+				FINISH;                                     \
+			}                                                   \
+		}                                                           \
+	}
+
+void
+qr_maxpool_f32(const struct qr_pool_params *p, const float *x, float *y)
+{
+	float m;
+
+	POOL_LOOP(float, m = -INFINITY, m = v > m ? v : m,
+		  yp[oh * ow_n + ow] = m)
+}
+
+static void
+maxpool_u8(const struct qr_pool_params *p, const uint8_t *x, uint8_t *y)
+{
+	int m;
+
+	POOL_LOOP(uint8_t, m = 0, m = v > m ? v : m,
+		  yp[oh * ow_n + ow] = (uint8_t)m)
+}
+
+static void
+maxpool_s8(const struct qr_pool_params *p, const int8_t *x, int8_t *y)
+{
+	int m;
+
+	POOL_LOOP(int8_t, m = -128, m = v > m ? v : m,
+		  yp[oh * ow_n + ow] = (int8_t)m)
+}
+
+void
+qr_maxpool_q8(const struct qr_pool_params *p, const void *x, int is_signed,
+	      void *y)
+{
+	if (is_signed)
+		maxpool_s8(p, x, y);
+	else
+		maxpool_u8(p, x, y);
+}
+
+void
+qr_avgpool_f32(const struct qr_pool_params *p, const float *x, float *y)
+{
+	float s;
+	size_t cnt;
+
+	POOL_LOOP(float, s = 0.0f, s += v,
+		  cnt = p->count_include_pad ? th.padded * tw.padded :
+					       th.valid * tw.valid;
+		  yp[oh * ow_n + ow] = cnt ? s / (float)cnt : 0.0f)
+}
+
+void
+qr_global_avgpool_f32(const float *x, size_t nc, size_t hw, float *y)
+{
+	size_t c, i;
+
+	for (c = 0; c < nc; c++) {
+		const float *xp = x + c * hw;
+		float s = 0.0f;
+
+		for (i = 0; i < hw; i++)
+			s += xp[i];
+		y[c] = hw ? s / (float)hw : 0.0f;
+	}
+}
+
+void
+qr_global_maxpool_f32(const float *x, size_t nc, size_t hw, float *y)
+{
+	size_t c, i;
+
+	for (c = 0; c < nc; c++) {
+		const float *xp = x + c * hw;
+		float m = -INFINITY;
+
+		for (i = 0; i < hw; i++)
+			m = xp[i] > m ? xp[i] : m;
+		y[c] = m;
+	}
+}
+
+void
+qr_qlinear_global_avgpool(const void *x, int is_signed, size_t nc, size_t hw,
+			  float x_scale, int32_t x_zp, float y_scale,
+			  int32_t y_zp, void *y)
+{
+	float scale = x_scale / (y_scale * (float)hw);
+	size_t c, i;
+
+	for (c = 0; c < nc; c++) {
+		int32_t acc = qr_wrap_mul(-x_zp, (int32_t)hw);
+
+		if (is_signed) {
+			const int8_t *xp = (const int8_t *)x + c * hw;
+
+			for (i = 0; i < hw; i++)
+				acc = qr_wrap_add(acc, xp[i]);
+			qr_requantize_row(&acc, 1, 0, scale, y_zp, 1,
+					  (int8_t *)y + c);
+		} else {
+			const uint8_t *xp = (const uint8_t *)x + c * hw;
+
+			for (i = 0; i < hw; i++)
+				acc = qr_wrap_add(acc, xp[i]);
+			qr_requantize_row(&acc, 1, 0, scale, y_zp, 0,
+					  (uint8_t *)y + c);
+		}
+	}
+}

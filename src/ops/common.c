@@ -1,0 +1,495 @@
+/*
+ * common: helpers shared by the op_*.c files (attributes, errors, dtypes,
+ * axes, broadcasting). See op-int.h.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ops/op-int.h"
+
+/* ---- errors ---- */
+
+/* Record "node 'NAME' (OP): <fmt>" in d and return st. */
+enum qr_status
+qr_op_errorf(const struct qr_op_call *c, struct qr_diag *d, enum qr_status st,
+	     const char *fmt, ...)
+{
+	char msg[QR_DIAG_MSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return qr_errorf(d, st, "node '%s' (%s): %s", c->node->name,
+			 c->node->op_type, msg);
+}
+
+const char *
+qr_op_in_name(const struct qr_op_call *c, size_t i)
+{
+	return i < c->node->n_in ? c->node->in[i] : "";
+}
+
+const char *
+qr_op_out_name(const struct qr_op_call *c, size_t i)
+{
+	return i < c->node->n_out ? c->node->out[i] : "";
+}
+
+int
+qr_op_has_in(const struct qr_op_call *c, size_t i)
+{
+	return i < c->n_in && c->node->in[i][0] != '\0';
+}
+
+/* Check input and output counts; QR_EGRAPH naming the node when off. */
+enum qr_status
+qr_op_arity(const struct qr_op_call *c, struct qr_diag *d, size_t min_in,
+	    size_t max_in, size_t min_out, size_t max_out)
+{
+	size_t i;
+
+	if (c->n_in < min_in || c->n_in > max_in)
+		return qr_op_errorf(c, d, QR_EGRAPH, "has %zu inputs, "
+				    "expected %zu to %zu", c->n_in, min_in,
+				    max_in);
+	if (c->n_out < min_out || c->n_out > max_out)
+		return qr_op_errorf(c, d, QR_EGRAPH, "has %zu outputs, "
+				    "expected %zu to %zu", c->n_out, min_out,
+				    max_out);
+	for (i = 0; i < min_in; i++)
+		if (!qr_op_has_in(c, i))
+			return qr_op_errorf(c, d, QR_EGRAPH, "required input "
+					    "%zu is missing", i);
+	return QR_OK;
+}
+
+/* ---- attributes ---- */
+
+int64_t
+qr_op_attr_int(const struct qr_op_call *c, const char *name, int64_t dflt)
+{
+	return qr_node_attr_int(c->node, name, dflt);
+}
+
+float
+qr_op_attr_float(const struct qr_op_call *c, const char *name, float dflt)
+{
+	return qr_node_attr_float(c->node, name, dflt);
+}
+
+const char *
+qr_op_attr_str(const struct qr_op_call *c, const char *name, const char *dflt)
+{
+	return qr_node_attr_str(c->node, name, dflt);
+}
+
+const int64_t *
+qr_op_attr_ints(const struct qr_op_call *c, const char *name, size_t *n)
+{
+	const struct qr_attr *a = qr_node_attr(c->node, name);
+
+	if (a == NULL || a->type != QR_ATTR_INTS) {
+		*n = 0;
+		return NULL;
+	}
+	*n = a->n;
+	return a->ints;
+}
+
+const float *
+qr_op_attr_floats(const struct qr_op_call *c, const char *name, size_t *n)
+{
+	const struct qr_attr *a = qr_node_attr(c->node, name);
+
+	if (a == NULL || a->type != QR_ATTR_FLOATS) {
+		*n = 0;
+		return NULL;
+	}
+	*n = a->n;
+	return a->floats;
+}
+
+int
+qr_op_has_attr(const struct qr_op_call *c, const char *name)
+{
+	return qr_node_attr(c->node, name) != NULL;
+}
+
+/* ---- dtypes ---- */
+
+int
+qr_op_dtype(const struct qr_op_call *c, size_t i)
+{
+	if (!qr_op_has_in(c, i))
+		return QR_DT_UNDEFINED;
+	if (c->in != NULL && c->in[i] != NULL)
+		return c->in[i]->dtype;
+	if (c->in_dtype != NULL)
+		return c->in_dtype[i];
+	return QR_DT_UNDEFINED;
+}
+
+/* Input i's dtype, when known, must be in mask (QR_EUNSUPPORTED). */
+enum qr_status
+qr_op_want_dtype(const struct qr_op_call *c, struct qr_diag *d, size_t i,
+		 unsigned long long mask)
+{
+	int dt = qr_op_dtype(c, i);
+
+	if (dt == QR_DT_UNDEFINED || (dt < 64 && (mask & QR_DTM(dt))))
+		return QR_OK;
+	return qr_op_errorf(c, d, QR_EUNSUPPORTED, "input %zu '%s' has dtype "
+			    "%s, which is not supported", i,
+			    qr_op_in_name(c, i), qr_dtype_name(dt));
+}
+
+/* Inputs i and j, when both known, must share a dtype (QR_EGRAPH). */
+enum qr_status
+qr_op_same_dtype(const struct qr_op_call *c, struct qr_diag *d, size_t i,
+		 size_t j)
+{
+	int a = qr_op_dtype(c, i), b = qr_op_dtype(c, j);
+
+	if (a == QR_DT_UNDEFINED || b == QR_DT_UNDEFINED || a == b)
+		return QR_OK;
+	return qr_op_errorf(c, d, QR_EGRAPH, "input %zu '%s' is %s but input "
+			    "%zu '%s' is %s", i, qr_op_in_name(c, i),
+			    qr_dtype_name(a), j, qr_op_in_name(c, j),
+			    qr_dtype_name(b));
+}
+
+float
+qr_op_f16_to_f32(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h >> 15) << 31;
+	uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
+	float f;
+
+	if (exp == 0x1f) {
+		bits = sign | 0x7f800000u | (mant << 13);
+	} else if (exp != 0) {
+		bits = sign | ((exp + 112) << 23) | (mant << 13);
+	} else {
+		f = ldexpf((float)mant, -24);
+		return sign ? -f : f;
+	}
+	memcpy(&f, &bits, sizeof f);
+	return f;
+}
+
+/* float to binary16, rounding to nearest even (as numpy's astype). */
+uint16_t
+qr_op_f32_to_f16(float f)
+{
+	uint32_t x, sign, exp, mant;
+
+	memcpy(&x, &f, sizeof x);
+	sign = (x >> 16) & 0x8000u;
+	exp = (x >> 23) & 0xff;
+	mant = x & 0x7fffffu;
+	if (exp == 0xff) /* Inf or NaN (keep NaN quiet) */
+		return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
+	if (exp > 142) /* >= 2^16 after rounding: overflow */
+		return (uint16_t)(sign | 0x7c00u);
+	if (exp < 113) { /* subnormal half or zero */
+		uint32_t shift, m, r, half;
+
+		if (exp < 102)
+			return (uint16_t)sign;
+		m = mant | 0x800000u;
+		shift = 126 - exp; /* 14..24 */
+		r = m >> shift;
+		half = 1u << (shift - 1);
+		if ((m & ((half << 1) - 1)) > half ||
+		    ((m & ((half << 1) - 1)) == half && (r & 1)))
+			r++;
+		return (uint16_t)(sign | r);
+	}
+	{
+		uint32_t h = ((exp - 112) << 10) | (mant >> 13);
+		uint32_t rest = mant & 0x1fffu;
+
+		if (rest > 0x1000u || (rest == 0x1000u && (h & 1)))
+			h++; /* may carry into the exponent, up to Inf */
+		return (uint16_t)(sign | h);
+	}
+}
+
+float
+qr_op_bf16_to_f32(uint16_t h)
+{
+	uint32_t bits = (uint32_t)h << 16;
+	float f;
+
+	memcpy(&f, &bits, sizeof f);
+	return f;
+}
+
+/* float to bfloat16, rounding to nearest even; NaN stays NaN. */
+uint16_t
+qr_op_f32_to_bf16(float f)
+{
+	uint32_t x;
+
+	memcpy(&x, &f, sizeof x);
+	if ((x & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((x >> 16) | 0x40u);
+	x += 0x7fffu + ((x >> 16) & 1);
+	return (uint16_t)(x >> 16);
+}
+
+double
+qr_op_get(const struct qr_tensor *t, size_t i)
+{
+	const void *p = t->data;
+
+	switch (t->dtype) {
+	case QR_DT_FLOAT: return ((const float *)p)[i];
+	case QR_DT_DOUBLE: return ((const double *)p)[i];
+	case QR_DT_INT8: return ((const int8_t *)p)[i];
+	case QR_DT_INT16: return ((const int16_t *)p)[i];
+	case QR_DT_INT32: return ((const int32_t *)p)[i];
+	case QR_DT_INT64: return (double)((const int64_t *)p)[i];
+	case QR_DT_UINT8:
+	case QR_DT_BOOL: return ((const uint8_t *)p)[i];
+	case QR_DT_UINT16: return ((const uint16_t *)p)[i];
+	case QR_DT_UINT32: return ((const uint32_t *)p)[i];
+	case QR_DT_UINT64: return (double)((const uint64_t *)p)[i];
+	case QR_DT_FLOAT16:
+		return qr_op_f16_to_f32(((const uint16_t *)p)[i]);
+	case QR_DT_BFLOAT16:
+		return qr_op_bf16_to_f32(((const uint16_t *)p)[i]);
+	default:
+		QR_ASSERT(!"qr_op_get: dtype refused by check");
+	}
+	return 0;
+}
+
+void
+qr_op_set(struct qr_tensor *t, size_t i, double v)
+{
+	void *p = t->data;
+
+	switch (t->dtype) {
+	case QR_DT_FLOAT: ((float *)p)[i] = (float)v; break;
+	case QR_DT_DOUBLE: ((double *)p)[i] = v; break;
+	case QR_DT_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
+	case QR_DT_INT16: ((int16_t *)p)[i] = (int16_t)v; break;
+	case QR_DT_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
+	case QR_DT_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
+	case QR_DT_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+	case QR_DT_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+	case QR_DT_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+	case QR_DT_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+	case QR_DT_UINT64: ((uint64_t *)p)[i] = (uint64_t)v; break;
+	case QR_DT_FLOAT16:
+		((uint16_t *)p)[i] = qr_op_f32_to_f16((float)v);
+		break;
+	case QR_DT_BFLOAT16:
+		((uint16_t *)p)[i] = qr_op_f32_to_bf16((float)v);
+		break;
+	default:
+		QR_ASSERT(!"qr_op_set: dtype refused by check");
+	}
+}
+
+/* ---- shapes and axes ---- */
+
+enum qr_status
+qr_op_axis(const struct qr_op_call *c, struct qr_diag *d, int64_t axis,
+	   int rank, int allow_end, int *out)
+{
+	int64_t hi = allow_end ? rank + 1 : rank;
+
+	if (axis < -hi || axis >= hi)
+		return qr_op_errorf(c, d, QR_EGRAPH, "axis %lld is out of "
+				    "range for rank %d", (long long)axis, rank);
+	*out = (int)(axis < 0 ? axis + hi : axis);
+	return QR_OK;
+}
+
+enum qr_status
+qr_op_read_ints(const struct qr_op_call *c, struct qr_diag *d,
+		const struct qr_tensor *t, const char *what, int64_t *dst,
+		size_t max, size_t *n)
+{
+	size_t i;
+
+	*n = 0;
+	if (t->dtype != QR_DT_INT64 && t->dtype != QR_DT_INT32)
+		return qr_op_errorf(c, d, QR_EGRAPH, "%s '%s' must be int64 "
+				    "or int32, not %s", what,
+				    t->name ? t->name : "",
+				    qr_dtype_name(t->dtype));
+	if (t->ndim > 1)
+		return qr_op_errorf(c, d, QR_EGRAPH, "%s '%s' must be 1-D, "
+				    "not rank %d", what, t->name ? t->name : "",
+				    t->ndim);
+	if (t->n_elem > max)
+		return qr_op_errorf(c, d, QR_EGRAPH, "%s '%s' has %zu values, "
+				    "at most %zu are allowed", what,
+				    t->name ? t->name : "", t->n_elem, max);
+	for (i = 0; i < t->n_elem; i++)
+		dst[i] = t->dtype == QR_DT_INT64 ?
+			((const int64_t *)t->data)[i] :
+			((const int32_t *)t->data)[i];
+	*n = t->n_elem;
+	return QR_OK;
+}
+
+size_t
+qr_op_dims_prod(const int64_t *dims, int from, int to)
+{
+	size_t p = 1;
+	int i;
+
+	for (i = from; i < to; i++)
+		p *= (size_t)dims[i];
+	return p;
+}
+
+int
+qr_op_same_shape(const struct qr_tensor *t, int ndim, const int64_t *dims)
+{
+	int i;
+
+	if (t->ndim != ndim)
+		return 0;
+	for (i = 0; i < ndim; i++)
+		if (t->dims[i] != dims[i])
+			return 0;
+	return 1;
+}
+
+/* ---- broadcasting ---- */
+
+enum qr_status
+qr_op_broadcast_shape(const struct qr_op_call *c, struct qr_diag *d,
+		      struct qr_tensor *const *in, size_t n, int *ndim,
+		      int64_t *dims)
+{
+	char a[128], b[128];
+	int r = 0, i;
+	size_t k;
+
+	for (k = 0; k < n; k++)
+		if (in[k] != NULL && in[k]->ndim > r)
+			r = in[k]->ndim;
+	for (i = 0; i < r; i++)
+		dims[i] = 1;
+	for (k = 0; k < n; k++) {
+		const struct qr_tensor *t = in[k];
+
+		if (t == NULL)
+			continue;
+		for (i = 0; i < t->ndim; i++) {
+			int64_t *o = &dims[r - t->ndim + i];
+			int64_t v = t->dims[i];
+
+			if (v == *o || v == 1)
+				continue;
+			if (*o == 1) {
+				*o = v;
+				continue;
+			}
+			return qr_op_errorf(c, d, QR_ESHAPE, "input '%s' %s "
+					    "does not broadcast with input "
+					    "'%s' %s", qr_op_in_name(c, 0),
+					    qr_shape_str(in[0], a, sizeof a),
+					    qr_op_in_name(c, k),
+					    qr_shape_str(t, b, sizeof b));
+		}
+	}
+	*ndim = r;
+	return QR_OK;
+}
+
+void
+qr_bcast_init(struct qr_bcast *b, int ndim, const int64_t *dims,
+	      struct qr_tensor *const *in, size_t n)
+{
+	size_t st[QR_BCAST_MAX_IN][QR_TENSOR_MAX_DIMS];
+	size_t k;
+	int i, r;
+
+	QR_ASSERT(n <= QR_BCAST_MAX_IN);
+	memset(b, 0, sizeof *b);
+	b->n_in = n;
+	/* Per-input strides over the output axes (0 where broadcast). */
+	for (k = 0; k < n; k++) {
+		const struct qr_tensor *t = in[k];
+		size_t s = 1;
+
+		for (i = ndim - 1; i >= 0; i--) {
+			int j = i - (ndim - t->ndim);
+
+			if (j < 0 || t->dims[j] == 1) {
+				st[k][i] = 0;
+			} else {
+				st[k][i] = s;
+				s *= (size_t)t->dims[j];
+			}
+		}
+	}
+	/* Merge axis i into the axis after it while every input agrees. */
+	r = 0;
+	for (i = 0; i < ndim; i++) {
+		if (dims[i] == 1 && ndim > 1)
+			continue; /* size-1 axes change nothing */
+		if (r > 0) {
+			int ok = 1;
+
+			for (k = 0; k < n; k++)
+				if (b->stride[k][r - 1] !=
+				    st[k][i] * (size_t)dims[i])
+					ok = 0;
+			if (ok) {
+				b->dims[r - 1] *= dims[i];
+				for (k = 0; k < n; k++)
+					b->stride[k][r - 1] = st[k][i];
+				continue;
+			}
+		}
+		b->dims[r] = dims[i];
+		for (k = 0; k < n; k++)
+			b->stride[k][r] = st[k][i];
+		r++;
+	}
+	if (r == 0) {
+		b->dims[0] = 1;
+		for (k = 0; k < n; k++)
+			b->stride[k][0] = 0;
+		r = 1;
+	}
+	b->rank = r;
+	b->inner = (size_t)b->dims[r - 1];
+	for (k = 0; k < n; k++)
+		b->step[k] = b->stride[k][r - 1];
+	for (i = 0; i < ndim; i++)
+		if (dims[i] == 0)
+			b->inner = 0;
+}
+
+int
+qr_bcast_next(struct qr_bcast *b)
+{
+	int i = b->rank - 2;
+	size_t k;
+
+	if (b->inner == 0)
+		return 0;
+	b->out_off += b->inner;
+	for (; i >= 0; i--) {
+		b->idx[i]++;
+		for (k = 0; k < b->n_in; k++)
+			b->off[k] += b->stride[k][i];
+		if (b->idx[i] < (size_t)b->dims[i])
+			return 1;
+		for (k = 0; k < b->n_in; k++)
+			b->off[k] -= b->stride[k][i] * (size_t)b->dims[i];
+		b->idx[i] = 0;
+	}
+	return 0;
+}

@@ -1,0 +1,82 @@
+/*
+ * ops: operators as data.
+ *
+ * Every operator is a struct qr_op_desc listed once in ops.def (domain,
+ * name, lowest opset, descriptor); each op_*.c file exports the descriptors
+ * of one operator family. The executor finds a node's descriptor with
+ * qr_op_find at load time and calls, per node:
+ *
+ *   check    once, at load: attributes, arity and input dtypes valid for
+ *            this opset; an unsupported attribute value or dtype is
+ *            QR_EUNSUPPORTED naming the node, never a silent no-op. It
+ *            sees constant inputs in c->in (as prepare does) and every
+ *            input's dtype in c->in_dtype (QR_DT_UNDEFINED when not known
+ *            at load), and sets c->out_dtype[j] for each output whose
+ *            dtype it can tell, so types propagate through the graph.
+ *            When some input dtype was unknown at load, the executor
+ *            calls check again before each run with the actual dtypes,
+ *            so infer and run may trust the dtypes check accepted.
+ *   prepare  once, at load: pick the dtype variant, pack constant weights
+ *            (c->in[i] is non-NULL only for constant inputs here), keep
+ *            the result in c->state.
+ *   infer    every run: from the actual inputs (data of small shape inputs
+ *            such as Reshape's shape is readable) set each output's dtype
+ *            and shape with qr_tensor_set_shape. No allocation.
+ *   run      every run: outputs have been allocated by the executor;
+ *            compute them.
+ *   release  frees c->state (may be NULL).
+ *
+ * Ops know nothing of the executor's memory plan; kernels know nothing of
+ * ops.
+ */
+#ifndef QR_OPS_H
+#define QR_OPS_H
+
+#include <stddef.h>
+
+#include "util/util.h"
+
+struct qr_node;
+struct qr_tensor;
+
+/* What an operator sees of one node at each stage. */
+struct qr_op_call {
+	const struct qr_node *node; /* the node (attributes, names) */
+	int opset;                  /* imported opset of the node's domain */
+	size_t n_in;                /* inputs, as in the node */
+	struct qr_tensor **in;      /* NULL for an absent optional input */
+	size_t n_out;
+	struct qr_tensor **out;     /* outputs (set by infer, filled by run) */
+	void *state;                /* owned by the op; made by prepare */
+	int n_threads;              /* threads the op may use */
+	const int *in_dtype;        /* n_in input dtypes (check), or
+				     * QR_DT_UNDEFINED: unknown or absent */
+	int *out_dtype;             /* n_out output dtypes, set by check */
+};
+
+typedef enum qr_status (*qr_op_check_fn)(const struct qr_op_call *c,
+					 struct qr_diag *d);
+typedef enum qr_status (*qr_op_stage_fn)(struct qr_op_call *c,
+					 struct qr_diag *d);
+typedef void (*qr_op_release_fn)(void *state);
+
+struct qr_op_desc {
+	const char *domain;         /* "" (ai.onnx) or "com.microsoft" */
+	const char *name;           /* op_type */
+	int since;                  /* lowest supported opset */
+	qr_op_check_fn check;       /* may be NULL: nothing to check */
+	qr_op_stage_fn prepare;     /* may be NULL: nothing to prepare */
+	qr_op_stage_fn infer;       /* output dtypes and shapes */
+	qr_op_stage_fn run;         /* computation */
+	qr_op_release_fn release;   /* frees state; may be NULL */
+};
+
+/* The descriptor for (domain, op_type) at opset: the ops.def row with
+ * the highest `since` not above opset. NULL when qreport does not support
+ * it ("ai.onnx" and "" are the same domain). */
+const struct qr_op_desc *qr_op_find(const char *domain, const char *op_type,
+				    int opset);
+/* All descriptors, for listings; *n gets the count. */
+const struct qr_op_desc *const *qr_op_all(size_t *n);
+
+#endif

@@ -1,0 +1,317 @@
+/* report: report.json, the machine-readable contract of DESIGN.md.
+ * doc/report-json.md documents every key; keep them in step. */
+#include "report/report.h"
+#include "report/report-int.h"
+#include "analysis/analysis.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+
+#define SCHEMA_VERSION 1
+
+cJSON *
+qr_json_num(double v)
+{
+	return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+}
+
+static void
+add_num(cJSON *o, const char *key, double v)
+{
+	cJSON_AddItemToObject(o, key, qr_json_num(v));
+}
+
+/* cJSON_AddStringToObject with NULL as JSON null. */
+static void
+add_str(cJSON *o, const char *key, const char *s)
+{
+	char *k = qr_utf8_dup(key), *v = qr_utf8_dup(s);
+
+	if (v != NULL)
+		cJSON_AddStringToObject(o, k, v);
+	else
+		cJSON_AddNullToObject(o, k);
+	free(v);
+	free(k);
+}
+
+/* A JSON string (valid UTF-8) for s; "" for NULL. */
+static cJSON *
+str_item(const char *s)
+{
+	char *v = qr_utf8_dup(s != NULL ? s : "");
+	cJSON *o = cJSON_CreateString(v);
+
+	free(v);
+	return o;
+}
+
+static cJSON *
+float_array(const float *v, size_t n)
+{
+	cJSON *a = cJSON_CreateArray();
+	size_t i;
+
+	for (i = 0; v != NULL && i < n; i++)
+		cJSON_AddItemToArray(a, qr_json_num(v[i]));
+	return a;
+}
+
+static cJSON *
+io_array(const struct qr_io_desc *io, size_t n)
+{
+	cJSON *a = cJSON_CreateArray();
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		cJSON *o = cJSON_CreateObject();
+
+		add_str(o, "name", io[i].name);
+		add_str(o, "dtype", io[i].dtype);
+		add_str(o, "shape", io[i].shape);
+		cJSON_AddItemToArray(a, o);
+	}
+	return a;
+}
+
+static cJSON *
+model_json(const struct qr_model_summary *m)
+{
+	cJSON *o = cJSON_CreateObject(), *ops, *meta;
+	size_t i;
+
+	add_str(o, "role", m->role);
+	add_str(o, "path", m->path);
+	add_str(o, "format", qr_qformat_name(m->format));
+	add_str(o, "producer", m->producer);
+	cJSON_AddNumberToObject(o, "ir_version", (double)m->ir_version);
+	add_str(o, "opsets", m->opsets);
+	cJSON_AddNumberToObject(o, "nodes", (double)m->n_nodes);
+	cJSON_AddItemToObject(o, "inputs", io_array(m->inputs, m->n_inputs));
+	cJSON_AddItemToObject(o, "outputs", io_array(m->outputs, m->n_outputs));
+	ops = cJSON_AddObjectToObject(o, "ops");
+	for (i = 0; i < m->n_ops; i++) {
+		char *k = qr_utf8_dup(m->ops[i].op ? m->ops[i].op : "");
+
+		cJSON_AddNumberToObject(ops, k, (double)m->ops[i].count);
+		free(k);
+	}
+	cJSON_AddNumberToObject(o, "params", (double)m->n_params);
+	cJSON_AddNumberToObject(o, "param_bytes", (double)m->param_bytes);
+	cJSON_AddNumberToObject(o, "file_bytes", (double)m->file_bytes);
+	meta = cJSON_AddObjectToObject(o, "metadata");
+	for (i = 0; i < m->n_meta; i++)
+		add_str(meta, m->meta_keys[i], m->meta_values[i]);
+	return o;
+}
+
+static cJSON *
+weight_json(const struct qr_weight_stats *w)
+{
+	cJSON *o = cJSON_CreateObject(), *out;
+	size_t i;
+
+	add_str(o, "layer", w->layer);
+	add_str(o, "op", w->op);
+	add_str(o, "weight", w->weight);
+	add_str(o, "shape", w->shape);
+	cJSON_AddNumberToObject(o, "axis", w->axis);
+	cJSON_AddNumberToObject(o, "channels", (double)w->channels);
+	cJSON_AddNumberToObject(o, "elements", (double)w->n_elem);
+	cJSON_AddItemToObject(o, "ch_min", float_array(w->ch_min, w->channels));
+	cJSON_AddItemToObject(o, "ch_max", float_array(w->ch_max, w->channels));
+	cJSON_AddItemToObject(o, "ch_mean", float_array(w->ch_mean, w->channels));
+	cJSON_AddItemToObject(o, "ch_std", float_array(w->ch_std, w->channels));
+	cJSON_AddItemToObject(o, "rel_range",
+			      float_array(w->rel_range, w->channels));
+	add_num(o, "max_rel_range", w->max_rel_range);
+	add_num(o, "tukey_fence", w->tukey_fence);
+	out = cJSON_AddArrayToObject(o, "outlier_channels");
+	for (i = 0; i < w->n_outliers; i++)
+		cJSON_AddItemToArray(out,
+				     cJSON_CreateNumber((double)w->outliers[i]));
+	cJSON_AddNumberToObject(o, "zero_range_channels",
+				(double)w->n_zero_range);
+	add_num(o, "sqnr_per_tensor_db", w->sqnr_per_tensor_db);
+	add_num(o, "sqnr_per_channel_db", w->sqnr_per_channel_db);
+	cJSON_AddNumberToObject(o, "depth", w->depth);
+	return o;
+}
+
+static cJSON *
+qweight_json(const struct qr_quant_weight *q)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(o, "quant", (double)q->quant);
+	add_str(o, "layer", q->layer);
+	add_str(o, "quant_layer", q->quant_layer);
+	add_str(o, "weight", q->weight);
+	add_str(o, "quant_weight", q->quant_weight);
+	add_str(o, "match", qr_match_name(q->match));
+	add_str(o, "match_reason", q->match_reason);
+	add_str(o, "granularity", q->granularity);
+	cJSON_AddNumberToObject(o, "bits", q->bits);
+	add_num(o, "sqnr_db", q->sqnr_db);
+	cJSON_AddNumberToObject(o, "clipped", (double)q->clipped);
+	cJSON_AddNumberToObject(o, "elements", (double)q->n_elem);
+	cJSON_AddNumberToObject(o, "float_bytes", (double)q->float_bytes);
+	cJSON_AddNumberToObject(o, "quant_bytes", (double)q->quant_bytes);
+	add_num(o, "compression", q->compression);
+	return o;
+}
+
+static cJSON *
+quant_summary_json(const struct qr_quant_summary *s, size_t index)
+{
+	cJSON *o = cJSON_CreateObject(), *layers, *cov;
+	size_t i;
+
+	cJSON_AddNumberToObject(o, "quant", (double)index);
+	add_str(o, "path", s->path);
+	add_str(o, "format", qr_qformat_name(s->format));
+	layers = cJSON_AddArrayToObject(o, "layers");
+	for (i = 0; i < s->n_layers; i++) {
+		const struct qr_quant_layer *l = &s->layers[i];
+		cJSON *x = cJSON_CreateObject();
+
+		add_str(x, "layer", l->layer);
+		add_str(x, "op", l->op);
+		add_str(x, "weight", l->weight);
+		add_str(x, "weight_dtype", l->weight_dtype);
+		cJSON_AddNumberToObject(x, "bits", l->bits);
+		add_str(x, "granularity",
+			l->per_channel ? "per-channel" : "per-tensor");
+		if (l->per_channel)
+			cJSON_AddNumberToObject(x, "axis", l->axis);
+		else
+			cJSON_AddNullToObject(x, "axis");
+		cJSON_AddNumberToObject(x, "scales", (double)l->n_scales);
+		add_num(x, "scale_min", l->scale_min);
+		add_num(x, "scale_max", l->scale_max);
+		add_num(x, "zero_point_min", l->zp_min);
+		add_num(x, "zero_point_max", l->zp_max);
+		cJSON_AddBoolToObject(x, "activation_quantized",
+				      l->act_quantized);
+		cJSON_AddItemToArray(layers, x);
+	}
+	cov = cJSON_AddArrayToObject(o, "coverage");
+	for (i = 0; i < s->n_coverage; i++) {
+		cJSON *x = cJSON_CreateObject();
+
+		add_str(x, "layer", s->coverage[i].layer);
+		add_str(x, "op", s->coverage[i].op);
+		cJSON_AddBoolToObject(x, "quantized", s->coverage[i].quantized);
+		cJSON_AddItemToArray(cov, x);
+	}
+	cJSON_AddNumberToObject(o, "quantized_nodes", (double)s->n_quantized);
+	cJSON_AddNumberToObject(o, "compute_nodes", (double)s->n_coverage);
+	cJSON_AddNumberToObject(o, "float_bytes", (double)s->float_bytes);
+	cJSON_AddNumberToObject(o, "quant_bytes", (double)s->quant_bytes);
+	add_num(o, "compression",
+		s->quant_bytes ? (double)s->float_bytes / (double)s->quant_bytes
+			       : NAN);
+	return o;
+}
+
+static cJSON *
+cle_json(const struct qr_cle_set *c)
+{
+	cJSON *o = cJSON_CreateObject(), *names, *joins, *scales, *detail;
+	size_t i;
+
+	names = cJSON_AddArrayToObject(o, "layers");
+	detail = cJSON_AddArrayToObject(o, "layer_details");
+	for (i = 0; i < c->n_layers && i < 3; i++) {
+		const struct qr_cle_layer *l = &c->layers[i];
+		cJSON *x = cJSON_CreateObject();
+
+		cJSON_AddItemToArray(names, str_item(l->name));
+		add_str(x, "name", l->name);
+		add_str(x, "op", l->op);
+		cJSON_AddBoolToObject(x, "depthwise", l->depthwise);
+		cJSON_AddBoolToObject(x, "bn_folded", l->bn_folded);
+		cJSON_AddNumberToObject(x, "channels", (double)l->channels);
+		cJSON_AddItemToObject(x, "min_before",
+				      float_array(l->min_before, l->channels));
+		cJSON_AddItemToObject(x, "max_before",
+				      float_array(l->max_before, l->channels));
+		cJSON_AddItemToObject(x, "min_after",
+				      float_array(l->min_after, l->channels));
+		cJSON_AddItemToObject(x, "max_after",
+				      float_array(l->max_after, l->channels));
+		cJSON_AddItemToArray(detail, x);
+	}
+	joins = cJSON_AddArrayToObject(o, "joins");
+	scales = cJSON_AddArrayToObject(o, "scales");
+	for (i = 0; i + 1 < c->n_layers && i < 2; i++) {
+		cJSON_AddItemToArray(joins, str_item(c->joins[i]));
+		cJSON_AddItemToArray(scales, float_array(c->scales[i],
+							 c->n_scales[i]));
+	}
+	add_num(o, "max_rel_range_before", c->max_rel_range_before);
+	add_num(o, "max_rel_range_after", c->max_rel_range_after);
+	add_num(o, "sqnr_per_tensor_before_db", c->sqnr_per_tensor_before_db);
+	add_num(o, "sqnr_per_tensor_after_db", c->sqnr_per_tensor_after_db);
+	return o;
+}
+
+cJSON *
+qr_report_json_new(const struct qr_analysis *a,
+		   const struct qr_report_opts *opts, const struct qr_diag *d)
+{
+	cJSON *root = cJSON_CreateObject(), *arr, *o;
+	size_t i;
+
+	cJSON_AddNumberToObject(root, "schema_version", SCHEMA_VERSION);
+	o = cJSON_AddObjectToObject(root, "generator");
+	cJSON_AddStringToObject(o, "name", "qreport");
+	add_str(o, "version", opts != NULL ? opts->version : NULL);
+	add_str(root, "command_line", opts != NULL ? opts->command_line : NULL);
+	add_num(root, "analysis_seconds", a->seconds);
+
+	arr = cJSON_AddArrayToObject(root, "models");
+	for (i = 0; i < a->n_models; i++)
+		cJSON_AddItemToArray(arr, model_json(&a->models[i]));
+
+	/* No inference yet: the weights-only report ran no samples. */
+	o = cJSON_AddObjectToObject(root, "dataset");
+	cJSON_AddStringToObject(o, "source", "none");
+	cJSON_AddNumberToObject(o, "samples", 0);
+
+	arr = cJSON_AddArrayToObject(root, "weights");
+	for (i = 0; i < a->n_weights; i++)
+		cJSON_AddItemToArray(arr, weight_json(&a->weights[i]));
+	arr = cJSON_AddArrayToObject(root, "cle");
+	for (i = 0; i < a->n_cle; i++)
+		cJSON_AddItemToArray(arr, cle_json(&a->cle[i]));
+	arr = cJSON_AddArrayToObject(root, "cle_blockers");
+	for (i = 0; i < a->n_cle_blockers; i++) {
+		const struct qr_cle_blocker *b = &a->cle_blockers[i];
+
+		o = cJSON_CreateObject();
+		add_str(o, "from", b->from);
+		add_str(o, "to", b->to);
+		add_str(o, "reason", b->reason);
+		add_str(o, "fix", b->fix);
+		cJSON_AddItemToArray(arr, o);
+	}
+	arr = cJSON_AddArrayToObject(root, "quant_weights");
+	for (i = 0; i < a->n_qweights; i++)
+		cJSON_AddItemToArray(arr, qweight_json(&a->qweights[i]));
+	arr = cJSON_AddArrayToObject(root, "quant_summaries");
+	for (i = 0; i < a->n_quant; i++)
+		cJSON_AddItemToArray(arr, quant_summary_json(&a->quants[i], i));
+	arr = cJSON_AddArrayToObject(root, "unmatched");
+	for (i = 0; i < a->n_unmatched; i++)
+		cJSON_AddItemToArray(arr, str_item(a->unmatched[i]));
+
+	cJSON_AddArrayToObject(root, "activations");
+	cJSON_AddArrayToObject(root, "outputs");
+
+	arr = cJSON_AddArrayToObject(root, "warnings");
+	for (i = 0; d != NULL && i < d->n_warnings; i++)
+		cJSON_AddItemToArray(arr, str_item(d->warnings[i].msg));
+	return root;
+}

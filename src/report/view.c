@@ -1,0 +1,1030 @@
+/*
+ * report: the template context. Everything the pages show, as a cJSON
+ * tree of display-ready values: numbers already formatted, CSS classes
+ * that colour bad values, charts drawn and turned into HTML fragments.
+ * Model strings stay raw here; the template engine escapes them.
+ *
+ * Anchors (ids) are built from indices, never from model strings:
+ *   m-<i>  model i          q-<k>  candidate k      w-<i>  weight layer i
+ *   qw-<i> weight pairing i  cle-<i> CLE set i
+ */
+#include "report/report.h"
+#include "report/report-int.h"
+#include "analysis/analysis.h"
+#include "chart/chart.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOP_PROBLEMS 10   /* problem layers listed on the overview */
+#define MAX_LISTED 24     /* outlier channels / scales listed in full */
+
+void
+qr_fmt_num(char *buf, size_t n, double v)
+{
+	if (isnan(v))
+		snprintf(buf, n, "\xe2\x80\x94"); /* — */
+	else if (isinf(v))
+		snprintf(buf, n, v > 0 ? "\xe2\x88\x9e" : "-\xe2\x88\x9e");
+	else
+		snprintf(buf, n, "%.4g", v);
+}
+
+void
+qr_fmt_bytes(char *buf, size_t n, size_t bytes)
+{
+	if (bytes < 1024)
+		snprintf(buf, n, "%zu B", bytes);
+	else if (bytes < 1024 * 1024)
+		snprintf(buf, n, "%.1f KiB", bytes / 1024.0);
+	else if (bytes < (size_t)1024 * 1024 * 1024)
+		snprintf(buf, n, "%.1f MiB", bytes / (1024.0 * 1024));
+	else
+		snprintf(buf, n, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
+}
+
+static void
+set_str(cJSON *o, const char *key, const char *s)
+{
+	if (s != NULL)
+		cJSON_AddStringToObject(o, key, s);
+	else
+		cJSON_AddNullToObject(o, key);
+}
+
+static void
+set_fmt(cJSON *o, const char *key, const char *fmt, ...) QR_PRINTF(3, 4);
+static void
+set_fmt(cJSON *o, const char *key, const char *fmt, ...)
+{
+	struct qr_buf b = {0};
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	qr_buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	s = qr_buf_take(&b);
+	cJSON_AddStringToObject(o, key, s);
+	free(s);
+}
+
+static void
+set_num(cJSON *o, const char *key, double v)
+{
+	char buf[64];
+
+	qr_fmt_num(buf, sizeof buf, v);
+	cJSON_AddStringToObject(o, key, buf);
+}
+
+static void
+set_count(cJSON *o, const char *key, size_t v)
+{
+	char raw[32], out[48];
+	size_t n, i, j = 0;
+
+	n = (size_t)snprintf(raw, sizeof raw, "%zu", v);
+	for (i = 0; i < n; i++) {
+		if (i > 0 && (n - i) % 3 == 0)
+			out[j++] = ',';
+		out[j++] = raw[i];
+	}
+	out[j] = '\0';
+	cJSON_AddStringToObject(o, key, out);
+}
+
+static void
+set_bytes(cJSON *o, const char *key, size_t v)
+{
+	char buf[64];
+
+	qr_fmt_bytes(buf, sizeof buf, v);
+	cJSON_AddStringToObject(o, key, buf);
+}
+
+/* SQNR for display: one decimal, ∞ when exact. */
+static void
+fmt_sqnr(char *buf, size_t n, double v)
+{
+	if (isfinite(v))
+		snprintf(buf, n, "%.1f", v);
+	else
+		qr_fmt_num(buf, n, v);
+}
+
+static void
+set_sqnr(cJSON *o, const char *key, double v)
+{
+	char buf[64];
+
+	fmt_sqnr(buf, sizeof buf, v);
+	cJSON_AddStringToObject(o, key, buf);
+}
+
+static const char *
+sqnr_class(double v)
+{
+	if (isnan(v))
+		return "";
+	if (v < QR_SQNR_BAD_DB)
+		return "bad";
+	if (v < QR_SQNR_WARN_DB)
+		return "warn";
+	return "good";
+}
+
+static const char *
+rel_class(double v)
+{
+	if (isnan(v))
+		return "";
+	if (v > QR_BAD_REL_RANGE)
+		return "bad";
+	if (v > QR_BAD_REL_RANGE / 2)
+		return "warn";
+	return "good";
+}
+
+static int
+layer_flagged(const struct qr_weight_stats *w)
+{
+	return w->max_rel_range > QR_BAD_REL_RANGE ||
+	       w->sqnr_per_tensor_db < QR_SQNR_BAD_DB;
+}
+
+/* NaN for values a chart cannot place (infinite SQNR). */
+static double
+plottable(double v)
+{
+	return isfinite(v) ? v : NAN;
+}
+
+/* "3, 7, 12" (first MAX_LISTED, then "… (n in all)"). */
+static void
+set_index_list(cJSON *o, const char *key, const size_t *v, size_t n)
+{
+	struct qr_buf b = {0};
+	size_t i;
+	char *s;
+
+	for (i = 0; i < n && i < MAX_LISTED; i++)
+		qr_buf_printf(&b, "%s%zu", i ? ", " : "", v[i]);
+	if (n > MAX_LISTED)
+		qr_buf_printf(&b, ", \xe2\x80\xa6 (%zu in all)", n);
+	s = qr_buf_take(&b);
+	cJSON_AddStringToObject(o, key, s);
+	free(s);
+}
+
+/* Everything a chart call needs besides the spec. */
+struct chart_ctx {
+	const char *chartdir;
+	struct qr_diag *d;
+	size_t next;         /* numbers chart files, keeping them unique */
+};
+
+/* Draw spec as charts/<prefix><n>-<name>.png and store its HTML in
+ * o[key]. */
+static enum qr_status
+add_chart(struct chart_ctx *cc, cJSON *o, const char *key,
+	  const char *prefix, const char *name,
+	  const struct qr_chart_spec *spec, const char *alt,
+	  char *const *hrefs, char *const *titles)
+{
+	enum qr_status st;
+	struct qr_buf file = {0};
+	char *html = NULL, *f;
+
+	qr_safe_name(&file, prefix, cc->next++, name);
+	qr_buf_puts(&file, ".png");
+	f = qr_buf_take(&file);
+	st = qr_report_chart(cc->chartdir, f, spec, alt, hrefs, titles,
+			     &html, cc->d);
+	if (st == QR_OK)
+		cJSON_AddStringToObject(o, key, html);
+	free(html);
+	free(f);
+	return st;
+}
+
+static void
+free_strv(char **v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; v != NULL && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static const char *
+or_empty(const char *s)
+{
+	return s != NULL ? s : "";
+}
+
+/* ---- models ---- */
+
+static void
+io_view(cJSON *o, const char *key, const struct qr_io_desc *io, size_t n)
+{
+	cJSON *arr = cJSON_AddArrayToObject(o, key);
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		cJSON *x = cJSON_CreateObject();
+
+		set_str(x, "name", io[i].name);
+		set_str(x, "dtype", io[i].dtype);
+		set_str(x, "shape", io[i].shape);
+		cJSON_AddItemToArray(arr, x);
+	}
+}
+
+static cJSON *
+model_view(const struct qr_model_summary *m, size_t i)
+{
+	cJSON *o = cJSON_CreateObject(), *arr;
+	size_t k;
+
+	set_fmt(o, "anchor", "m-%zu", i);
+	if (i == 0)
+		set_str(o, "label", "Float model");
+	else
+		set_fmt(o, "label", "Candidate %zu", i);
+	set_str(o, "role", m->role);
+	set_str(o, "path", m->path);
+	set_str(o, "format", qr_qformat_name(m->format));
+	set_str(o, "producer", m->producer);
+	set_fmt(o, "ir_version", "%lld", (long long)m->ir_version);
+	set_str(o, "opsets", m->opsets);
+	set_count(o, "nodes", m->n_nodes);
+	io_view(o, "inputs", m->inputs, m->n_inputs);
+	io_view(o, "outputs", m->outputs, m->n_outputs);
+	arr = cJSON_AddArrayToObject(o, "ops");
+	for (k = 0; k < m->n_ops; k++) {
+		cJSON *x = cJSON_CreateObject();
+		double share = m->n_nodes ? 100.0 * m->ops[k].count / m->n_nodes
+					  : 0;
+
+		set_str(x, "op", m->ops[k].op);
+		set_count(x, "count", m->ops[k].count);
+		set_fmt(x, "share", "%.0f", share);
+		cJSON_AddItemToArray(arr, x);
+	}
+	set_count(o, "params", m->n_params);
+	set_bytes(o, "param_bytes", m->param_bytes);
+	set_bytes(o, "file_bytes", m->file_bytes);
+	arr = cJSON_AddArrayToObject(o, "meta");
+	for (k = 0; k < m->n_meta; k++) {
+		cJSON *x = cJSON_CreateObject();
+
+		set_str(x, "key", m->meta_keys[k]);
+		set_str(x, "value", m->meta_values[k]);
+		cJSON_AddItemToArray(arr, x);
+	}
+	cJSON_AddBoolToObject(o, "has_meta", m->n_meta > 0);
+	return o;
+}
+
+/* ---- weights ---- */
+
+static enum qr_status
+weight_chart(struct chart_ctx *cc, cJSON *o, const struct qr_weight_stats *w,
+	     size_t i)
+{
+	enum qr_status st;
+	struct qr_series s[3];
+	struct qr_mark *marks;
+	struct qr_chart_spec spec = {0};
+	double *mn, *mx, *mean;
+	char **titles, *title, *alt;
+	size_t c;
+
+	if (w->channels == 0 || w->ch_min == NULL) {
+		cJSON_AddNullToObject(o, "chart");
+		return QR_OK;
+	}
+	mn = xcalloc(w->channels, sizeof *mn);
+	mx = xcalloc(w->channels, sizeof *mx);
+	mean = xcalloc(w->channels, sizeof *mean);
+	titles = xcalloc(w->channels, sizeof *titles);
+	marks = xcalloc(w->n_outliers + 1, sizeof *marks);
+	for (c = 0; c < w->channels; c++) {
+		mn[c] = w->ch_min[c];
+		mx[c] = w->ch_max[c];
+		mean[c] = w->ch_mean != NULL ? w->ch_mean[c] : NAN;
+		titles[c] = xasprintf("%s, channel %zu: min %.4g, max %.4g, mean %.4g, relative range %.3g",
+				      or_empty(w->layer), c, mn[c], mx[c],
+				      mean[c],
+				      w->rel_range ? w->rel_range[c] : NAN);
+	}
+	for (c = 0; c < w->n_outliers; c++) {
+		marks[c].series = 1;
+		marks[c].index = w->outliers[c];
+	}
+	s[0] = (struct qr_series){ "min", mn, NULL, w->channels,
+				   QR_STYLE_LINE, 0 };
+	s[1] = (struct qr_series){ "max", mx, NULL, w->channels,
+				   QR_STYLE_LINE, 1 };
+	s[2] = (struct qr_series){ "mean", mean, NULL, w->channels,
+				   QR_STYLE_DOTTED, 2 };
+	title = xasprintf("%s: weight range per output channel",
+			  or_empty(w->layer));
+	alt = xasprintf("Per-channel min, max and mean of %s; %zu outlier channels ringed",
+			or_empty(w->layer), w->n_outliers);
+	spec.title = title;
+	spec.xlabel = "output channel";
+	spec.ylabel = "weight value";
+	spec.width = 760;
+	spec.height = 260;
+	spec.n_series = 3;
+	spec.series = s;
+	spec.n_marks = w->n_outliers;
+	spec.marks = marks;
+	st = add_chart(cc, o, "chart", "w", w->layer, &spec, alt, NULL,
+		       titles);
+	free(alt);
+	free(title);
+	free(marks);
+	free_strv(titles, w->channels);
+	free(mean);
+	free(mx);
+	free(mn);
+	(void)i;
+	return st;
+}
+
+static cJSON *
+weight_view(const struct qr_weight_stats *w, size_t i)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	set_fmt(o, "anchor", "w-%zu", i);
+	set_str(o, "layer", w->layer);
+	set_str(o, "op", w->op);
+	set_str(o, "weight", w->weight);
+	set_str(o, "shape", w->shape);
+	cJSON_AddNumberToObject(o, "axis", w->axis);
+	set_count(o, "channels", w->channels);
+	set_count(o, "elements", w->n_elem);
+	set_num(o, "max_rel_range", w->max_rel_range);
+	set_str(o, "rel_class", rel_class(w->max_rel_range));
+	set_num(o, "tukey_fence", w->tukey_fence);
+	set_count(o, "n_outliers", w->n_outliers);
+	set_index_list(o, "outliers", w->outliers, w->n_outliers);
+	set_count(o, "zero_range", w->n_zero_range);
+	set_sqnr(o, "sqnr_pt", w->sqnr_per_tensor_db);
+	set_str(o, "sqnr_pt_class", sqnr_class(w->sqnr_per_tensor_db));
+	set_sqnr(o, "sqnr_pc", w->sqnr_per_channel_db);
+	set_str(o, "sqnr_pc_class", sqnr_class(w->sqnr_per_channel_db));
+	set_sqnr(o, "sqnr_gain",
+		 w->sqnr_per_channel_db - w->sqnr_per_tensor_db);
+	cJSON_AddBoolToObject(o, "flagged", layer_flagged(w));
+	return o;
+}
+
+static int
+cmp_rel_desc(const void *pa, const void *pb)
+{
+	const struct qr_weight_stats *a = *(const struct qr_weight_stats *const *)pa;
+	const struct qr_weight_stats *b = *(const struct qr_weight_stats *const *)pb;
+
+	if (a->max_rel_range != b->max_rel_range)
+		return a->max_rel_range < b->max_rel_range ? 1 : -1;
+	return (a->sqnr_per_tensor_db > b->sqnr_per_tensor_db) -
+	       (a->sqnr_per_tensor_db < b->sqnr_per_tensor_db);
+}
+
+/* The model-level charts: max relative range per layer (log y, with the
+ * bad threshold and the Tukey fence of the layers) and predicted SQNR per
+ * tensor vs per channel. */
+static enum qr_status
+model_weight_charts(struct chart_ctx *cc, const struct qr_analysis *a,
+		    cJSON *charts)
+{
+	enum qr_status st = QR_OK;
+	size_t n = a->n_weights, i;
+	double *rr, *pt, *pc, q1, q3, fence = NAN;
+	float *rrf;
+	const char **ticks;
+	char **hrefs, **titles, **titles2;
+	struct qr_series s[2];
+	struct qr_hline hl[2];
+	struct qr_chart_spec spec = {0};
+	char pt_s[64], pc_s[64];
+
+	if (n == 0) {
+		cJSON_AddNullToObject(charts, "rel_range");
+		cJSON_AddNullToObject(charts, "sqnr");
+		return QR_OK;
+	}
+	rr = xcalloc(n, sizeof *rr);
+	rrf = xcalloc(n, sizeof *rrf);
+	pt = xcalloc(n, sizeof *pt);
+	pc = xcalloc(n, sizeof *pc);
+	ticks = xcalloc(n, sizeof *ticks);
+	hrefs = xcalloc(n, sizeof *hrefs);
+	titles = xcalloc(n, sizeof *titles);
+	titles2 = xcalloc(n, sizeof *titles2);
+	for (i = 0; i < n; i++) {
+		const struct qr_weight_stats *w = &a->weights[i];
+
+		rr[i] = plottable(w->max_rel_range);
+		rrf[i] = (float)w->max_rel_range;
+		pt[i] = plottable(w->sqnr_per_tensor_db);
+		pc[i] = plottable(w->sqnr_per_channel_db);
+		ticks[i] = or_empty(w->layer);
+		hrefs[i] = xasprintf("weights.html#w-%zu", i);
+		titles[i] = xasprintf("%s (%s): max relative range %.4g",
+				      ticks[i], or_empty(w->op),
+				      w->max_rel_range);
+		fmt_sqnr(pt_s, sizeof pt_s, w->sqnr_per_tensor_db);
+		fmt_sqnr(pc_s, sizeof pc_s, w->sqnr_per_channel_db);
+		titles2[i] = xasprintf("%s: predicted SQNR %s dB per tensor, %s dB per channel",
+				       ticks[i], pt_s, pc_s);
+	}
+	if (n >= 4)
+		fence = qr_tukey_fence(rrf, n, 1.5, &q1, &q3);
+	hl[0] = (struct qr_hline){ QR_BAD_REL_RANGE, "bad" };
+	hl[1] = (struct qr_hline){ fence, "Tukey fence" };
+	s[0] = (struct qr_series){ "max relative range", rr, NULL, n,
+				   QR_STYLE_BARS, 0 };
+	spec.title = "Max relative weight range per layer";
+	spec.xlabel = "layer (topological order)";
+	spec.ylabel = "max relative range (log)";
+	spec.width = 960;
+	spec.height = 320;
+	spec.log_y = 1;
+	spec.n_series = 1;
+	spec.series = s;
+	spec.xticks = ticks;
+	spec.hlines = hl;
+	spec.n_hlines = isfinite(fence) && fence > 0 ? 2 : 1;
+	st = add_chart(cc, charts, "rel_range", "model-", "rel-range", &spec,
+		       "Max relative weight range per layer; bars above the threshold line are layers to look at",
+		       hrefs, titles);
+	if (st != QR_OK)
+		goto out;
+	cJSON_AddItemToObject(charts, "rel_range_fence", qr_json_num(fence));
+
+	s[0] = (struct qr_series){ "per tensor", pt, NULL, n, QR_STYLE_LINE, 1 };
+	s[1] = (struct qr_series){ "per channel", pc, NULL, n, QR_STYLE_LINE,
+				   0 };
+	hl[0] = (struct qr_hline){ QR_SQNR_BAD_DB, "bad" };
+	memset(&spec, 0, sizeof spec);
+	spec.title = "Predicted int8 weight SQNR: per tensor vs per channel";
+	spec.xlabel = "layer (topological order)";
+	spec.ylabel = "SQNR (dB)";
+	spec.width = 960;
+	spec.height = 300;
+	spec.n_series = 2;
+	spec.series = s;
+	spec.xticks = ticks;
+	spec.hlines = hl;
+	spec.n_hlines = 1;
+	st = add_chart(cc, charts, "sqnr", "model-", "sqnr", &spec,
+		       "Predicted int8 weight SQNR per layer, per tensor and per channel",
+		       hrefs, titles2);
+out:
+	free_strv(titles2, n);
+	free_strv(titles, n);
+	free_strv(hrefs, n);
+	free(ticks);
+	free(pc);
+	free(pt);
+	free(rrf);
+	free(rr);
+	return st;
+}
+
+static enum qr_status
+weights_view(struct chart_ctx *cc, const struct qr_analysis *a, cJSON *root)
+{
+	enum qr_status st = QR_OK;
+	const struct qr_weight_stats **order;
+	cJSON *arr, *probs, *top;
+	size_t i, n_flagged = 0;
+
+	arr = cJSON_AddArrayToObject(root, "weights");
+	for (i = 0; i < a->n_weights && st == QR_OK; i++) {
+		cJSON *o = weight_view(&a->weights[i], i);
+
+		cJSON_AddItemToArray(arr, o);
+		st = weight_chart(cc, o, &a->weights[i], i);
+	}
+	if (st != QR_OK)
+		return st;
+	order = xcalloc(a->n_weights + 1, sizeof *order);
+	for (i = 0; i < a->n_weights; i++)
+		order[i] = &a->weights[i];
+	qsort(order, a->n_weights, sizeof *order, cmp_rel_desc);
+	probs = cJSON_AddArrayToObject(root, "problems");
+	top = cJSON_AddArrayToObject(root, "problems_top");
+	for (i = 0; i < a->n_weights; i++) {
+		size_t idx = (size_t)(order[i] - a->weights);
+		cJSON *o;
+
+		if (!layer_flagged(order[i]))
+			continue;
+		o = cJSON_Duplicate(cJSON_GetArrayItem(arr, (int)idx), 1);
+		cJSON_DeleteItemFromObject(o, "chart");
+		cJSON_AddNumberToObject(o, "rank", (double)++n_flagged);
+		if (n_flagged <= TOP_PROBLEMS)
+			cJSON_AddItemToArray(top, cJSON_Duplicate(o, 1));
+		cJSON_AddItemToArray(probs, o);
+	}
+	cJSON_AddNumberToObject(root, "n_flagged", (double)n_flagged);
+	cJSON_AddBoolToObject(root, "has_problems", n_flagged > 0);
+	cJSON_AddBoolToObject(root, "more_problems", n_flagged > TOP_PROBLEMS);
+	free(order);
+	return QR_OK;
+}
+
+/* ---- quantized candidates ---- */
+
+static void
+set_range(cJSON *o, const char *key, double lo, double hi)
+{
+	char a[64], b[64];
+
+	qr_fmt_num(a, sizeof a, lo);
+	qr_fmt_num(b, sizeof b, hi);
+	if (lo == hi)
+		cJSON_AddStringToObject(o, key, a);
+	else
+		set_fmt(o, key, "%s \xe2\x80\xa6 %s", a, b);
+}
+
+static cJSON *
+pair_view(const struct qr_analysis *a, const struct qr_quant_weight *q,
+	  size_t i)
+{
+	cJSON *o = cJSON_CreateObject();
+	size_t k;
+
+	size_t channels = 1; /* of the float weight, when it is known */
+
+	cJSON_AddNullToObject(o, "float_anchor");
+	for (k = 0; q->layer != NULL && k < a->n_weights; k++) {
+		if (a->weights[k].layer != NULL &&
+		    strcmp(a->weights[k].layer, q->layer) == 0) {
+			cJSON_DeleteItemFromObject(o, "float_anchor");
+			set_fmt(o, "float_anchor", "w-%zu", k);
+			channels = a->weights[k].channels;
+			break;
+		}
+	}
+
+	set_fmt(o, "anchor", "qw-%zu", i);
+	set_str(o, "layer", q->layer);
+	set_str(o, "quant_layer", q->quant_layer);
+	set_str(o, "weight", q->weight);
+	set_str(o, "quant_weight", q->quant_weight);
+	set_str(o, "match", qr_match_name(q->match));
+	set_str(o, "match_reason", q->match_reason);
+	set_str(o, "granularity", q->granularity);
+	cJSON_AddNumberToObject(o, "bits", q->bits);
+	set_sqnr(o, "sqnr", q->sqnr_db);
+	set_str(o, "sqnr_class", sqnr_class(q->sqnr_db));
+	set_count(o, "clipped", q->clipped);
+	/* Symmetric scales put each slice's largest weight at the limit, so
+	 * about one value per channel is by design; warn beyond that. */
+	set_str(o, "clipped_class",
+		q->clipped > 2 * channels &&
+				q->clipped * 100 > q->n_elem
+			? "warn" : "");
+	set_count(o, "elements", q->n_elem);
+	set_bytes(o, "float_bytes", q->float_bytes);
+	set_bytes(o, "quant_bytes", q->quant_bytes);
+	set_fmt(o, "compression", "%.2f\xc3\x97", q->compression); /* × */
+	return o;
+}
+
+static enum qr_status
+compression_chart(struct chart_ctx *cc, const struct qr_analysis *a,
+		  size_t k, cJSON *o)
+{
+	enum qr_status st = QR_OK;
+	size_t n = 0, i, j = 0;
+	double *v;
+	const char **ticks;
+	char **hrefs, **titles;
+	struct qr_series s;
+	struct qr_chart_spec spec = {0};
+	char name[48];
+
+	for (i = 0; i < a->n_qweights; i++)
+		n += a->qweights[i].quant == k;
+	if (n == 0) {
+		cJSON_AddNullToObject(o, "compression_chart");
+		return QR_OK;
+	}
+	v = xcalloc(n, sizeof *v);
+	ticks = xcalloc(n, sizeof *ticks);
+	hrefs = xcalloc(n, sizeof *hrefs);
+	titles = xcalloc(n, sizeof *titles);
+	for (i = 0; i < a->n_qweights; i++) {
+		const struct qr_quant_weight *q = &a->qweights[i];
+
+		if (q->quant != k)
+			continue;
+		v[j] = plottable(q->compression);
+		ticks[j] = or_empty(q->layer);
+		hrefs[j] = xasprintf("quant.html#qw-%zu", i);
+		titles[j] = xasprintf("%s: %.2fx smaller (%zu to %zu bytes)",
+				      ticks[j], q->compression,
+				      q->float_bytes, q->quant_bytes);
+		j++;
+	}
+	s = (struct qr_series){ "compression", v, NULL, n, QR_STYLE_BARS, 3 };
+	spec.title = "Weight compression per layer (float bytes / quantized bytes)";
+	spec.xlabel = "layer";
+	spec.ylabel = "compression (\xc3\x97)";
+	spec.width = 960;
+	spec.height = 280;
+	spec.n_series = 1;
+	spec.series = &s;
+	spec.xticks = ticks;
+	snprintf(name, sizeof name, "compression-q%zu", k + 1);
+	st = add_chart(cc, o, "compression_chart", "model-", name, &spec,
+		       "Weight compression per layer", hrefs, titles);
+	free_strv(titles, n);
+	free_strv(hrefs, n);
+	free(ticks);
+	free(v);
+	return st;
+}
+
+static enum qr_status
+quant_view(struct chart_ctx *cc, const struct qr_analysis *a, size_t k,
+	   cJSON **out)
+{
+	const struct qr_quant_summary *s = &a->quants[k];
+	cJSON *o = cJSON_CreateObject(), *arr;
+	double worst = INFINITY, ratio;
+	const char *worst_layer = NULL;
+	size_t i, n_pairs = 0;
+
+	*out = o;
+	set_fmt(o, "anchor", "q-%zu", k);
+	set_fmt(o, "label", "Candidate %zu", k + 1);
+	set_str(o, "path", s->path);
+	set_str(o, "format", qr_qformat_name(s->format));
+	arr = cJSON_AddArrayToObject(o, "layers");
+	for (i = 0; i < s->n_layers; i++) {
+		const struct qr_quant_layer *l = &s->layers[i];
+		cJSON *x = cJSON_CreateObject();
+
+		set_str(x, "layer", l->layer);
+		set_str(x, "op", l->op);
+		set_str(x, "weight", l->weight);
+		set_str(x, "dtype", l->weight_dtype);
+		cJSON_AddNumberToObject(x, "bits", l->bits);
+		if (l->per_channel)
+			set_fmt(x, "granularity", "per-channel (axis %d)",
+				l->axis);
+		else
+			set_str(x, "granularity", "per-tensor");
+		set_count(x, "n_scales", l->n_scales);
+		set_range(x, "scales", l->scale_min, l->scale_max);
+		set_range(x, "zero_points", l->zp_min, l->zp_max);
+		set_str(x, "act", l->act_quantized ? "quantized" : "float");
+		cJSON_AddItemToArray(arr, x);
+	}
+	cJSON_AddBoolToObject(o, "has_layers", s->n_layers > 0);
+	arr = cJSON_AddArrayToObject(o, "coverage");
+	for (i = 0; i < s->n_coverage; i++) {
+		cJSON *x = cJSON_CreateObject();
+
+		set_str(x, "layer", s->coverage[i].layer);
+		set_str(x, "op", s->coverage[i].op);
+		cJSON_AddBoolToObject(x, "quantized", s->coverage[i].quantized);
+		cJSON_AddItemToArray(arr, x);
+	}
+	set_count(o, "n_quantized", s->n_quantized);
+	set_count(o, "n_coverage", s->n_coverage);
+	set_count(o, "n_float", s->n_coverage - s->n_quantized);
+	set_fmt(o, "coverage_pct", "%.0f",
+		s->n_coverage ? 100.0 * s->n_quantized / s->n_coverage : 0.0);
+	set_bytes(o, "float_bytes", s->float_bytes);
+	set_bytes(o, "quant_bytes", s->quant_bytes);
+	ratio = s->quant_bytes ? (double)s->float_bytes / s->quant_bytes : NAN;
+	if (isfinite(ratio))
+		set_fmt(o, "compression", "%.2f\xc3\x97", ratio);
+	else
+		set_num(o, "compression", ratio);
+
+	arr = cJSON_AddArrayToObject(o, "pairs");
+	for (i = 0; i < a->n_qweights; i++) {
+		const struct qr_quant_weight *q = &a->qweights[i];
+
+		if (q->quant != k)
+			continue;
+		cJSON_AddItemToArray(arr, pair_view(a, q, i));
+		n_pairs++;
+		if (q->sqnr_db < worst) {
+			worst = q->sqnr_db;
+			worst_layer = q->layer;
+		}
+	}
+	set_count(o, "n_pairs", n_pairs);
+	cJSON_AddBoolToObject(o, "has_pairs", n_pairs > 0);
+	set_sqnr(o, "worst_sqnr", n_pairs ? worst : NAN);
+	set_str(o, "worst_sqnr_class", sqnr_class(n_pairs ? worst : NAN));
+	set_str(o, "worst_layer", worst_layer);
+	return compression_chart(cc, a, k, o);
+}
+
+/* ---- CLE ---- */
+
+static enum qr_status
+cle_layer_chart(struct chart_ctx *cc, const struct qr_cle_layer *l,
+		size_t set, cJSON *o)
+{
+	enum qr_status st;
+	struct qr_series s[4];
+	struct qr_chart_spec spec = {0};
+	double *v[4];
+	size_t c, k, n = l->channels;
+	char *title, *alt;
+
+	if (n == 0 || l->min_before == NULL || l->max_before == NULL ||
+	    l->min_after == NULL || l->max_after == NULL) {
+		cJSON_AddNullToObject(o, "chart");
+		return QR_OK;
+	}
+	for (k = 0; k < 4; k++)
+		v[k] = xcalloc(n, sizeof *v[k]);
+	for (c = 0; c < n; c++) {
+		v[0][c] = l->min_before[c];
+		v[1][c] = l->max_before[c];
+		v[2][c] = l->min_after[c];
+		v[3][c] = l->max_after[c];
+	}
+	s[0] = (struct qr_series){ "min before", v[0], NULL, n,
+				   QR_STYLE_DOTTED, 0 };
+	s[1] = (struct qr_series){ "max before", v[1], NULL, n,
+				   QR_STYLE_DOTTED, 1 };
+	s[2] = (struct qr_series){ "min after", v[2], NULL, n, QR_STYLE_LINE,
+				   0 };
+	s[3] = (struct qr_series){ "max after", v[3], NULL, n, QR_STYLE_LINE,
+				   1 };
+	title = xasprintf("%s: before (dotted) / after (solid) equalization",
+			  or_empty(l->name));
+	alt = xasprintf("Per-channel weight min and max of %s before and after cross-layer equalization",
+			or_empty(l->name));
+	spec.title = title;
+	spec.xlabel = "output channel";
+	spec.ylabel = "weight value";
+	spec.width = 560;
+	spec.height = 240;
+	spec.n_series = 4;
+	spec.series = s;
+	st = add_chart(cc, o, "chart", "cle", l->name, &spec, alt, NULL, NULL);
+	free(alt);
+	free(title);
+	for (k = 0; k < 4; k++)
+		free(v[k]);
+	(void)set;
+	return st;
+}
+
+static void
+set_float_list(cJSON *o, const char *key, const float *v, size_t n)
+{
+	struct qr_buf b = {0};
+	size_t i;
+	char num[64], *s;
+
+	for (i = 0; v != NULL && i < n && i < MAX_LISTED; i++) {
+		qr_fmt_num(num, sizeof num, v[i]);
+		qr_buf_printf(&b, "%s%s", i ? ", " : "", num);
+	}
+	if (n > MAX_LISTED)
+		qr_buf_printf(&b, ", \xe2\x80\xa6 (%zu in all)", n);
+	s = qr_buf_take(&b);
+	cJSON_AddStringToObject(o, key, s);
+	free(s);
+}
+
+static enum qr_status
+cle_view(struct chart_ctx *cc, const struct qr_cle_set *c, size_t i,
+	 cJSON **out)
+{
+	enum qr_status st = QR_OK;
+	cJSON *o = cJSON_CreateObject(), *arr;
+	struct qr_buf title = {0};
+	size_t k, nl = c->n_layers < 3 ? c->n_layers : 3;
+	char *t;
+
+	*out = o;
+	set_fmt(o, "anchor", "cle-%zu", i);
+	set_fmt(o, "number", "%zu", i + 1);
+	for (k = 0; k < nl; k++) {
+		if (k > 0)
+			qr_buf_printf(&title, " \xe2\x86\x92 %s \xe2\x86\x92 ",
+				      or_empty(c->joins[k - 1]));
+		qr_buf_puts(&title, or_empty(c->layers[k].name));
+	}
+	t = qr_buf_take(&title);
+	set_str(o, "title", t);
+	free(t);
+	set_str(o, "kind", nl == 3 ? "triplet" : "pair");
+	arr = cJSON_AddArrayToObject(o, "layers");
+	for (k = 0; k < nl && st == QR_OK; k++) {
+		const struct qr_cle_layer *l = &c->layers[k];
+		cJSON *x = cJSON_CreateObject();
+
+		cJSON_AddItemToArray(arr, x);
+		set_str(x, "name", l->name);
+		set_str(x, "op", l->op);
+		set_str(x, "depthwise", l->depthwise ? "yes" : "no");
+		set_str(x, "bn_folded", l->bn_folded ? "yes" : "no");
+		set_count(x, "channels", l->channels);
+		st = cle_layer_chart(cc, l, i, x);
+	}
+	arr = cJSON_AddArrayToObject(o, "boundaries");
+	for (k = 0; k + 1 < nl; k++) {
+		cJSON *x = cJSON_CreateObject();
+		float lo = INFINITY, hi = -INFINITY;
+		size_t j;
+
+		for (j = 0; c->scales[k] != NULL && j < c->n_scales[k]; j++) {
+			if (c->scales[k][j] < lo)
+				lo = c->scales[k][j];
+			if (c->scales[k][j] > hi)
+				hi = c->scales[k][j];
+		}
+		set_str(x, "from", c->layers[k].name);
+		set_str(x, "to", c->layers[k + 1].name);
+		set_str(x, "join", c->joins[k]);
+		set_count(x, "n", c->n_scales[k]);
+		if (c->n_scales[k] > 0)
+			set_range(x, "range", lo, hi);
+		else
+			set_num(x, "range", NAN);
+		set_float_list(x, "values", c->scales[k], c->n_scales[k]);
+		cJSON_AddItemToArray(arr, x);
+	}
+	set_num(o, "rr_before", c->max_rel_range_before);
+	set_str(o, "rr_before_class", rel_class(c->max_rel_range_before));
+	set_num(o, "rr_after", c->max_rel_range_after);
+	set_str(o, "rr_after_class", rel_class(c->max_rel_range_after));
+	set_sqnr(o, "sqnr_before", c->sqnr_per_tensor_before_db);
+	set_str(o, "sqnr_before_class",
+		sqnr_class(c->sqnr_per_tensor_before_db));
+	set_sqnr(o, "sqnr_after", c->sqnr_per_tensor_after_db);
+	set_str(o, "sqnr_after_class", sqnr_class(c->sqnr_per_tensor_after_db));
+	set_sqnr(o, "sqnr_gain", c->sqnr_per_tensor_after_db -
+					 c->sqnr_per_tensor_before_db);
+	return st;
+}
+
+/* ---- verdict ---- */
+
+static void
+verdict_view(const struct qr_analysis *a, cJSON *root)
+{
+	cJSON *v = cJSON_AddObjectToObject(root, "verdict");
+	const struct qr_weight_stats *worst = NULL;
+	const struct qr_quant_weight *wq = NULL;
+	size_t i, flagged = 0;
+	const char *cls;
+	struct qr_buf b = {0};
+	char *text;
+
+	for (i = 0; i < a->n_weights; i++) {
+		if (layer_flagged(&a->weights[i]))
+			flagged++;
+		if (worst == NULL ||
+		    a->weights[i].max_rel_range > worst->max_rel_range)
+			worst = &a->weights[i];
+	}
+	for (i = 0; i < a->n_qweights; i++)
+		if (wq == NULL || a->qweights[i].sqnr_db < wq->sqnr_db)
+			wq = &a->qweights[i];
+
+	if (a->n_weights == 0) {
+		cls = "warn";
+		qr_buf_puts(&b, "No Conv, Gemm or MatMul weights were found to analyse.");
+	} else if (flagged == 0) {
+		cls = "good";
+		qr_buf_printf(&b, "Weights look quantization-friendly: none of the %zu layers has a relative range above %g or a predicted per-tensor SQNR below %g dB.",
+			      a->n_weights, QR_BAD_REL_RANGE, QR_SQNR_BAD_DB);
+	} else {
+		cls = flagged * 4 >= a->n_weights ? "bad" : "warn";
+		qr_buf_printf(&b, "%zu of %zu layers %s weight ranges that per-tensor quantization handles badly (worst: %s, max relative range %.3g). Prefer per-channel quantization",
+			      flagged, a->n_weights,
+			      flagged == 1 ? "has" : "have",
+			      or_empty(worst->layer), worst->max_rel_range);
+		qr_buf_puts(&b, a->n_cle > 0 ? " or apply cross-layer equalization."
+					     : ".");
+	}
+	if (wq != NULL) {
+		char num[64];
+
+		if (wq->sqnr_db < QR_SQNR_BAD_DB)
+			cls = "bad";
+		fmt_sqnr(num, sizeof num, wq->sqnr_db);
+		qr_buf_printf(&b, " Worst quantized weight: %s in candidate %zu at %s dB SQNR.",
+			      or_empty(wq->layer), wq->quant + 1, num);
+	}
+	set_str(v, "class", cls);
+	text = qr_buf_take(&b);
+	set_str(v, "text", text);
+	free(text);
+}
+
+/* ---- the whole context ---- */
+
+enum qr_status
+qr_report_view_new(const struct qr_analysis *a,
+		   const struct qr_report_opts *opts, const char *chartdir,
+		   cJSON **out, struct qr_diag *d)
+{
+	enum qr_status st = QR_OK;
+	struct chart_ctx cc = { chartdir, d, 0 };
+	cJSON *root = cJSON_CreateObject(), *arr, *o;
+	size_t i;
+
+	*out = NULL;
+	set_str(root, "version", opts && opts->version ? opts->version : "");
+	set_str(root, "command_line", opts ? opts->command_line : NULL);
+	set_fmt(root, "analysis_seconds", "%.2f", a->seconds);
+	o = cJSON_AddObjectToObject(root, "thresholds");
+	cJSON_AddNumberToObject(o, "rel_range", QR_BAD_REL_RANGE);
+	cJSON_AddNumberToObject(o, "rel_range_warn", QR_BAD_REL_RANGE / 2);
+	cJSON_AddNumberToObject(o, "sqnr_bad", QR_SQNR_BAD_DB);
+	cJSON_AddNumberToObject(o, "sqnr_warn", QR_SQNR_WARN_DB);
+	cJSON_AddNumberToObject(o, "html_max", QR_HTML_MAX_CHARS);
+
+	verdict_view(a, root);
+	arr = cJSON_AddArrayToObject(root, "models");
+	for (i = 0; i < a->n_models; i++)
+		cJSON_AddItemToArray(arr, model_view(&a->models[i], i));
+	cJSON_AddItemToObject(root, "float_model",
+			      a->n_models > 0 ? cJSON_Duplicate(
+				      cJSON_GetArrayItem(arr, 0), 1)
+					      : cJSON_CreateNull());
+
+	set_count(root, "n_weights", a->n_weights);
+	if ((st = weights_view(&cc, a, root)) != QR_OK)
+		goto out;
+	o = cJSON_AddObjectToObject(root, "charts");
+	if ((st = model_weight_charts(&cc, a, o)) != QR_OK)
+		goto out;
+
+	arr = cJSON_AddArrayToObject(root, "quants");
+	for (i = 0; i < a->n_quant && st == QR_OK; i++) {
+		cJSON *q;
+
+		st = quant_view(&cc, a, i, &q);
+		cJSON_AddItemToArray(arr, q);
+	}
+	if (st != QR_OK)
+		goto out;
+	arr = cJSON_AddArrayToObject(root, "unmatched");
+	for (i = 0; i < a->n_unmatched; i++)
+		cJSON_AddItemToArray(arr, cJSON_CreateString(or_empty(
+						  a->unmatched[i])));
+
+	cJSON_AddBoolToObject(root, "has_unmatched", a->n_unmatched > 0);
+	arr = cJSON_AddArrayToObject(root, "cle");
+	for (i = 0; i < a->n_cle && st == QR_OK; i++) {
+		cJSON *c;
+
+		st = cle_view(&cc, &a->cle[i], i, &c);
+		cJSON_AddItemToArray(arr, c);
+	}
+	if (st != QR_OK)
+		goto out;
+	arr = cJSON_AddArrayToObject(root, "cle_blockers");
+	for (i = 0; i < a->n_cle_blockers; i++) {
+		const struct qr_cle_blocker *b = &a->cle_blockers[i];
+
+		o = cJSON_CreateObject();
+		set_str(o, "from", b->from);
+		set_str(o, "to", b->to);
+		set_str(o, "reason", b->reason);
+		set_str(o, "fix", b->fix);
+		cJSON_AddItemToArray(arr, o);
+	}
+	cJSON_AddBoolToObject(root, "has_blockers", a->n_cle_blockers > 0);
+	arr = cJSON_AddArrayToObject(root, "warnings");
+	for (i = 0; d != NULL && i < d->n_warnings; i++)
+		cJSON_AddItemToArray(arr, cJSON_CreateString(or_empty(
+						  d->warnings[i].msg)));
+	cJSON_AddBoolToObject(root, "has_warnings",
+			      d != NULL && d->n_warnings > 0);
+	*out = root;
+	root = NULL;
+out:
+	cJSON_Delete(root);
+	return st;
+}
