@@ -36,6 +36,12 @@ void qr_an_channel_absmax(const float *w, const int64_t *dims, int ndim,
 void qr_an_sqnr_sym2(const float *w, const int64_t *dims, int ndim, int axis,
 		     const float *chmax, int bits, double *per_tensor,
 		     double *per_channel);
+/* Predicted per-tensor symmetric SQNR of w (n elements) whose absolute
+ * maximum is amax; one pass. */
+double qr_an_sqnr_sym_tensor(const float *w, size_t n, float amax, int bits);
+/* Per-channel min and max along axis, one pass. */
+void qr_an_channel_minmax(const float *w, const int64_t *dims, int ndim,
+			  int axis, float *mn, float *mx);
 /* Multiply slice c along axis of w by s[c], in place. */
 void qr_an_scale_axis(float *w, const int64_t *dims, int ndim, int axis,
 		      const float *s);
@@ -61,6 +67,9 @@ const char *qr_an_dims_buf(const int64_t *dims, int ndim, char *buf,
 int qr_an_is_float(int dtype);
 /* Whole tensor as a new heap float array; NULL for strings. */
 float *qr_an_to_f32(const struct qr_tensor_data *t);
+/* t's data as floats: borrowed when t is an aligned float tensor
+ * (*owned = 0), else a heap copy (*owned = 1). NULL for strings. */
+const float *qr_an_f32_view(const struct qr_tensor_data *t, int *owned);
 
 /* ---- weights.c ---- */
 

@@ -429,6 +429,76 @@ qr_an_sqnr_sym2(const float *w, const int64_t *dims, int ndim, int axis,
 		*per_channel = sqnr_from(acc.sig, acc.ec);
 }
 
+/* Per-tensor only: the scheme of qr_an_sqnr_sym2 with one scale for the
+ * absolute maximum amax, in one pass. */
+double
+qr_an_sqnr_sym_tensor(const float *w, size_t n, float amax, int bits)
+{
+	float qmax = (float)((1 << (bits - 1)) - 1);
+	float ts = amax > 0 ? amax / qmax : 1, ti = 1.0f / ts;
+	float s[LANES], a[LANES];
+	double sig = 0, err = 0;
+	size_t i = 0, end;
+	int l;
+
+	while (i < n) {
+		end = i + CHUNK < n ? i + CHUNK : n;
+		for (l = 0; l < LANES; l++)
+			s[l] = a[l] = 0;
+		for (; i + LANES <= end; i += LANES)
+			for (l = 0; l < LANES; l++) {
+				float v = w[i + l], q, d;
+
+				q = round_even(v * ti);
+				q = q > qmax ? qmax : (q < -qmax ? -qmax : q);
+				d = v - q * ts;
+				a[l] += d * d;
+				s[l] += v * v;
+			}
+		for (; i < end; i++) {
+			float v = w[i], q, d;
+
+			q = round_even(v * ti);
+			q = q > qmax ? qmax : (q < -qmax ? -qmax : q);
+			d = v - q * ts;
+			a[0] += d * d;
+			s[0] += v * v;
+		}
+		sig += lanes_sum(s);
+		err += lanes_sum(a);
+	}
+	return sqnr_from(sig, err);
+}
+
+/* Per-channel min and max only, one pass (see qr_channel_stats). */
+void
+qr_an_channel_minmax(const float *w, const int64_t *dims, int ndim, int axis,
+		     float *mn, float *mx)
+{
+	size_t outer, C, inner, o, c;
+	double dummy = 0;
+
+	qr_an_split(dims, ndim, axis, &outer, &C, &inner);
+	for (c = 0; c < C; c++) {
+		mn[c] = outer * inner ? INFINITY : 0;
+		mx[c] = outer * inner ? -INFINITY : 0;
+	}
+	for (o = 0; o < outer; o++) {
+		const float *row = w + o * C * inner;
+
+		if (inner == 1) {
+			for (c = 0; c < C; c++) {
+				mn[c] = row[c] < mn[c] ? row[c] : mn[c];
+				mx[c] = row[c] > mx[c] ? row[c] : mx[c];
+			}
+			continue;
+		}
+		for (c = 0; c < C; c++)
+			run_minmax_sum(row + c * inner, inner, &mn[c], &mx[c],
+				       &dummy);
+	}
+}
+
 /* See qr_an_sqnr_sym2 for the scheme and its source. */
 double
 qr_sqnr_sym(const float *w, const int64_t *dims, int ndim, int axis,

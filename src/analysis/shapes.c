@@ -123,3 +123,15 @@ qr_an_to_f32(const struct qr_tensor_data *t)
 	}
 	return f;
 }
+
+const float *
+qr_an_f32_view(const struct qr_tensor_data *t, int *owned)
+{
+	if (t->dtype == QR_DT_FLOAT && t->data &&
+	    ((uintptr_t)t->data % _Alignof(float)) == 0) {
+		*owned = 0;
+		return t->data;
+	}
+	*owned = 1;
+	return qr_an_to_f32(t);
+}

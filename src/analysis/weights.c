@@ -233,7 +233,9 @@ qr_an_weight_stats(const struct qr_an_wlayer *wl,
 {
 	const struct qr_tensor_data *w = wl->w;
 	size_t C = (size_t)w->dims[wl->axis], c;
-	float *f = qr_an_to_f32(w), *absmax;
+	int owned;
+	const float *f = qr_an_f32_view(w, &owned);
+	float *absmax;
 
 	QR_ASSERT(f != NULL);
 	memset(ws, 0, sizeof *ws);
@@ -274,7 +276,8 @@ qr_an_weight_stats(const struct qr_an_wlayer *wl,
 	qr_an_sqnr_sym2(f, w->dims, w->ndim, wl->axis, absmax, o->bits,
 			&ws->sqnr_per_tensor_db, &ws->sqnr_per_channel_db);
 	free(absmax);
-	free(f);
+	if (owned)
+		free((float *)f);
 }
 
 void

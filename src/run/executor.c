@@ -1,0 +1,943 @@
+/*
+ * executor: runs a model's nodes in topological order with a memory plan
+ * that recycles each activation after its last consumer. See run.h.
+ *
+ * Load time (qr_exec_new): one `value` per tensor name (graph input,
+ * constant or node output) and one `step` per node in topological order.
+ * Dtypes propagate through the ops' check functions; prepare sees the
+ * constants. Each value's last consumer is recorded; after that step the
+ * value's buffer goes back to a pool that later outputs draw from (best
+ * fit), so peak memory follows the widest cut of the graph rather than
+ * its total.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+#include "graph/tensor.h"
+#include "onnx/onnx.h"
+#include "ops/ops.h"
+#include "run/run.h"
+
+enum value_kind {
+	V_INPUT, /* fed by the caller */
+	V_CONST, /* initializer */
+	V_NODE,  /* produced by a node */
+};
+
+#define NO_STEP ((size_t)-1)
+
+struct value {
+	const char *name;          /* borrowed from the model */
+	enum value_kind kind;
+	int dtype;                 /* dtype known at load, or UNDEFINED */
+	const struct qr_value_info *decl; /* V_INPUT declaration */
+	struct qr_tensor *konst;   /* constant (initializer, or a Constant
+				    * output seen through Identity) wrapped;
+				    * owned; NULL when not constant */
+	struct qr_tensor store;    /* V_NODE: the activation (owned data) */
+	struct qr_tensor *cur;     /* what readers see this run, or NULL */
+	size_t producer;           /* V_NODE: producing step */
+	size_t last_use;           /* step after which it is released */
+	int keep;                  /* graph output or opts.keep */
+};
+
+struct step {
+	size_t node;               /* index into the model's nodes */
+	const struct qr_op_desc *desc;
+	struct qr_op_call call;    /* in/out/state used for every run */
+	size_t *in_val;            /* value per input, NO_STEP when absent */
+	size_t *out_val;           /* value per output, NO_STEP when "" */
+	struct qr_tensor **prep_in; /* constants only, for check/prepare */
+	struct qr_tensor *scratch; /* outputs named "" (n_out entries) */
+	int *in_dtype;             /* n_in, for check */
+	int *out_dtype;            /* n_out, set by check */
+	int recheck;               /* an input dtype was unknown at load */
+	int prepared;              /* prepare ran (release is due) */
+	size_t *release;           /* values released after this step */
+	size_t n_release;
+	size_t prof;               /* index into exec->prof */
+};
+
+/* A freed buffer waiting for reuse. */
+struct pool_buf {
+	void *p;                   /* 64-byte aligned, from qr_tensor_alloc */
+	size_t cap;                /* bytes */
+};
+
+struct qr_exec {
+	const struct qr_model *m;  /* borrowed */
+	struct qr_graph *g;        /* owned index */
+	struct qr_exec_opts opts;  /* copy (keep borrowed) */
+	struct value *vals;
+	size_t n_vals;
+	size_t *tab;               /* name hash -> value index + 1 */
+	size_t tab_cap;            /* power of two */
+	struct step *steps;        /* topological order */
+	size_t n_steps;
+	size_t *step_of_node;      /* node index -> step */
+	const char **inputs;       /* fed input names */
+	size_t n_inputs;
+	size_t *out_vals;          /* graph outputs -> value */
+	struct qr_tensor **outs;   /* graph outputs of the last run */
+	size_t n_outs;
+	struct qr_tensor **taken;  /* copies handed out by output_take */
+	struct pool_buf *pool;
+	size_t n_pool, cap_pool;
+	size_t live_tensors, live_bytes, pool_bytes, peak_bytes;
+	struct qr_exec_prof *prof; /* per op type, in first-seen order */
+	size_t n_prof;
+	struct qr_exec_prof *prof_sorted;
+};
+
+/* ---- name table ---- */
+
+static uint64_t
+hash_str(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s != '\0'; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static size_t
+val_find(const struct qr_exec *e, const char *name)
+{
+	size_t i;
+
+	for (i = hash_str(name) & (e->tab_cap - 1); e->tab[i] != 0;
+	     i = (i + 1) & (e->tab_cap - 1))
+		if (strcmp(e->vals[e->tab[i] - 1].name, name) == 0)
+			return e->tab[i] - 1;
+	return NO_STEP;
+}
+
+/* Find or add value name. */
+static size_t
+val_get(struct qr_exec *e, const char *name, enum value_kind kind)
+{
+	size_t i, v;
+
+	for (i = hash_str(name) & (e->tab_cap - 1); e->tab[i] != 0;
+	     i = (i + 1) & (e->tab_cap - 1))
+		if (strcmp(e->vals[e->tab[i] - 1].name, name) == 0)
+			return e->tab[i] - 1;
+	v = e->n_vals++;
+	e->tab[i] = v + 1;
+	e->vals[v].name = name;
+	e->vals[v].kind = kind;
+	e->vals[v].producer = NO_STEP;
+	e->vals[v].last_use = NO_STEP;
+	return v;
+}
+
+/* ---- buffer pool ---- */
+
+static void
+mem_peak(struct qr_exec *e)
+{
+	if (e->live_bytes + e->pool_bytes > e->peak_bytes)
+		e->peak_bytes = e->live_bytes + e->pool_bytes;
+}
+
+/* Give t (shape set by infer) a buffer: the smallest pooled one that
+ * fits, or a new one. */
+static void
+pool_alloc(struct qr_exec *e, struct qr_tensor *t)
+{
+	size_t i, best = NO_STEP;
+
+	QR_ASSERT(t->data == NULL);
+	t->owned = 1;
+	t->cap = 0;
+	if (t->nbytes > 0) {
+		for (i = 0; i < e->n_pool; i++)
+			if (e->pool[i].cap >= t->nbytes &&
+			    (best == NO_STEP ||
+			     e->pool[i].cap < e->pool[best].cap))
+				best = i;
+		if (best != NO_STEP) {
+			t->data = e->pool[best].p;
+			t->cap = e->pool[best].cap;
+			e->pool_bytes -= t->cap;
+			e->pool[best] = e->pool[--e->n_pool];
+		} else {
+			qr_tensor_alloc(t);
+		}
+	}
+	e->live_tensors++;
+	e->live_bytes += t->cap;
+	mem_peak(e);
+}
+
+/* Return t's buffer to the pool. */
+static void
+pool_release(struct qr_exec *e, struct qr_tensor *t)
+{
+	e->live_tensors--;
+	e->live_bytes -= t->cap;
+	if (t->data != NULL) {
+		if (e->n_pool == e->cap_pool) {
+			e->cap_pool = e->cap_pool ? 2 * e->cap_pool : 16;
+			e->pool = xreallocarray(e->pool, e->cap_pool,
+						sizeof *e->pool);
+		}
+		e->pool[e->n_pool].p = t->data;
+		e->pool[e->n_pool].cap = t->cap;
+		e->n_pool++;
+		e->pool_bytes += t->cap;
+	}
+	t->data = NULL;
+	t->cap = 0;
+}
+
+/* ---- load ---- */
+
+static void
+step_free(struct step *s)
+{
+	size_t j;
+
+	if (s->prepared && s->desc->release != NULL)
+		s->desc->release(s->call.state);
+	for (j = 0; s->scratch != NULL && j < s->call.n_out; j++)
+		free(s->scratch[j].data);
+	free(s->call.in);
+	free(s->call.out);
+	free(s->in_val);
+	free(s->out_val);
+	free(s->prep_in);
+	free(s->scratch);
+	free(s->in_dtype);
+	free(s->out_dtype);
+	free(s->release);
+}
+
+void
+qr_exec_free(struct qr_exec *e)
+{
+	size_t i;
+
+	if (e == NULL)
+		return;
+	for (i = 0; i < e->n_steps; i++)
+		step_free(&e->steps[i]);
+	for (i = 0; i < e->n_vals; i++) {
+		qr_tensor_free(e->vals[i].konst);
+		if (e->vals[i].kind == V_NODE)
+			free(e->vals[i].store.data);
+	}
+	for (i = 0; i < e->n_pool; i++)
+		free(e->pool[i].p);
+	for (i = 0; i < e->n_outs; i++)
+		qr_tensor_free(e->taken[i]);
+	free(e->taken);
+	free(e->pool);
+	free(e->vals);
+	free(e->tab);
+	free(e->steps);
+	free(e->step_of_node);
+	free(e->inputs);
+	free(e->out_vals);
+	free(e->outs);
+	free(e->prof);
+	free(e->prof_sorted);
+	qr_graph_free(e->g);
+	free(e);
+}
+
+/* The message of a check failure without its "node 'x' (Op): " prefix. */
+static char *
+strip_node_prefix(const struct qr_node *n, const char *msg)
+{
+	char *pre = xasprintf("node '%s' (%s): ", n->name, n->op_type);
+	size_t len = strlen(pre);
+	char *r = xstrdup(strncmp(msg, pre, len) == 0 ? msg + len : msg);
+
+	free(pre);
+	return r;
+}
+
+/*
+ * Index the graph, make values and steps, find descriptors and run each
+ * check once with the dtypes known at load. Nodes that cannot run go to
+ * *u (heap, *n_u entries); other failures are returned.
+ */
+static enum qr_status
+exec_build(struct qr_exec *e, struct qr_unsupported **u, size_t *n_u,
+	   struct qr_diag *d)
+{
+	const struct qr_graph_data *gd = &e->m->graph;
+	const size_t *order;
+	enum qr_status st;
+	size_t names, i, j, k;
+
+	*u = NULL;
+	*n_u = 0;
+	st = qr_graph_new(e->m, &e->g, d);
+	if (st != QR_OK)
+		return st;
+	names = gd->n_input + gd->n_init;
+	for (i = 0; i < gd->n_node; i++)
+		names += gd->nodes[i].n_out;
+	for (e->tab_cap = 16; e->tab_cap < 2 * names; e->tab_cap *= 2)
+		;
+	e->tab = xcalloc(e->tab_cap, sizeof *e->tab);
+	e->vals = xcalloc(names + 1, sizeof *e->vals);
+
+	for (i = 0; i < gd->n_init; i++) {
+		struct value *v = &e->vals[val_get(e, gd->inits[i].name,
+						    V_CONST)];
+
+		v->dtype = gd->inits[i].dtype;
+		v->konst = qr_tensor_wrap(&gd->inits[i]);
+		v->cur = v->konst;
+	}
+	e->inputs = xcalloc(gd->n_input + 1, sizeof *e->inputs);
+	for (i = 0; i < gd->n_input; i++) {
+		size_t vi = val_get(e, gd->inputs[i].name, V_INPUT);
+		struct value *v = &e->vals[vi];
+
+		if (v->kind != V_INPUT)
+			continue; /* an initializer listed as input */
+		v->decl = &gd->inputs[i];
+		v->dtype = gd->inputs[i].dtype;
+		e->inputs[e->n_inputs++] = v->name;
+	}
+
+	e->n_steps = gd->n_node;
+	e->steps = xcalloc(e->n_steps + 1, sizeof *e->steps);
+	e->step_of_node = xcalloc(e->n_steps + 1, sizeof *e->step_of_node);
+	order = qr_graph_topo_order(e->g);
+	for (i = 0; i < e->n_steps; i++) {
+		struct step *s = &e->steps[i];
+		const struct qr_node *n = &gd->nodes[order[i]];
+
+		s->node = order[i];
+		e->step_of_node[s->node] = i;
+		s->call.node = n;
+		s->call.opset = (int)qr_model_opset(e->m, n->domain);
+		s->call.n_in = n->n_in;
+		s->call.n_out = n->n_out;
+		s->call.n_threads = e->opts.n_threads > 0 ?
+			e->opts.n_threads : 1;
+		s->call.in = xcalloc(n->n_in + 1, sizeof *s->call.in);
+		s->call.out = xcalloc(n->n_out + 1, sizeof *s->call.out);
+		s->in_val = xcalloc(n->n_in + 1, sizeof *s->in_val);
+		s->out_val = xcalloc(n->n_out + 1, sizeof *s->out_val);
+		s->prep_in = xcalloc(n->n_in + 1, sizeof *s->prep_in);
+		s->scratch = xcalloc(n->n_out + 1, sizeof *s->scratch);
+		s->in_dtype = xcalloc(n->n_in + 1, sizeof *s->in_dtype);
+		s->out_dtype = xcalloc(n->n_out + 1, sizeof *s->out_dtype);
+		s->call.in_dtype = s->in_dtype;
+		s->call.out_dtype = s->out_dtype;
+		for (j = 0; j < n->n_out; j++) {
+			struct value *v;
+
+			s->out_val[j] = NO_STEP;
+			if (n->out[j][0] == '\0') {
+				s->call.out[j] = &s->scratch[j];
+				continue;
+			}
+			s->out_val[j] = val_get(e, n->out[j], V_NODE);
+			v = &e->vals[s->out_val[j]];
+			v->producer = i;
+			v->last_use = i; /* until a consumer says otherwise */
+			s->call.out[j] = &v->store;
+		}
+	}
+	/* Constant nodes' outputs (and Identity of constants) are known. */
+	for (i = 0; i < e->n_vals; i++) {
+		struct value *v = &e->vals[i];
+		const struct qr_tensor_data *c;
+
+		if (v->kind != V_NODE)
+			continue;
+		c = qr_graph_const(e->g, v->name);
+		if (c != NULL && c->dtype != QR_DT_STRING)
+			v->konst = qr_tensor_wrap(c);
+	}
+
+	for (i = 0; i < e->n_steps; i++) {
+		struct step *s = &e->steps[i];
+		const struct qr_node *n = s->call.node;
+		struct qr_diag cd = {0};
+
+		for (j = 0; j < n->n_in; j++) {
+			struct value *v;
+
+			s->in_val[j] = NO_STEP;
+			s->in_dtype[j] = QR_DT_UNDEFINED;
+			if (n->in[j][0] == '\0')
+				continue;
+			s->in_val[j] = val_find(e, n->in[j]);
+			QR_ASSERT(s->in_val[j] != NO_STEP);
+			v = &e->vals[s->in_val[j]];
+			s->in_dtype[j] = v->dtype;
+			s->prep_in[j] = v->konst;
+			if (v->dtype == QR_DT_UNDEFINED)
+				s->recheck = 1;
+			if (v->kind == V_NODE)
+				v->last_use = i;
+		}
+		for (j = 0; j < n->n_out; j++)
+			s->out_dtype[j] = QR_DT_UNDEFINED;
+		s->desc = s->call.opset > 0 ?
+			qr_op_find(n->domain, n->op_type, s->call.opset) :
+			NULL;
+		if (s->desc != NULL && s->desc->check != NULL) {
+			struct qr_op_call c = s->call;
+
+			c.in = s->prep_in;
+			st = s->desc->check(&c, &cd);
+			if (st == QR_EUNSUPPORTED) {
+				s->desc = NULL;
+			} else if (st != QR_OK) {
+				qr_errorf(d, st, "%s", cd.msg);
+				qr_diag_clear(&cd);
+				return st;
+			}
+		}
+		if (s->desc == NULL) {
+			struct qr_unsupported *x;
+
+			*u = xreallocarray(*u, *n_u + 1, sizeof **u);
+			x = &(*u)[(*n_u)++];
+			x->node = n;
+			x->opset = s->call.opset;
+			x->why = cd.status != QR_OK ?
+				strip_node_prefix(n, cd.msg) : NULL;
+		}
+		qr_diag_clear(&cd);
+		for (j = 0; j < n->n_out; j++)
+			if (s->out_val[j] != NO_STEP)
+				e->vals[s->out_val[j]].dtype = s->out_dtype[j];
+	}
+
+	/* Graph outputs and kept tensors live to the end of the run. */
+	e->n_outs = gd->n_output;
+	e->out_vals = xcalloc(gd->n_output + 1, sizeof *e->out_vals);
+	e->outs = xcalloc(gd->n_output + 1, sizeof *e->outs);
+	e->taken = xcalloc(gd->n_output + 1, sizeof *e->taken);
+	for (i = 0; i < gd->n_output; i++) {
+		e->out_vals[i] = val_find(e, gd->outputs[i].name);
+		QR_ASSERT(e->out_vals[i] != NO_STEP);
+		e->vals[e->out_vals[i]].keep = 1;
+	}
+	for (i = 0; i < e->opts.n_keep; i++) {
+		size_t v = val_find(e, e->opts.keep[i]);
+
+		if (v == NO_STEP)
+			return qr_errorf(d, QR_EUSAGE, "model '%s': no tensor "
+					 "named '%s' to keep", e->m->path,
+					 e->opts.keep[i]);
+		e->vals[v].keep = 1;
+	}
+	/* Release lists: each value after its last use. */
+	for (i = 0; i < e->n_vals; i++) {
+		struct value *v = &e->vals[i];
+		struct step *s;
+
+		if (v->kind != V_NODE || v->keep)
+			continue;
+		s = &e->steps[v->last_use];
+		s->release = xreallocarray(s->release, s->n_release + 1,
+					   sizeof *s->release);
+		s->release[s->n_release++] = i;
+	}
+	/* Profile slots, one per op type. */
+	e->prof = xcalloc(e->n_steps + 1, sizeof *e->prof);
+	for (i = 0; i < e->n_steps; i++) {
+		const char *op = e->steps[i].call.node->op_type;
+
+		for (k = 0; k < e->n_prof; k++)
+			if (strcmp(e->prof[k].op_type, op) == 0)
+				break;
+		if (k == e->n_prof)
+			e->prof[e->n_prof++].op_type = op;
+		e->steps[i].prof = k;
+	}
+	return QR_OK;
+}
+
+void
+qr_unsupported_free(struct qr_unsupported *u, size_t n)
+{
+	size_t i;
+
+	for (i = 0; u != NULL && i < n; i++)
+		free(u[i].why);
+	free(u);
+}
+
+/* See run.h. Builds a throwaway exec and keeps only the list. */
+enum qr_status
+qr_exec_unsupported(const struct qr_model *m, struct qr_unsupported **out,
+		    size_t *n, struct qr_diag *d)
+{
+	struct qr_exec *e = xcalloc(1, sizeof *e);
+	enum qr_status st;
+
+	e->m = m;
+	st = exec_build(e, out, n, d);
+	if (st != QR_OK) {
+		qr_unsupported_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	qr_exec_free(e);
+	return st;
+}
+
+/*
+ * See run.h. Build, refuse unsupported nodes in one message, then run
+ * every prepare once in topological order.
+ */
+enum qr_status
+qr_exec_new(const struct qr_model *m, const struct qr_exec_opts *o,
+	    struct qr_exec **out, struct qr_diag *d)
+{
+	struct qr_exec *e = xcalloc(1, sizeof *e);
+	struct qr_unsupported *u = NULL;
+	enum qr_status st;
+	size_t n_u = 0, i;
+
+	*out = NULL;
+	e->m = m;
+	if (o != NULL)
+		e->opts = *o;
+	st = exec_build(e, &u, &n_u, d);
+	if (st != QR_OK)
+		goto out;
+	if (n_u > 0) {
+		struct qr_buf b = {0};
+		char *msg;
+
+		for (i = 0; i < n_u; i++) {
+			const struct qr_node *n = u[i].node;
+
+			qr_buf_printf(&b, "%s'%s' (%s%s%s, opset %d)%s%s",
+				      i ? ", " : "", n->name,
+				      n->domain[0] ? n->domain : "",
+				      n->domain[0] ? "." : "", n->op_type,
+				      u[i].opset, u[i].why ? ": " : "",
+				      u[i].why ? u[i].why : "");
+		}
+		msg = qr_buf_take(&b);
+		st = qr_errorf(d, QR_EUNSUPPORTED, "model '%s': %zu unsupported "
+			       "node%s: %s", m->path, n_u, n_u == 1 ? "" : "s",
+			       msg);
+		free(msg);
+		goto out;
+	}
+	for (i = 0; i < e->n_steps; i++) {
+		struct step *s = &e->steps[i];
+		struct qr_op_call c = s->call;
+
+		if (s->desc->prepare == NULL)
+			continue;
+		c.in = s->prep_in;
+		c.state = NULL;
+		st = s->desc->prepare(&c, d);
+		s->call.state = c.state;
+		s->prepared = 1;
+		if (st != QR_OK)
+			goto out;
+	}
+out:
+	qr_unsupported_free(u, n_u);
+	if (st != QR_OK)
+		qr_exec_free(e);
+	else
+		*out = e;
+	return st;
+}
+
+const char *const *
+qr_exec_inputs(const struct qr_exec *e, size_t *n)
+{
+	*n = e->n_inputs;
+	return e->inputs;
+}
+
+/* ---- run ---- */
+
+/* One bound symbolic dim. */
+struct sym {
+	const char *param;   /* dim_param, borrowed */
+	int64_t value;
+	const char *input;   /* the input that bound it */
+};
+
+/* Check t against input v's declaration, binding symbolic dims. */
+static enum qr_status
+check_input(struct qr_exec *e, const struct value *v,
+	    const struct qr_tensor *t, struct sym *syms, size_t *n_syms,
+	    struct qr_diag *d)
+{
+	const struct qr_value_info *vi = v->decl;
+	char buf[128];
+	int i;
+	size_t k;
+
+	if (vi->dtype != QR_DT_UNDEFINED && t->dtype != vi->dtype)
+		return qr_errorf(d, QR_ESHAPE, "model '%s': input '%s' is %s, "
+				 "expected %s", e->m->path, v->name,
+				 qr_dtype_name(t->dtype),
+				 qr_dtype_name(vi->dtype));
+	if (vi->ndim < 0)
+		return QR_OK;
+	if (t->ndim != vi->ndim)
+		return qr_errorf(d, QR_ESHAPE, "model '%s': input '%s' %s has "
+				 "rank %d, expected %d", e->m->path, v->name,
+				 qr_shape_str(t, buf, sizeof buf), t->ndim,
+				 vi->ndim);
+	for (i = 0; i < vi->ndim; i++) {
+		const struct qr_dim *dm = &vi->dims[i];
+
+		if (dm->value >= 0 && t->dims[i] != dm->value)
+			return qr_errorf(d, QR_ESHAPE, "model '%s': input '%s' "
+					 "%s: dim %d is %lld, expected %lld",
+					 e->m->path, v->name,
+					 qr_shape_str(t, buf, sizeof buf), i,
+					 (long long)t->dims[i],
+					 (long long)dm->value);
+		if (dm->value >= 0 || dm->param == NULL)
+			continue;
+		for (k = 0; k < *n_syms; k++)
+			if (strcmp(syms[k].param, dm->param) == 0)
+				break;
+		if (k == *n_syms) {
+			syms[k].param = dm->param;
+			syms[k].value = t->dims[i];
+			syms[k].input = v->name;
+			(*n_syms)++;
+		} else if (syms[k].value != t->dims[i]) {
+			return qr_errorf(d, QR_ESHAPE, "model '%s': input '%s' "
+					 "has %s = %lld but input '%s' has "
+					 "%lld", e->m->path, v->name,
+					 dm->param, (long long)t->dims[i],
+					 syms[k].input,
+					 (long long)syms[k].value);
+		}
+	}
+	return QR_OK;
+}
+
+/* Release every activation of the previous run. */
+static void
+exec_reset(struct qr_exec *e)
+{
+	size_t i;
+
+	for (i = 0; i < e->n_vals; i++) {
+		struct value *v = &e->vals[i];
+
+		if (v->kind == V_INPUT)
+			v->cur = NULL;
+		if (v->kind != V_NODE)
+			continue;
+		if (v->cur != NULL)
+			pool_release(e, &v->store);
+		v->cur = NULL;
+	}
+	for (i = 0; i < e->n_outs; i++)
+		e->outs[i] = NULL;
+}
+
+/* Re-run check with the actual input dtypes (some were unknown at load). */
+static enum qr_status
+step_recheck(struct step *s, struct qr_diag *d)
+{
+	size_t j;
+
+	for (j = 0; j < s->call.n_in; j++)
+		s->in_dtype[j] = s->call.in[j] != NULL ?
+			s->call.in[j]->dtype : QR_DT_UNDEFINED;
+	if (s->desc->check == NULL)
+		return QR_OK;
+	return s->desc->check(&s->call, d);
+}
+
+/* Infer, allocate and run one step whose call.in is filled. */
+static enum qr_status
+step_exec(struct qr_exec *e, struct step *s, struct qr_diag *d)
+{
+	enum qr_status st;
+	size_t j;
+
+	if (s->recheck) {
+		st = step_recheck(s, d);
+		if (st != QR_OK)
+			return st;
+	}
+	st = s->desc->infer(&s->call, d);
+	if (st != QR_OK)
+		return st;
+	for (j = 0; j < s->call.n_out; j++) {
+		struct qr_tensor *t = s->call.out[j];
+
+		if (s->out_val[j] == NO_STEP) {
+			qr_tensor_alloc(t);
+			continue;
+		}
+		QR_ASSERT(t->dtype != QR_DT_UNDEFINED);
+		QR_ASSERT(s->recheck || s->out_dtype[j] == QR_DT_UNDEFINED ||
+			  s->out_dtype[j] == t->dtype);
+		t->name = e->vals[s->out_val[j]].name;
+		pool_alloc(e, t);
+		e->vals[s->out_val[j]].cur = t;
+	}
+	return s->desc->run(&s->call, d);
+}
+
+enum qr_status
+qr_exec_run(struct qr_exec *e, struct qr_tensor *const *inputs,
+	    size_t n_inputs, qr_hook_fn hook, void *user, struct qr_diag *d)
+{
+	struct sym *syms = NULL;
+	size_t n_syms = 0, i, j;
+	enum qr_status st = QR_OK;
+
+	exec_reset(e);
+	syms = xcalloc(64 + n_inputs * QR_TENSOR_MAX_DIMS, sizeof *syms);
+	for (i = 0; i < n_inputs; i++) {
+		const struct qr_tensor *t = inputs[i];
+		size_t v = t->name != NULL ? val_find(e, t->name) : NO_STEP;
+
+		if (v == NO_STEP || e->vals[v].kind != V_INPUT) {
+			st = qr_errorf(d, QR_EUSAGE, "model '%s': no graph "
+				       "input named '%s'", e->m->path,
+				       t->name ? t->name : "(null)");
+			goto out;
+		}
+		st = check_input(e, &e->vals[v], t, syms, &n_syms, d);
+		if (st != QR_OK)
+			goto out;
+		e->vals[v].cur = (struct qr_tensor *)t;
+	}
+	for (i = 0; i < e->n_inputs; i++) {
+		if (e->vals[val_find(e, e->inputs[i])].cur == NULL) {
+			st = qr_errorf(d, QR_EUSAGE, "model '%s': graph input "
+				       "'%s' was not given", e->m->path,
+				       e->inputs[i]);
+			goto out;
+		}
+	}
+	for (i = 0; i < e->n_steps; i++) {
+		struct step *s = &e->steps[i];
+		double t0 = e->opts.profile ? qr_now() : 0;
+
+		for (j = 0; j < s->call.n_in; j++)
+			s->call.in[j] = s->in_val[j] == NO_STEP ? NULL :
+				e->vals[s->in_val[j]].cur;
+		st = step_exec(e, s, d);
+		if (st != QR_OK)
+			goto out;
+		if (e->opts.profile) {
+			e->prof[s->prof].seconds += qr_now() - t0;
+			e->prof[s->prof].calls++;
+		}
+		if (hook != NULL) {
+			int rc = hook(s->call.node, s->call.out,
+				      s->call.n_out, user);
+
+			if (rc != 0) {
+				st = rc > 0 && rc <= QR_ETHRESHOLD ?
+					(enum qr_status)rc : QR_EPARTIAL;
+				qr_errorf(d, st, "model '%s': run stopped "
+					  "after node '%s'", e->m->path,
+					  s->call.node->name);
+				goto out;
+			}
+		}
+		for (j = 0; j < s->n_release; j++) {
+			struct value *v = &e->vals[s->release[j]];
+
+			pool_release(e, &v->store);
+			v->cur = NULL;
+		}
+	}
+	for (i = 0; i < e->n_outs; i++)
+		e->outs[i] = e->vals[e->out_vals[i]].cur;
+out:
+	/* Inputs are borrowed for this run only. */
+	for (i = 0; i < e->n_inputs; i++)
+		e->vals[val_find(e, e->inputs[i])].cur = NULL;
+	if (st != QR_OK)
+		exec_reset(e);
+	free(syms);
+	return st;
+}
+
+struct qr_tensor *const *
+qr_exec_outputs(const struct qr_exec *e, size_t *n)
+{
+	*n = e->n_outs;
+	return e->outs;
+}
+
+/* A new owned copy of t. */
+static struct qr_tensor *
+tensor_copy(const struct qr_tensor *t)
+{
+	struct qr_tensor *c = xcalloc(1, sizeof *c);
+
+	*c = *t;
+	c->data = NULL;
+	c->cap = 0;
+	c->owned = 1;
+	qr_tensor_alloc(c);
+	if (t->nbytes > 0)
+		memcpy(c->data, t->data, t->nbytes);
+	return c;
+}
+
+struct qr_tensor *
+qr_exec_output_take(struct qr_exec *e, size_t i)
+{
+	struct value *v;
+	struct qr_tensor *t;
+
+	if (i >= e->n_outs || e->outs[i] == NULL)
+		return NULL;
+	v = &e->vals[e->out_vals[i]];
+	if (e->outs[i] != &v->store) {
+		t = tensor_copy(e->outs[i]);
+	} else {
+		t = xcalloc(1, sizeof *t);
+		*t = v->store;
+		e->live_tensors--;
+		e->live_bytes -= v->store.cap;
+		v->store.data = NULL;
+		v->store.cap = 0;
+		v->cur = NULL;
+	}
+	e->outs[i] = NULL;
+	return t;
+}
+
+struct qr_tensor *
+qr_exec_tensor_get(const struct qr_exec *e, const char *name)
+{
+	size_t v = val_find(e, name);
+
+	if (v == NO_STEP || (e->vals[v].kind == V_NODE && !e->vals[v].keep))
+		return NULL;
+	return e->vals[v].cur;
+}
+
+enum qr_status
+qr_exec_run_node(struct qr_exec *e, size_t node, struct qr_tensor *const *inputs,
+		 struct qr_tensor **outputs, struct qr_diag *d)
+{
+	struct step *s;
+	struct qr_op_call c;
+	struct qr_tensor **in = NULL, **out = NULL;
+	int *in_dt = NULL;
+	enum qr_status st = QR_OK;
+	size_t j;
+
+	QR_ASSERT(node < e->n_steps);
+	s = &e->steps[e->step_of_node[node]];
+	c = s->call;
+	for (j = 0; j < c.n_out; j++)
+		outputs[j] = NULL;
+	in = xcalloc(c.n_in + 1, sizeof *in);
+	out = xcalloc(c.n_out + 1, sizeof *out);
+	in_dt = xcalloc(c.n_in + 1, sizeof *in_dt);
+	for (j = 0; j < c.n_in; j++) {
+		const struct value *v;
+
+		if (s->in_val[j] == NO_STEP)
+			continue;
+		v = &e->vals[s->in_val[j]];
+		in[j] = inputs != NULL && inputs[j] != NULL ? inputs[j] :
+			v->konst;
+		if (in[j] == NULL) {
+			st = qr_errorf(d, QR_EUSAGE, "node '%s' (%s): input %zu "
+				       "'%s' was not given", c.node->name,
+				       c.node->op_type, j, v->name);
+			goto out;
+		}
+		if (v->dtype != QR_DT_UNDEFINED && in[j]->dtype != v->dtype) {
+			st = qr_errorf(d, QR_ESHAPE, "node '%s' (%s): input "
+				       "%zu '%s' is %s, expected %s",
+				       c.node->name, c.node->op_type, j,
+				       v->name, qr_dtype_name(in[j]->dtype),
+				       qr_dtype_name(v->dtype));
+			goto out;
+		}
+		in_dt[j] = in[j]->dtype;
+	}
+	for (j = 0; j < c.n_out; j++) {
+		out[j] = xcalloc(1, sizeof *out[j]);
+		out[j]->name = c.node->out[j];
+		out[j]->owned = 1;
+	}
+	c.in = in;
+	c.out = out;
+	c.in_dtype = in_dt;
+	c.out_dtype = s->out_dtype;
+	if (s->recheck && s->desc->check != NULL) {
+		st = s->desc->check(&c, d);
+		if (st != QR_OK)
+			goto out;
+	}
+	st = s->desc->infer(&c, d);
+	if (st != QR_OK)
+		goto out;
+	for (j = 0; j < c.n_out; j++)
+		qr_tensor_alloc(out[j]);
+	st = s->desc->run(&c, d);
+	if (st != QR_OK)
+		goto out;
+	for (j = 0; j < c.n_out; j++) {
+		if (c.node->out[j][0] != '\0') {
+			outputs[j] = out[j];
+			out[j] = NULL;
+		}
+	}
+out:
+	for (j = 0; j < c.n_out; j++)
+		qr_tensor_free(out[j]);
+	free(in);
+	free(out);
+	free(in_dt);
+	return st;
+}
+
+static int
+prof_cmp(const void *a, const void *b)
+{
+	const struct qr_exec_prof *x = a, *y = b;
+
+	return (x->seconds < y->seconds) - (x->seconds > y->seconds);
+}
+
+const struct qr_exec_prof *
+qr_exec_profile(struct qr_exec *e, size_t *n)
+{
+	*n = 0;
+	if (!e->opts.profile)
+		return NULL;
+	free(e->prof_sorted);
+	e->prof_sorted = xcalloc(e->n_prof + 1, sizeof *e->prof_sorted);
+	memcpy(e->prof_sorted, e->prof, e->n_prof * sizeof *e->prof);
+	qsort(e->prof_sorted, e->n_prof, sizeof *e->prof_sorted, prof_cmp);
+	*n = e->n_prof;
+	return e->prof_sorted;
+}
+
+void
+qr_exec_mem(const struct qr_exec *e, struct qr_exec_mem *out)
+{
+	out->live_tensors = e->live_tensors;
+	out->live_bytes = e->live_bytes;
+	out->pool_bytes = e->pool_bytes;
+	out->peak_bytes = e->peak_bytes;
+}
