@@ -34,7 +34,7 @@ load(const char *file)
 
 /* Analyse float file f against the candidates q[0..n). */
 static struct qr_analysis *
-analyse(const char *f, const char **q, size_t n, struct qr_model **keep)
+analyse(const char *f, const char **q, size_t n)
 {
 	struct qr_model *fm = load(f), *qm[4] = { 0 };
 	struct qr_analysis *a = NULL;
@@ -51,7 +51,6 @@ analyse(const char *f, const char **q, size_t n, struct qr_model **keep)
 	qr_onnx_free(fm);
 	for (i = 0; i < n; i++)
 		qr_onnx_free(qm[i]);
-	(void)keep;
 	return a;
 }
 
@@ -103,7 +102,7 @@ coverage(const struct qr_quant_summary *q, const char *layer)
 static void
 test_pair(void)
 {
-	struct qr_analysis *a = analyse("cle_pair.onnx", NULL, 0, NULL);
+	struct qr_analysis *a = analyse("cle_pair.onnx", NULL, 0);
 	const struct qr_weight_stats *w;
 	const struct qr_cle_set *s;
 
@@ -161,7 +160,7 @@ out:
 static void
 test_triplet(void)
 {
-	struct qr_analysis *a = analyse("cle_triplet.onnx", NULL, 0, NULL);
+	struct qr_analysis *a = analyse("cle_triplet.onnx", NULL, 0);
 	static const double s12[4] = { 1.756354, 0.198895, 0.954126,
 				       0.044437 };
 	static const double s23[4] = { 2.583868, 0.383435, 1.388117,
@@ -204,7 +203,7 @@ out:
 static void
 test_relu6(void)
 {
-	struct qr_analysis *a = analyse("cle_relu6.onnx", NULL, 0, NULL);
+	struct qr_analysis *a = analyse("cle_relu6.onnx", NULL, 0);
 
 	if (!ok(a != NULL, "relu6 analysed"))
 		return;
@@ -221,7 +220,7 @@ test_relu6(void)
 static void
 test_const_weight(void)
 {
-	struct qr_analysis *a = analyse("const_weight.onnx", NULL, 0, NULL);
+	struct qr_analysis *a = analyse("const_weight.onnx", NULL, 0);
 	const struct qr_weight_stats *w;
 
 	if (!ok(a != NULL, "const_weight analysed"))
@@ -247,7 +246,7 @@ test_net(void)
 {
 	const char *q[3] = { "net_qdq.onnx", "net_qdq_renamed.onnx",
 			     "net_qop.onnx" };
-	struct qr_analysis *a = analyse("net_float.onnx", q, 3, NULL);
+	struct qr_analysis *a = analyse("net_float.onnx", q, 3);
 	const struct qr_quant_weight *p;
 	const struct qr_weight_stats *w;
 	const struct qr_quant_summary *qs;
@@ -331,7 +330,7 @@ static void
 test_matmul(void)
 {
 	const char *q[2] = { "mm_dynamic.onnx", "mm_weightonly.onnx" };
-	struct qr_analysis *a = analyse("mm_float.onnx", q, 2, NULL);
+	struct qr_analysis *a = analyse("mm_float.onnx", q, 2);
 	const struct qr_quant_layer *l;
 	const struct qr_quant_weight *p;
 

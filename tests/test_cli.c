@@ -424,19 +424,26 @@ main(void)
 	check_bad("truncated protobuf",
 		  (const char *[]){"--float", trunc, "-o", bad, NULL}, 2,
 		  "truncated.onnx", bad);
+	ok(strstr(last_err, "cannot open") == NULL,
+	   "truncated protobuf: the file was read, then refused");
 	check_bad("bad quant model",
 		  (const char *[]){"--float", fmodel, "--quant", trunc, "-o",
 				   bad, NULL}, 2, "truncated.onnx", bad);
 	{
-		char *dt = src("tests/data/loader/unknown_dtype.onnx");
-		char *shape = src("tests/data/analysis/bad_weight_shape.onnx");
+		char *dt = src("tests/data/loader/bad_dtype.onnx");
+		char *shape = src("tests/data/analysis/bad_shape.onnx");
 
 		check_bad("unknown dtype",
 			  (const char *[]){"--float", dt, "-o", bad, NULL}, 2,
-			  "unknown_dtype.onnx", bad);
+			  "bad_dtype.onnx", bad);
+		ok(strstr(last_err, "data type 99") != NULL,
+		   "unknown dtype: message names the dtype");
 		check_bad("weight shape mismatch",
 			  (const char *[]){"--float", shape, "-o", bad, NULL}, 2,
-			  "bad_weight_shape.onnx", bad);
+			  "bad_shape.onnx", bad);
+		ok(strstr(last_err, "node 'convbad'") != NULL &&
+		   strstr(last_err, "shape [4,5,3,3]") != NULL,
+		   "weight shape mismatch: message names node and shape");
 		free(dt);
 		free(shape);
 	}

@@ -4,6 +4,7 @@
  */
 #include "analysis/analysis-int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,8 +79,14 @@ qr_analysis_new(const struct qr_model *fmodel,
 		goto out;
 	qr_an_summary(fg, "float", &a->models[a->n_models]);
 	a->models[a->n_models++].format = qr_an_detect_format(fg);
-	if ((st = qr_an_wlayers(fg, &fl, &n_fl, d)) != QR_OK)
+	if ((st = qr_an_wlayers(fg, &fl, &n_fl, d)) != QR_OK) {
+		/* Name the file as well as the node. */
+		char msg[QR_DIAG_MSG_MAX];
+
+		snprintf(msg, sizeof msg, "%s", d ? d->msg : "");
+		st = qr_errorf(d, st, "model '%s': %s", fmodel->path, msg);
 		goto out;
+	}
 	a->weights = xcalloc(n_fl + 1, sizeof *a->weights);
 	for (i = 0; i < n_fl; i++)
 		qr_an_weight_stats(&fl[i], &o, &a->weights[a->n_weights++]);

@@ -132,18 +132,6 @@ load_folded(const struct qr_graph *g, const struct qr_an_wlayer *l,
 	return w;
 }
 
-static void
-minmax_axis0(const float *w, const struct qr_tensor_data *t, float *mn,
-	     float *mx)
-{
-	size_t C = (size_t)t->dims[0];
-	float *m = xmalloc(C * sizeof *m), *s = xmalloc(C * sizeof *s);
-
-	qr_channel_stats(w, t->dims, t->ndim, 0, mn, mx, m, s);
-	free(m);
-	free(s);
-}
-
 static float *
 absmax(const float *w, const struct qr_tensor_data *t, int axis)
 {
@@ -164,21 +152,48 @@ inverse(const float *s, size_t n)
 	return v;
 }
 
-/* Max relative range and predicted per-tensor SQNR of one layer. */
+/* max(|mn|, |mx|) per channel (heap), and its overall maximum. */
+static float *
+range_of(const float *mn, const float *mx, size_t C, float *amax)
+{
+	float *r = xmalloc((C ? C : 1) * sizeof *r);
+	size_t c;
+
+	*amax = 0;
+	for (c = 0; c < C; c++) {
+		r[c] = fmaxf(fabsf(mn[c]), fabsf(mx[c]));
+		*amax = fmaxf(*amax, r[c]);
+	}
+	return r;
+}
+
+/* Max relative range and predicted per-tensor SQNR of one layer from its
+ * per-channel min/max (one pass over w for the SQNR). */
 static void
 layer_metrics(const float *w, const struct qr_tensor_data *t,
 	      const float *mn, const float *mx, int bits, double *rel,
 	      double *sqnr)
 {
 	size_t C = (size_t)t->dims[0];
-	float *r = xmalloc(C * sizeof *r);
+	float *r = xmalloc(C * sizeof *r), amax;
 	double m = qr_rel_range(mn, mx, C, r);
 
 	free(r);
 	if (m > *rel)
 		*rel = m;
-	*sqnr += qr_sqnr_sym(w, t->dims, t->ndim, 0, 0, bits);
+	free(range_of(mn, mx, C, &amax));
+	*sqnr += qr_an_sqnr_sym_tensor(w, t->n_elem, amax, bits);
 }
+
+/* Weights as equalization leaves them. Sets are applied in topological
+ * order, each to the weights the previous sets left (as AIMET's
+ * CrossLayerScaling.scale_cls_sets does), so a layer shared by two sets
+ * (conv3 in conv1->dw2->conv3 then conv3->conv4) is seen as equalized. */
+struct cle_state {
+	float **cur;     /* per float layer: current weights, BN folded */
+	int *folded;     /* per float layer: 1 when a BN was folded in */
+	char *touched;   /* per float layer: 1 once a set has scaled it */
+};
 
 /*
  * Equalize one set of n (2 or 3) layers and record before/after:
@@ -191,10 +206,11 @@ layer_metrics(const float *w, const struct qr_tensor_data *t,
  */
 static void
 equalize(struct qr_cle_set *set, const struct qr_graph *g,
-	 const struct qr_an_wlayer **L, size_t n, const char **joins,
-	 int bits)
+	 const struct qr_an_wlayer **L, const struct qr_weight_stats **ws,
+	 const size_t *idx, struct cle_state *cs, size_t n,
+	 const char **joins, int bits)
 {
-	float *w[3] = { NULL, NULL, NULL }, *r[3], *inv;
+	float *w[3] = { NULL, NULL, NULL }, *r[3], *inv, amax;
 	size_t C = (size_t)L[0]->w->dims[0], k;
 	double rel_b = 0, rel_a = 0, sq_b = 0, sq_a = 0;
 
@@ -203,7 +219,11 @@ equalize(struct qr_cle_set *set, const struct qr_graph *g,
 		struct qr_cle_layer *cl = &set->layers[k];
 		size_t M = (size_t)L[k]->w->dims[0];
 
-		w[k] = load_folded(g, L[k], &cl->bn_folded);
+		if (cs->cur[idx[k]] == NULL)
+			cs->cur[idx[k]] = load_folded(g, L[k],
+						      &cs->folded[idx[k]]);
+		w[k] = cs->cur[idx[k]];
+		cl->bn_folded = cs->folded[idx[k]];
 		cl->name = xstrdup(L[k]->n->name);
 		cl->op = xstrdup(L[k]->n->op_type);
 		cl->depthwise = conv_kind(L[k]) == K_DW;
@@ -212,13 +232,25 @@ equalize(struct qr_cle_set *set, const struct qr_graph *g,
 		cl->max_before = xmalloc(M * sizeof(float));
 		cl->min_after = xmalloc(M * sizeof(float));
 		cl->max_after = xmalloc(M * sizeof(float));
-		minmax_axis0(w[k], L[k]->w, cl->min_before, cl->max_before);
+		if (!cl->bn_folded && !cs->touched[idx[k]] &&
+		    ws[k]->channels == M) {
+			/* the weight analysis already saw these weights */
+			memcpy(cl->min_before, ws[k]->ch_min, M * sizeof(float));
+			memcpy(cl->max_before, ws[k]->ch_max, M * sizeof(float));
+			if (ws[k]->max_rel_range > rel_b)
+				rel_b = ws[k]->max_rel_range;
+			sq_b += ws[k]->sqnr_per_tensor_db;
+			continue;
+		}
+		qr_an_channel_minmax(w[k], L[k]->w->dims, L[k]->w->ndim, 0,
+				     cl->min_before, cl->max_before);
 		layer_metrics(w[k], L[k]->w, cl->min_before, cl->max_before,
 			      bits, &rel_b, &sq_b);
 	}
 	for (k = 0; k + 1 < n; k++)
 		set->joins[k] = xstrdup(joins[k]);
-	r[0] = absmax(w[0], L[0]->w, 0);
+	r[0] = range_of(set->layers[0].min_before, set->layers[0].max_before,
+			C, &amax);
 	if (n == 2) {
 		r[1] = absmax(w[1], L[1]->w, 1);
 		set->n_scales[0] = C;
@@ -232,7 +264,8 @@ equalize(struct qr_cle_set *set, const struct qr_graph *g,
 	} else {
 		float *mid = xmalloc(C * sizeof *mid);
 
-		r[1] = absmax(w[1], L[1]->w, 0);
+		r[1] = range_of(set->layers[1].min_before,
+				set->layers[1].max_before, C, &amax);
 		r[2] = absmax(w[2], L[2]->w, 1);
 		for (k = 0; k < 2; k++) {
 			set->n_scales[k] = C;
@@ -256,10 +289,11 @@ equalize(struct qr_cle_set *set, const struct qr_graph *g,
 	for (k = 0; k < n; k++) {
 		struct qr_cle_layer *cl = &set->layers[k];
 
-		minmax_axis0(w[k], L[k]->w, cl->min_after, cl->max_after);
+		qr_an_channel_minmax(w[k], L[k]->w->dims, L[k]->w->ndim, 0,
+				     cl->min_after, cl->max_after);
 		layer_metrics(w[k], L[k]->w, cl->min_after, cl->max_after,
 			      bits, &rel_a, &sq_a);
-		free(w[k]);
+		cs->touched[idx[k]] = 1;
 	}
 	set->max_rel_range_before = rel_b;
 	set->max_rel_range_after = rel_a;
@@ -287,7 +321,7 @@ add_blocker(struct qr_analysis *a, const struct qr_an_wlayer *from,
 }
 
 /* Find the CLE sets and blockers of g's float layers fl and append them
- * to a->cle / a->cle_blockers. */
+ * to a->cle / a->cle_blockers. a->weights[i] must be fl[i]'s stats. */
 void
 qr_an_cle(struct qr_analysis *a, const struct qr_graph *g,
 	  const struct qr_an_wlayer *fl, size_t n_fl,
@@ -296,6 +330,11 @@ qr_an_cle(struct qr_analysis *a, const struct qr_graph *g,
 	size_t nn = qr_graph_n_nodes(g), i;
 	long *by_node = xmalloc((nn ? nn : 1) * sizeof *by_node);
 	char *mid = xcalloc(n_fl + 1, 1);
+	struct cle_state cs;
+
+	cs.cur = xcalloc(n_fl + 1, sizeof *cs.cur);
+	cs.folded = xcalloc(n_fl + 1, sizeof *cs.folded);
+	cs.touched = xcalloc(n_fl + 1, 1);
 
 	for (i = 0; i < nn; i++)
 		by_node[i] = -1;
@@ -303,7 +342,9 @@ qr_an_cle(struct qr_analysis *a, const struct qr_graph *g,
 		by_node[fl[i].node] = (long)i;
 	for (i = 0; i < n_fl; i++) {
 		const struct qr_an_wlayer *L[3];
+		const struct qr_weight_stats *ws[3];
 		const char *joins[2];
+		size_t idx[3];
 		struct step s1, s2;
 		int k1 = conv_kind(&fl[i]), k2, k3;
 		int64_t M;
@@ -315,6 +356,8 @@ qr_an_cle(struct qr_analysis *a, const struct qr_graph *g,
 			continue;
 		L[0] = &fl[i];
 		L[1] = &fl[s1.next];
+		ws[0] = &a->weights[i];
+		ws[1] = &a->weights[s1.next];
 		if (s1.clip) {
 			add_blocker(a, L[0], L[1], s1.clip);
 			continue;
@@ -326,7 +369,10 @@ qr_an_cle(struct qr_analysis *a, const struct qr_graph *g,
 			a->cle = xreallocarray(a->cle, a->n_cle + 1,
 					       sizeof *a->cle);
 			memset(&a->cle[a->n_cle], 0, sizeof *a->cle);
-			equalize(&a->cle[a->n_cle++], g, L, 2, joins, o->bits);
+			idx[0] = i;
+			idx[1] = (size_t)s1.next;
+			equalize(&a->cle[a->n_cle++], g, L, ws, idx, &cs, 2,
+				 joins, o->bits);
 			continue;
 		}
 		if (k1 != K_CONV || k2 != K_DW || L[1]->w->dims[0] != M)
@@ -335,6 +381,7 @@ qr_an_cle(struct qr_analysis *a, const struct qr_graph *g,
 		if (s2.next < 0)
 			continue;
 		L[2] = &fl[s2.next];
+		ws[2] = &a->weights[s2.next];
 		if (s2.clip) {
 			add_blocker(a, L[1], L[2], s2.clip);
 			continue;
@@ -346,8 +393,17 @@ qr_an_cle(struct qr_analysis *a, const struct qr_graph *g,
 		mid[s1.next] = 1;
 		a->cle = xreallocarray(a->cle, a->n_cle + 1, sizeof *a->cle);
 		memset(&a->cle[a->n_cle], 0, sizeof *a->cle);
-		equalize(&a->cle[a->n_cle++], g, L, 3, joins, o->bits);
+		idx[0] = i;
+		idx[1] = (size_t)s1.next;
+		idx[2] = (size_t)s2.next;
+		equalize(&a->cle[a->n_cle++], g, L, ws, idx, &cs, 3, joins,
+			 o->bits);
 	}
+	for (i = 0; i < n_fl; i++)
+		free(cs.cur[i]);
+	free(cs.cur);
+	free(cs.folded);
+	free(cs.touched);
 	free(by_node);
 	free(mid);
 }

@@ -480,8 +480,8 @@ qr_an_channel_minmax(const float *w, const int64_t *dims, int ndim, int axis,
 
 	qr_an_split(dims, ndim, axis, &outer, &C, &inner);
 	for (c = 0; c < C; c++) {
-		mn[c] = outer * inner ? INFINITY : 0;
-		mx[c] = outer * inner ? -INFINITY : 0;
+		mn[c] = outer * inner != 0 ? INFINITY : 0;
+		mx[c] = outer * inner != 0 ? -INFINITY : 0;
 	}
 	for (o = 0; o < outer; o++) {
 		const float *row = w + o * C * inner;

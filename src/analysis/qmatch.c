@@ -116,29 +116,77 @@ qrange(int dtype, double *lo, double *hi)
 	}
 }
 
-/* q as floats (heap); int8/uint8 without the per-element dtype switch. */
-static float *
-q_to_f32(const struct qr_tensor_data *q)
+/* Elements [i0, i0+n) of q as floats into buf; int8/uint8 without the
+ * per-element dtype switch of qr_tensor_get. */
+static void
+q_chunk(const struct qr_tensor_data *q, size_t i0, size_t n, float *buf)
 {
-	float *f;
 	size_t i;
 
-	if (q->data == NULL || (q->dtype != QR_DT_INT8 &&
-				q->dtype != QR_DT_UINT8))
-		return qr_an_to_f32(q);
-	f = xmalloc((q->n_elem ? q->n_elem : 1) * sizeof *f);
 	if (q->dtype == QR_DT_INT8) {
-		const int8_t *p = q->data;
+		const int8_t *p = (const int8_t *)q->data + i0;
 
-		for (i = 0; i < q->n_elem; i++)
-			f[i] = p[i];
+		for (i = 0; i < n; i++)
+			buf[i] = p[i];
+	} else if (q->dtype == QR_DT_UINT8) {
+		const uint8_t *p = (const uint8_t *)q->data + i0;
+
+		for (i = 0; i < n; i++)
+			buf[i] = p[i];
 	} else {
-		const uint8_t *p = q->data;
-
-		for (i = 0; i < q->n_elem; i++)
-			f[i] = p[i];
+		for (i = 0; i < n; i++)
+			buf[i] = (float)qr_tensor_get(q, i0 + i);
 	}
-	return f;
+}
+
+/* What one pass of compare() adds up. */
+struct deq_acc {
+	double sig, err;         /* sum w^2, sum (w - w')^2 */
+	size_t clipped, oor;     /* see struct qr_quant_weight */
+};
+
+#define DEQ_CHUNK 1024
+
+/*
+ * One pass over a run of n weights that share scale s and zero point z
+ * (the whole tensor when per tensor): w' = (q - z) s, and the counts.
+ * q is converted DEQ_CHUNK elements at a time; the float partial sums of a
+ * chunk go into doubles.
+ */
+static void
+deq_run(const float *x, const struct qr_tensor_data *q, size_t i0, size_t n,
+	float s, float z, float qlo, float qhi, struct deq_acc *acc)
+{
+	float lo = (qlo - z) * s - 0.5f * fabsf(s);
+	float hi = (qhi - z) * s + 0.5f * fabsf(s);
+	float buf[DEQ_CHUNK];
+	size_t i, k, m;
+
+	if (lo > hi) {
+		float t = lo;
+
+		lo = hi;
+		hi = t;
+	}
+	for (k = 0; k < n; k += m) {
+		float sg = 0, er = 0;
+		size_t nc = 0, nr = 0;
+
+		m = n - k < DEQ_CHUNK ? n - k : DEQ_CHUNK;
+		q_chunk(q, i0 + k, m, buf);
+		for (i = 0; i < m; i++) {
+			float v = x[k + i], d = v - (buf[i] - z) * s;
+
+			nc += (buf[i] <= qlo) | (buf[i] >= qhi);
+			nr += (v < lo) | (v > hi);
+			sg += v * v;
+			er += d * d;
+		}
+		acc->sig += sg;
+		acc->err += er;
+		acc->clipped += nc;
+		acc->oor += nr;
+	}
 }
 
 /* Per-channel (or single) values of t as floats, nch entries; NULL gives
@@ -160,12 +208,13 @@ broadcast(const struct qr_tensor_data *t, size_t nch)
  * Compare float layer fl with quant layer ql and fill qw's numbers:
  * dequantize w' = (q - zp) * scale per tensor or per channel along the
  * quant axis (ONNX DequantizeLinear), SQNR = 10 log10(sum w^2 / sum (w -
- * w')^2) (qr_sqnr_db), clipped = quantized values at qmin or qmax of the
- * dtype, out_of_range = float values beyond the representable range by
- * more than half a step. When the float Conv is followed by a
+ * w')^2) (as qr_sqnr_db), clipped = quantized values at qmin or qmax of
+ * the dtype, out_of_range = float values beyond the representable range
+ * by more than half a step. When the float Conv is followed by a
  * BatchNormalization and the candidate has none there, the float weight is
  * folded first (qr_an_bn_factors) so both sides describe the same
- * function. Returns 0 with a reason in why when the scales do not fit.
+ * function. One pass over both weights. Returns 0 with a reason in why
+ * when the scales do not fit.
  */
 static int
 compare(const struct qr_graph *fg, const struct qr_an_wlayer *fl,
@@ -174,12 +223,13 @@ compare(const struct qr_graph *fg, const struct qr_an_wlayer *fl,
 	const char **bn_name)
 {
 	const struct qr_tensor_data *q = ql->q;
-	size_t outer, C, inner, o, c, i, nch;
-	float *w = NULL, *qf = NULL, *sc = NULL, *zp = NULL, *bnf;
+	size_t outer, C, inner, o, c, nch;
+	const float *w = NULL;
+	float *sc = NULL, *zp = NULL, *bnf = NULL, *own = NULL;
 	const struct qr_node *bn = NULL;
+	struct deq_acc acc = { 0, 0, 0, 0 };
 	double dlo, dhi;
-	float qlo, qhi;
-	int ok = 0;
+	int ok = 0, owned = 0;
 
 	*bn_folded = 0;
 	qr_an_split(q->dims, q->ndim, ql->axis, &outer, &C, &inner);
@@ -195,56 +245,41 @@ compare(const struct qr_graph *fg, const struct qr_an_wlayer *fl,
 			 ql->axis, C);
 		goto out;
 	}
-	w = qr_an_to_f32(fl->w);
-	qf = q_to_f32(q);
-	if (w == NULL || qf == NULL) {
-		snprintf(why, why_n, "'%s' is not numeric", q->name);
+	if (q->data == NULL) {
+		snprintf(why, why_n, "'%s' has no data", q->name);
 		goto out;
 	}
-	if (fl->family == QR_AN_FAM_CONV && !quant_has_bn(qg, ql->node)) {
-		size_t M = (size_t)fl->w->dims[fl->axis];
-
-		bnf = qr_an_bn_factors(fg, fl->node, M, &bn);
-		if (bnf) {
-			qr_an_scale_axis(w, fl->w->dims, fl->w->ndim, fl->axis,
-					 bnf);
-			free(bnf);
-			*bn_folded = 1;
-			*bn_name = bn->name;
-		}
+	if (fl->family == QR_AN_FAM_CONV && !quant_has_bn(qg, ql->node))
+		bnf = qr_an_bn_factors(fg, fl->node,
+				       (size_t)fl->w->dims[fl->axis], &bn);
+	if (bnf) {
+		own = qr_an_to_f32(fl->w);
+		qr_an_scale_axis(own, fl->w->dims, fl->w->ndim, fl->axis, bnf);
+		w = own;
+		*bn_folded = 1;
+		*bn_name = bn->name;
+	} else {
+		w = qr_an_f32_view(fl->w, &owned);
 	}
 	sc = broadcast(ql->scale, nch);
 	zp = broadcast(ql->zp, nch);
 	qrange(q->dtype, &dlo, &dhi);
-	qlo = (float)dlo;
-	qhi = (float)dhi;
-	for (o = 0; o < outer; o++) {
-		for (c = 0; c < C; c++) {
-			size_t k = ql->per_channel ? c : 0;
-			float s = sc[k], z = zp[k];
-			float lo = (qlo - z) * s - 0.5f * fabsf(s);
-			float hi = (qhi - z) * s + 0.5f * fabsf(s);
-			float *p = qf + (o * C + c) * inner;
-			const float *x = w + (o * C + c) * inner;
+	if (!ql->per_channel) {
+		deq_run(w, q, 0, q->n_elem, sc[0], zp[0], (float)dlo,
+			(float)dhi, &acc);
+	} else {
+		for (o = 0; o < outer; o++)
+			for (c = 0; c < C; c++) {
+				size_t i0 = (o * C + c) * inner;
 
-			if (lo > hi) {
-				float t = lo;
-
-				lo = hi;
-				hi = t;
+				deq_run(w + i0, q, i0, inner, sc[c], zp[c],
+					(float)dlo, (float)dhi, &acc);
 			}
-			size_t nc = 0, nr = 0;
-
-			for (i = 0; i < inner; i++) {
-				nc += (p[i] <= qlo) | (p[i] >= qhi);
-				nr += (x[i] < lo) | (x[i] > hi);
-				p[i] = (p[i] - z) * s;
-			}
-			qw->clipped += nc;
-			qw->out_of_range += nr;
-		}
 	}
-	qw->sqnr_db = qr_sqnr_db(w, qf, q->n_elem);
+	qw->clipped = acc.clipped;
+	qw->out_of_range = acc.oor;
+	qw->sqnr_db = acc.err == 0 ? INFINITY :
+		10.0 * log10(acc.sig / acc.err);
 	qw->n_elem = q->n_elem;
 	qw->bits = qr_dtype_bits(q->dtype);
 	qw->granularity = xstrdup(ql->per_channel ? "per-channel" :
@@ -256,8 +291,10 @@ compare(const struct qr_graph *fg, const struct qr_an_wlayer *fl,
 		(double)qw->float_bytes / (double)qw->quant_bytes : 0;
 	ok = 1;
 out:
-	free(w);
-	free(qf);
+	if (owned)
+		free((float *)w);
+	free(own);
+	free(bnf);
 	free(sc);
 	free(zp);
 	return ok;

@@ -1,0 +1,383 @@
+/*
+ * op_elementwise: arithmetic with numpy broadcasting (Add, Sub, Mul, Div,
+ * Pow, and the variadic Max, Min, Sum, Mean) and unary maths (Sqrt, Exp,
+ * Log, Neg, Abs, Reciprocal, Floor, Ceil, Erf, Tanh, Sin, Cos).
+ *
+ * Integer arithmetic wraps (two's complement) rather than trapping;
+ * integer division by zero gives 0 and truncates towards zero, as ONNX
+ * Runtime does. NaN and Inf pass through float paths untouched.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "ops/op-int.h"
+
+/* ---- shared check / infer ---- */
+
+/* Binary ops: same dtype for both inputs, within mask; output alike. */
+static enum qr_status
+binary_check_mask(const struct qr_op_call *c, struct qr_diag *d,
+		  unsigned long long mask)
+{
+	enum qr_status st;
+
+	if ((st = qr_op_arity(c, d, 2, 2, 1, 1)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 0, mask)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 1, mask)) != QR_OK ||
+	    (st = qr_op_same_dtype(c, d, 0, 1)) != QR_OK)
+		return st;
+	c->out_dtype[0] = qr_op_dtype(c, 0);
+	if (c->out_dtype[0] == QR_DT_UNDEFINED)
+		c->out_dtype[0] = qr_op_dtype(c, 1);
+	return QR_OK;
+}
+
+static enum qr_status
+arith_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	return binary_check_mask(c, d, QR_DTM_NUMERIC);
+}
+
+/* Output: the broadcast shape of all inputs, dtype of input 0. */
+static enum qr_status
+broadcast_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	int64_t dims[QR_TENSOR_MAX_DIMS];
+	enum qr_status st;
+	int ndim;
+
+	st = qr_op_broadcast_shape(c, d, c->in, c->n_in, &ndim, dims);
+	if (st != QR_OK)
+		return st;
+	return qr_tensor_set_shape(c->out[0], c->in[0]->dtype, ndim, dims,
+				   qr_op_out_name(c, 0), d);
+}
+
+/*
+ * y = EXPR(x, z) over the broadcast of a (x) and b (z), element type T.
+ * Specialised inner loops for the common stride patterns let the
+ * compiler vectorise them.
+ */
+#define BIN_LOOP(T, EXPR, a_t, b_t, y_t)                                    \
+	do {                                                                \
+		struct qr_bcast it_;                                        \
+		struct qr_tensor *io_[2] = {(a_t), (b_t)};                  \
+		const T *a_ = (a_t)->data, *b_ = (b_t)->data;               \
+		T *y_ = (y_t)->data;                                        \
+		qr_bcast_init(&it_, (y_t)->ndim, (y_t)->dims, io_, 2);      \
+		do {                                                        \
+			const T *pa = a_ + it_.off[0], *pb = b_ + it_.off[1]; \
+			T *py = y_ + it_.out_off;                           \
+			size_t i_, n_ = it_.inner;                          \
+			if (it_.step[0] && it_.step[1]) {                   \
+				for (i_ = 0; i_ < n_; i_++) {               \
+					T x = pa[i_], z = pb[i_];           \
+					py[i_] = (T)(EXPR);                 \
+				}                                           \
+			} else if (it_.step[0]) {                           \
+				const T z = n_ ? pb[0] : 0;                 \
+				for (i_ = 0; i_ < n_; i_++) {               \
+					T x = pa[i_];                       \
+					py[i_] = (T)(EXPR);                 \
+				}                                           \
+			} else if (it_.step[1]) {                           \
+				const T x = n_ ? pa[0] : 0;                 \
+				for (i_ = 0; i_ < n_; i_++) {               \
+					T z = pb[i_];                       \
+					py[i_] = (T)(EXPR);                 \
+				}                                           \
+			} else {                                            \
+				const T x = n_ ? pa[0] : 0;                 \
+				const T z = n_ ? pb[0] : 0;                 \
+				for (i_ = 0; i_ < n_; i_++)                 \
+					py[i_] = (T)(EXPR);                 \
+			}                                                   \
+		} while (qr_bcast_next(&it_));                              \
+	} while (0)
+
+/* Integer ops in unsigned arithmetic, so overflow wraps instead of being
+ * undefined. */
+#define WRAP(T, op, x, z) ((T)((uint64_t)(int64_t)(x) op (uint64_t)(int64_t)(z)))
+
+/* Truncating integer division; 0 for a zero divisor, wraps on MIN / -1. */
+#define IDIV(T, x, z)                                                       \
+	((z) == 0 ? (T)0 : ((z) == (T)-1 && (T)-1 < (T)0) ?                 \
+	 WRAP(T, -, 0, x) : (T)((x) / (z)))
+
+/*
+ * Run a binary op on y = f(a, b): FEXPR for float and double, IEXPR for
+ * the integer types (each sees x, z and T).
+ */
+#define BIN_DISPATCH(dt, FEXPR, IEXPR, a_t, b_t, y_t)                       \
+	switch (dt) {                                                       \
+	case QR_DT_FLOAT: BIN_LOOP(float, FEXPR, a_t, b_t, y_t); break;     \
+	case QR_DT_DOUBLE: BIN_LOOP(double, FEXPR, a_t, b_t, y_t); break;   \
+	case QR_DT_INT8: BIN_LOOP(int8_t, IEXPR, a_t, b_t, y_t); break;     \
+	case QR_DT_INT16: BIN_LOOP(int16_t, IEXPR, a_t, b_t, y_t); break;   \
+	case QR_DT_INT32: BIN_LOOP(int32_t, IEXPR, a_t, b_t, y_t); break;   \
+	case QR_DT_INT64: BIN_LOOP(int64_t, IEXPR, a_t, b_t, y_t); break;   \
+	case QR_DT_UINT8: BIN_LOOP(uint8_t, IEXPR, a_t, b_t, y_t); break;   \
+	case QR_DT_UINT16: BIN_LOOP(uint16_t, IEXPR, a_t, b_t, y_t); break; \
+	case QR_DT_UINT32: BIN_LOOP(uint32_t, IEXPR, a_t, b_t, y_t); break; \
+	case QR_DT_UINT64: BIN_LOOP(uint64_t, IEXPR, a_t, b_t, y_t); break; \
+	default: QR_ASSERT(!"dtype refused by check");                      \
+	}
+
+#define DEF_BINARY(fn, FEXPR, IEXPR)                                        \
+	static enum qr_status fn(struct qr_op_call *c, struct qr_diag *d)   \
+	{                                                                   \
+		BIN_DISPATCH(c->out[0]->dtype, FEXPR, IEXPR, c->in[0],      \
+			     c->in[1], c->out[0]);                          \
+		return QR_OK;                                               \
+	}
+
+DEF_BINARY(add_run, x + z, WRAP(T, +, x, z))
+DEF_BINARY(sub_run, x - z, WRAP(T, -, x, z))
+DEF_BINARY(mul_run, x * z, WRAP(T, *, x, z))
+DEF_BINARY(div_run, x / z, IDIV(T, x, z))
+
+const struct qr_op_desc qr_op_add = {
+	.domain = "", .name = "Add", .since = 7,
+	.check = arith_check, .infer = broadcast_infer, .run = add_run,
+};
+const struct qr_op_desc qr_op_sub = {
+	.domain = "", .name = "Sub", .since = 7,
+	.check = arith_check, .infer = broadcast_infer, .run = sub_run,
+};
+const struct qr_op_desc qr_op_mul = {
+	.domain = "", .name = "Mul", .since = 7,
+	.check = arith_check, .infer = broadcast_infer, .run = mul_run,
+};
+const struct qr_op_desc qr_op_div = {
+	.domain = "", .name = "Div", .since = 7,
+	.check = arith_check, .infer = broadcast_infer, .run = div_run,
+};
+
+/* ---- Pow: base float/double/int32/int64, exponent any numeric ---- */
+
+static enum qr_status
+pow_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st;
+
+	if ((st = qr_op_arity(c, d, 2, 2, 1, 1)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 0, QR_DTM_FLOATS |
+				   QR_DTM_INDEX)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 1, QR_DTM_FLOATS |
+				   QR_DTM_INDEX)) != QR_OK)
+		return st;
+	c->out_dtype[0] = qr_op_dtype(c, 0);
+	return QR_OK;
+}
+
+static enum qr_status
+pow_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	struct qr_tensor *y = c->out[0];
+	struct qr_bcast it;
+
+	if (y->dtype == QR_DT_FLOAT && c->in[1]->dtype == QR_DT_FLOAT) {
+		BIN_LOOP(float, powf(x, z), c->in[0], c->in[1], y);
+		return QR_OK;
+	}
+	/* Mixed types: in double, stored in the base's type. */
+	qr_bcast_init(&it, y->ndim, y->dims, c->in, 2);
+	do {
+		size_t i;
+
+		for (i = 0; i < it.inner; i++) {
+			double x = qr_op_get(c->in[0], it.off[0] +
+					     i * it.step[0]);
+			double z = qr_op_get(c->in[1], it.off[1] +
+					     i * it.step[1]);
+
+			qr_op_set(y, it.out_off + i, pow(x, z));
+		}
+	} while (qr_bcast_next(&it));
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_pow = {
+	.domain = "", .name = "Pow", .since = 7,
+	.check = pow_check, .infer = broadcast_infer, .run = pow_run,
+};
+
+/* ---- variadic: Max, Min, Sum, Mean ---- */
+
+static enum qr_status
+variadic_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st;
+	size_t i;
+
+	if ((st = qr_op_arity(c, d, 1, 1024, 1, 1)) != QR_OK)
+		return st;
+	for (i = 0; i < c->n_in; i++) {
+		if ((st = qr_op_want_dtype(c, d, i, QR_DTM_NUMERIC)) != QR_OK ||
+		    (st = qr_op_same_dtype(c, d, 0, i)) != QR_OK)
+			return st;
+		if (!qr_op_has_in(c, i))
+			return qr_op_errorf(c, d, QR_EGRAPH, "input %zu is "
+					    "empty", i);
+	}
+	c->out_dtype[0] = qr_op_dtype(c, 0);
+	return QR_OK;
+}
+
+/* y = in[0] broadcast to y's shape. */
+static void
+broadcast_copy(struct qr_tensor *x, struct qr_tensor *y)
+{
+	size_t es = qr_dtype_size(y->dtype), i;
+	struct qr_bcast it;
+	const char *src = x->data;
+	char *dst = y->data;
+
+	qr_bcast_init(&it, y->ndim, y->dims, &x, 1);
+	do {
+		if (it.step[0]) {
+			memcpy(dst + it.out_off * es, src + it.off[0] * es,
+			       it.inner * es);
+			continue;
+		}
+		for (i = 0; i < it.inner; i++)
+			memcpy(dst + (it.out_off + i) * es,
+			       src + it.off[0] * es, es);
+	} while (qr_bcast_next(&it));
+}
+
+/* Max/min that propagate NaN, as numpy.maximum does. */
+#define FMAX(x, z) ((x) > (z) || (x) != (x) ? (x) : (z))
+#define FMIN(x, z) ((x) < (z) || (x) != (x) ? (x) : (z))
+
+#define DEF_VARIADIC(fn, FEXPR, IEXPR, MEAN)                                \
+	static enum qr_status fn(struct qr_op_call *c, struct qr_diag *d)   \
+	{                                                                   \
+		struct qr_tensor *y = c->out[0];                            \
+		size_t k;                                                   \
+		broadcast_copy(c->in[0], y);                                \
+		for (k = 1; k < c->n_in; k++)                               \
+			BIN_DISPATCH(y->dtype, FEXPR, IEXPR, y, c->in[k], y); \
+		if (MEAN)                                                   \
+			for (k = 0; k < y->n_elem; k++)                     \
+				qr_op_set(y, k, qr_op_get(y, k) /           \
+					  (double)c->n_in);                 \
+		return QR_OK;                                               \
+	}
+
+DEF_VARIADIC(max_run, FMAX(x, z), (x > z ? x : z), 0)
+DEF_VARIADIC(min_run, FMIN(x, z), (x < z ? x : z), 0)
+DEF_VARIADIC(sum_run, x + z, WRAP(T, +, x, z), 0)
+DEF_VARIADIC(mean_run, x + z, WRAP(T, +, x, z), 1)
+
+const struct qr_op_desc qr_op_max = {
+	.domain = "", .name = "Max", .since = 8,
+	.check = variadic_check, .infer = broadcast_infer, .run = max_run,
+};
+const struct qr_op_desc qr_op_min = {
+	.domain = "", .name = "Min", .since = 8,
+	.check = variadic_check, .infer = broadcast_infer, .run = min_run,
+};
+const struct qr_op_desc qr_op_sum = {
+	.domain = "", .name = "Sum", .since = 8,
+	.check = variadic_check, .infer = broadcast_infer, .run = sum_run,
+};
+const struct qr_op_desc qr_op_mean = {
+	.domain = "", .name = "Mean", .since = 8,
+	.check = variadic_check, .infer = broadcast_infer, .run = mean_run,
+};
+
+/* ---- unary ---- */
+
+static enum qr_status
+unary_check_mask(const struct qr_op_call *c, struct qr_diag *d,
+		 unsigned long long mask)
+{
+	enum qr_status st;
+
+	if ((st = qr_op_arity(c, d, 1, 1, 1, 1)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 0, mask)) != QR_OK)
+		return st;
+	c->out_dtype[0] = qr_op_dtype(c, 0);
+	return QR_OK;
+}
+
+static enum qr_status
+unary_float_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	return unary_check_mask(c, d, QR_DTM_FLOATS);
+}
+
+static enum qr_status
+unary_signed_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	return unary_check_mask(c, d, QR_DTM_FLOATS | QR_DTM_SINTS);
+}
+
+/* Output: input's shape and dtype. */
+static enum qr_status
+same_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	return qr_tensor_set_shape(c->out[0], c->in[0]->dtype, c->in[0]->ndim,
+				   c->in[0]->dims, qr_op_out_name(c, 0), d);
+}
+
+#define UN_LOOP(T, EXPR, c)                                                 \
+	do {                                                                \
+		const T *x_ = (c)->in[0]->data;                             \
+		T *y_ = (c)->out[0]->data;                                  \
+		size_t i_, n_ = (c)->out[0]->n_elem;                        \
+		for (i_ = 0; i_ < n_; i_++) {                               \
+			T x = x_[i_];                                       \
+			y_[i_] = (T)(EXPR);                                 \
+		}                                                           \
+	} while (0)
+
+/* FEXPR on float, DEXPR on double, IEXPR on signed integers. */
+#define DEF_UNARY(fn, FEXPR, DEXPR, IEXPR)                                  \
+	static enum qr_status fn(struct qr_op_call *c, struct qr_diag *d)   \
+	{                                                                   \
+		switch (c->out[0]->dtype) {                                 \
+		case QR_DT_FLOAT: UN_LOOP(float, FEXPR, c); break;          \
+		case QR_DT_DOUBLE: UN_LOOP(double, DEXPR, c); break;        \
+		case QR_DT_INT8: UN_LOOP(int8_t, IEXPR, c); break;          \
+		case QR_DT_INT16: UN_LOOP(int16_t, IEXPR, c); break;        \
+		case QR_DT_INT32: UN_LOOP(int32_t, IEXPR, c); break;        \
+		case QR_DT_INT64: UN_LOOP(int64_t, IEXPR, c); break;        \
+		default: QR_ASSERT(!"dtype refused by check");              \
+		}                                                           \
+		return QR_OK;                                               \
+	}
+
+DEF_UNARY(sqrt_run, sqrtf(x), sqrt(x), 0)
+DEF_UNARY(exp_run, expf(x), exp(x), 0)
+DEF_UNARY(log_run, logf(x), log(x), 0)
+DEF_UNARY(neg_run, -x, -x, WRAP(T, -, 0, x))
+DEF_UNARY(abs_run, fabsf(x), fabs(x), (x < 0 ? WRAP(T, -, 0, x) : x))
+DEF_UNARY(reciprocal_run, 1.0f / x, 1.0 / x, 0)
+DEF_UNARY(floor_run, floorf(x), floor(x), 0)
+DEF_UNARY(ceil_run, ceilf(x), ceil(x), 0)
+DEF_UNARY(erf_run, erff(x), erf(x), 0)
+DEF_UNARY(tanh_run, tanhf(x), tanh(x), 0)
+DEF_UNARY(sin_run, sinf(x), sin(x), 0)
+DEF_UNARY(cos_run, cosf(x), cos(x), 0)
+
+#define UNARY_DESC(sym, op, ver, chk, fn)                                   \
+	const struct qr_op_desc sym = {                                     \
+		.domain = "", .name = op, .since = ver, .check = chk,       \
+		.infer = same_infer, .run = fn,                             \
+	};
+
+UNARY_DESC(qr_op_sqrt, "Sqrt", 6, unary_float_check, sqrt_run)
+UNARY_DESC(qr_op_exp, "Exp", 6, unary_float_check, exp_run)
+UNARY_DESC(qr_op_log, "Log", 6, unary_float_check, log_run)
+UNARY_DESC(qr_op_neg, "Neg", 6, unary_signed_check, neg_run)
+UNARY_DESC(qr_op_abs, "Abs", 6, unary_signed_check, abs_run)
+UNARY_DESC(qr_op_reciprocal, "Reciprocal", 6, unary_float_check,
+	   reciprocal_run)
+UNARY_DESC(qr_op_floor, "Floor", 6, unary_float_check, floor_run)
+UNARY_DESC(qr_op_ceil, "Ceil", 6, unary_float_check, ceil_run)
+UNARY_DESC(qr_op_erf, "Erf", 9, unary_float_check, erf_run)
+UNARY_DESC(qr_op_tanh, "Tanh", 6, unary_float_check, tanh_run)
+UNARY_DESC(qr_op_sin, "Sin", 7, unary_float_check, sin_run)
+UNARY_DESC(qr_op_cos, "Cos", 7, unary_float_check, cos_run)
