@@ -30,6 +30,8 @@ static const struct {
 	{"no_graph.onnx", QR_EFORMAT, "not an ONNX model"},
 	{"no_ir.onnx", QR_EFORMAT, "not an ONNX model"},
 	{"no_such_file.onnx", QR_EIO, "no_such_file.onnx"},
+	{"deep_graph.onnx", QR_EFORMAT, "nested more than 64 deep"},
+	{"deep_wire.onnx", QR_EFORMAT, "not an ONNX model"},
 	{"bad_dtype.onnx", QR_EUNSUPPORTED, "'w_bad'"},
 	{"raw_len.onnx", QR_EFORMAT, "'w_len'"},
 	{"neg_dim.onnx", QR_ESHAPE, "'w_neg'"},

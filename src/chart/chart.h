@@ -110,4 +110,26 @@ unsigned qr_heatmap_color(double t);
 /* Palette colour i (0..7) as 0xRRGGBB, for HTML legends. */
 unsigned qr_chart_color(int i);
 
+/* A deep copy of spec (every string and array); free with
+ * qr_chart_spec_free. */
+struct qr_chart_spec *qr_chart_spec_copy(const struct qr_chart_spec *spec);
+void qr_chart_spec_free(struct qr_chart_spec *spec);
+
+/* One chart of a batch drawn by qr_chart_draw_jobs. */
+struct qr_chart_job {
+	const struct qr_chart_spec *spec; /* borrowed until the batch returns */
+	const char *path;        /* PNG to write (borrowed) */
+	int want_areas;          /* 1: fill areas/n_areas */
+	struct qr_area *areas;   /* out: owned by the caller (free()) */
+	size_t n_areas;          /* out */
+	enum qr_status status;   /* out: this chart's outcome */
+	char msg[QR_DIAG_MSG_MAX]; /* out: its error message */
+};
+
+/* Draw n charts on up to n_threads threads (cairo surfaces are per
+ * thread). Returns QR_OK, or the status of the first failed job (in
+ * order) with its message in d. */
+enum qr_status qr_chart_draw_jobs(struct qr_chart_job *jobs, size_t n,
+				  int n_threads, struct qr_diag *d);
+
 #endif

@@ -497,12 +497,14 @@ qr_graph_free(struct qr_graph *g)
 	free(g);
 }
 
+/* The model g indexes (borrowed). */
 const struct qr_model *
 qr_graph_model(const struct qr_graph *g)
 {
 	return g->m;
 }
 
+/* Nodes in the main graph. */
 size_t
 qr_graph_n_nodes(const struct qr_graph *g)
 {
@@ -517,12 +519,14 @@ qr_graph_node(const struct qr_graph *g, size_t i)
 	return &g->gd->nodes[i];
 }
 
+/* n_nodes node indices, producers before consumers (borrowed). */
 const size_t *
 qr_graph_topo_order(const struct qr_graph *g)
 {
 	return g->order;
 }
 
+/* Node producing name, -1 for inputs, initializers and unknowns. */
 long
 qr_graph_producer(const struct qr_graph *g, const char *name)
 {
@@ -542,6 +546,7 @@ qr_graph_consumers(const struct qr_graph *g, const char *name, size_t *n)
 	return e != NULL ? g->cons + e->cons_off : g->cons;
 }
 
+/* Constant behind name (borrowed from the model), NULL when none. */
 const struct qr_tensor_data *
 qr_graph_const(const struct qr_graph *g, const char *name)
 {
@@ -550,6 +555,7 @@ qr_graph_const(const struct qr_graph *g, const char *name)
 	return e != NULL ? e->konst : NULL;
 }
 
+/* 1 when name is a declared graph output. */
 int
 qr_graph_is_output(const struct qr_graph *g, const char *name)
 {

@@ -16,12 +16,18 @@
 /* Subgraphs (If/Loop bodies) nested deeper than this are refused. */
 #define MAX_GRAPH_DEPTH 64
 
+/* Protobuf messages nested deeper than this are refused before decoding:
+ * protobuf-c's unpacker recurses once per level and a hostile file can
+ * nest deep enough to overflow the stack. A subgraph costs 3 levels. */
+#define MAX_WIRE_DEPTH (3 * MAX_GRAPH_DEPTH + 32)
+
 /* An external data file, mapped once however many tensors point into it. */
 struct ext_file {
 	char *real;          /* realpath of the file (heap) */
 	struct qr_map map;   /* its bytes */
 };
 
+/* What a model owns besides its converted structs. */
 struct qr_model_priv {
 	struct qr_arena arena;     /* the model struct and everything converted */
 	Onnx__ModelProto *pb;      /* unpacked message; raw_data points into it */
@@ -93,6 +99,88 @@ bytes_str(struct load_ctx *c, const ProtobufCBinaryData *b)
 {
 	return b->len > 0 ? qr_arena_strndup(c->arena, (const char *)b->data,
 					     b->len) : "";
+}
+
+/* Read a varint at *p (below end); -1 when truncated or too long. */
+static int
+wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	int shift;
+
+	*v = 0;
+	for (shift = 0; shift < 64 && *p < end; shift += 7) {
+		uint8_t b = *(*p)++;
+
+		*v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return 0;
+	}
+	return -1;
+}
+
+/*
+ * 1 when no message in buf (of type desc) nests deeper than
+ * MAX_WIRE_DEPTH. Walks the wire format without recursion, following only
+ * fields desc declares as messages. Malformed input also gives 1: the
+ * unpacker itself refuses it.
+ */
+static int
+wire_depth_ok(const uint8_t *buf, size_t len,
+	      const ProtobufCMessageDescriptor *desc)
+{
+	struct {
+		const uint8_t *end;                   /* end of this message */
+		const ProtobufCMessageDescriptor *desc; /* its type */
+	} stack[MAX_WIRE_DEPTH];
+	const uint8_t *p = buf;
+	int top = 0;
+	uint64_t key, v;
+
+	if (len == 0)
+		return 1;
+	stack[0].end = buf + len;
+	stack[0].desc = desc;
+	for (;;) {
+		const ProtobufCFieldDescriptor *f;
+
+		while (p == stack[top].end)
+			if (--top < 0)
+				return 1;
+		if (wire_varint(&p, stack[top].end, &key) != 0)
+			return 1;
+		switch (key & 7) {
+		case 0:
+			if (wire_varint(&p, stack[top].end, &v) != 0)
+				return 1;
+			break;
+		case 1:
+		case 5:
+			v = (key & 7) == 1 ? 8 : 4;
+			if (v > (uint64_t)(stack[top].end - p))
+				return 1;
+			p += v;
+			break;
+		case 2:
+			if (wire_varint(&p, stack[top].end, &v) != 0 ||
+			    v > (uint64_t)(stack[top].end - p))
+				return 1;
+			f = key >> 3 <= UINT_MAX ?
+			    protobuf_c_message_descriptor_get_field(
+				    stack[top].desc, (unsigned)(key >> 3)) : NULL;
+			if (f == NULL || f->type != PROTOBUF_C_TYPE_MESSAGE) {
+				p += v;
+				break;
+			}
+			if (top + 1 >= MAX_WIRE_DEPTH)
+				return 0;
+			top++;
+			stack[top].end = p + v;
+			stack[top].desc = f->descriptor;
+			break;
+		default: /* groups: protobuf-c refuses them */
+			return 1;
+		}
+	}
 }
 
 /* "ai.onnx" and "" both name the default domain; we store "". */
@@ -871,6 +959,12 @@ qr_onnx_load_buffer(const void *buf, size_t len, const char *name,
 			       "file '%s': empty file, not an ONNX model", name);
 		goto out;
 	}
+	if (!wire_depth_ok(buf, len, &onnx__model_proto__descriptor)) {
+		st = qr_errorf(d, QR_EFORMAT, "file '%s': not an ONNX model "
+			       "(messages nested more than %d deep)", name,
+			       MAX_WIRE_DEPTH);
+		goto out;
+	}
 	pb = onnx__model_proto__unpack(NULL, len, buf);
 	p->pb = pb;
 	if (pb == NULL) {
@@ -980,6 +1074,10 @@ qr_onnx_load_tensor_pb(const void *buf, size_t len, const char *name,
 	if (len == 0)
 		return qr_errorf(d, QR_EFORMAT,
 				 "file '%s': empty file, not a tensor", name);
+	if (!wire_depth_ok(buf, len, &onnx__tensor_proto__descriptor))
+		return qr_errorf(d, QR_EFORMAT, "file '%s': not an ONNX tensor "
+				 "(messages nested more than %d deep)", name,
+				 MAX_WIRE_DEPTH);
 	tp = onnx__tensor_proto__unpack(NULL, len, buf);
 	if (tp == NULL)
 		return qr_errorf(d, QR_EFORMAT, "file '%s': not an ONNX tensor "

@@ -35,24 +35,28 @@ static const struct {
 	[QR_DT_INT4] = {"int4", 1, 4},
 };
 
+/* 1 for the ONNX codes qreport knows, UNDEFINED excluded. */
 int
 qr_dtype_valid(int dtype)
 {
 	return dtype > QR_DT_UNDEFINED && dtype < QR_DT_COUNT;
 }
 
+/* Static name of dtype, "undefined" for unknown codes. */
 const char *
 qr_dtype_name(int dtype)
 {
 	return qr_dtype_valid(dtype) ? dtypes[dtype].name : "undefined";
 }
 
+/* Bytes per element in memory (4-bit types unpacked: 1). */
 size_t
 qr_dtype_size(int dtype)
 {
 	return qr_dtype_valid(dtype) ? dtypes[dtype].size : 0;
 }
 
+/* Width of an integer dtype, 0 for others (bool included). */
 int
 qr_dtype_bits(int dtype)
 {

@@ -301,12 +301,11 @@ enum qr_status
 qr_op_axis(const struct qr_op_call *c, struct qr_diag *d, int64_t axis,
 	   int rank, int allow_end, int *out)
 {
-	int64_t hi = allow_end ? rank + 1 : rank;
-
-	if (axis < -hi || axis >= hi)
+	if (axis < -(int64_t)rank || axis > (int64_t)rank ||
+	    (axis == rank && !allow_end))
 		return qr_op_errorf(c, d, QR_EGRAPH, "axis %lld is out of "
 				    "range for rank %d", (long long)axis, rank);
-	*out = (int)(axis < 0 ? axis + hi : axis);
+	*out = (int)(axis < 0 ? axis + rank : axis);
 	return QR_OK;
 }
 

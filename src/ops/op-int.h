@@ -139,9 +139,9 @@ uint16_t qr_op_f32_to_bf16(float f);
 /* ---- shapes and axes ---- */
 
 /*
- * Normalise axis (negative counts from the end) for a tensor of rank
- * rank into [0, rank) (or [0, rank] when allow_end, for Unsqueeze-like
- * insertions). QR_EGRAPH naming the node when out of range.
+ * Normalise axis, in [-rank, rank) (negative counts from the end), into
+ * [0, rank). With allow_end, axis == rank is accepted too (Flatten's
+ * "after the last axis"). QR_EGRAPH naming the node when out of range.
  */
 enum qr_status qr_op_axis(const struct qr_op_call *c, struct qr_diag *d,
 			  int64_t axis, int rank, int allow_end, int *out);

@@ -38,6 +38,59 @@ arith_check(const struct qr_op_call *c, struct qr_diag *d)
 	return binary_check_mask(c, d, QR_DTM_NUMERIC);
 }
 
+static struct qr_tensor *legacy_view(const struct qr_op_call *c,
+				     struct qr_tensor *view);
+static enum qr_status broadcast_infer(struct qr_op_call *c,
+				      struct qr_diag *d);
+
+/* Binary ops: numpy broadcasting, or the legacy kind before opset 7. */
+static enum qr_status
+binary_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	struct qr_op_call cc;
+	struct qr_tensor view, *in[2];
+	enum qr_status st;
+	char a[128], b[128];
+
+	if (c->opset >= 7)
+		return broadcast_infer(c, d);
+	cc = *c;
+	in[0] = c->in[0];
+	in[1] = legacy_view(c, &view);
+	cc.in = in;
+	st = broadcast_infer(&cc, d);
+	if (st == QR_OK && !qr_op_same_shape(c->out[0], c->in[0]->ndim,
+					     c->in[0]->dims))
+		return qr_op_errorf(c, d, QR_ESHAPE, "B %s does not broadcast "
+				    "to A %s (broadcast=%lld, opset %d)",
+				    qr_shape_str(c->in[1], b, sizeof b),
+				    qr_shape_str(c->in[0], a, sizeof a),
+				    (long long)qr_op_attr_int(c, "broadcast",
+							      0), c->opset);
+	return st;
+}
+
+/*
+ * Before opset 7, binary ops broadcast only with broadcast=1, and then B's
+ * dims line up with A's from `axis` (default: the trailing dims). The
+ * view is B with trailing 1s that turn this into numpy broadcasting.
+ */
+static struct qr_tensor *
+legacy_view(const struct qr_op_call *c, struct qr_tensor *view)
+{
+	const struct qr_tensor *a = c->in[0], *b = c->in[1];
+	int64_t axis = qr_op_attr_int(c, "axis", a->ndim - b->ndim);
+	int i;
+
+	*view = *b;
+	if (!qr_op_attr_int(c, "broadcast", 0) || axis < 0 ||
+	    axis + b->ndim > a->ndim)
+		return view;
+	for (i = (int)axis + b->ndim; i < a->ndim; i++)
+		view->dims[view->ndim++] = 1;
+	return view;
+}
+
 /* Output: the broadcast shape of all inputs, dtype of input 0. */
 static enum qr_status
 broadcast_infer(struct qr_op_call *c, struct qr_diag *d)
@@ -60,7 +113,9 @@ broadcast_infer(struct qr_op_call *c, struct qr_diag *d)
  */
 #define BIN_LOOP(T, EXPR, a_t, b_t, y_t)                                    \
 	do {                                                                \
+		typedef T elem_t;                                           \
 		struct qr_bcast it_;                                        \
+		(void)sizeof(elem_t);                                        \
 		struct qr_tensor *io_[2] = {(a_t), (b_t)};                  \
 		const T *a_ = (a_t)->data, *b_ = (b_t)->data;               \
 		T *y_ = (y_t)->data;                                        \
@@ -96,17 +151,18 @@ broadcast_infer(struct qr_op_call *c, struct qr_diag *d)
 	} while (0)
 
 /* Integer ops in unsigned arithmetic, so overflow wraps instead of being
- * undefined. */
-#define WRAP(T, op, x, z) ((T)((uint64_t)(int64_t)(x) op (uint64_t)(int64_t)(z)))
+ * undefined. The loops below name their element type elem_t. */
+#define WRAP(T, op, x, z)                                                   \
+	((T)((uint64_t)(int64_t)(x) op (uint64_t)(int64_t)(z)))
 
 /* Truncating integer division; 0 for a zero divisor, wraps on MIN / -1. */
 #define IDIV(T, x, z)                                                       \
-	((z) == 0 ? (T)0 : ((z) == (T)-1 && (T)-1 < (T)0) ?                 \
+	((z) == 0 ? (T)0 : ((z) == (T)-1 && (T)-1 < (T)1) ?                 \
 	 WRAP(T, -, 0, x) : (T)((x) / (z)))
 
 /*
  * Run a binary op on y = f(a, b): FEXPR for float and double, IEXPR for
- * the integer types (each sees x, z and T).
+ * the integer types (each sees x, z and elem_t).
  */
 #define BIN_DISPATCH(dt, FEXPR, IEXPR, a_t, b_t, y_t)                       \
 	switch (dt) {                                                       \
@@ -126,31 +182,34 @@ broadcast_infer(struct qr_op_call *c, struct qr_diag *d)
 #define DEF_BINARY(fn, FEXPR, IEXPR)                                        \
 	static enum qr_status fn(struct qr_op_call *c, struct qr_diag *d)   \
 	{                                                                   \
-		BIN_DISPATCH(c->out[0]->dtype, FEXPR, IEXPR, c->in[0],      \
-			     c->in[1], c->out[0]);                          \
+		struct qr_tensor *b_ = c->in[1], view_;                     \
+		if (c->opset < 7)                                           \
+			b_ = legacy_view(c, &view_);                        \
+		BIN_DISPATCH(c->out[0]->dtype, FEXPR, IEXPR, c->in[0], b_,  \
+			     c->out[0]);                                    \
 		return QR_OK;                                               \
 	}
 
-DEF_BINARY(add_run, x + z, WRAP(T, +, x, z))
-DEF_BINARY(sub_run, x - z, WRAP(T, -, x, z))
-DEF_BINARY(mul_run, x * z, WRAP(T, *, x, z))
-DEF_BINARY(div_run, x / z, IDIV(T, x, z))
+DEF_BINARY(add_run, x + z, WRAP(elem_t, +, x, z))
+DEF_BINARY(sub_run, x - z, WRAP(elem_t, -, x, z))
+DEF_BINARY(mul_run, x * z, WRAP(elem_t, *, x, z))
+DEF_BINARY(div_run, x / z, IDIV(elem_t, x, z))
 
 const struct qr_op_desc qr_op_add = {
-	.domain = "", .name = "Add", .since = 7,
-	.check = arith_check, .infer = broadcast_infer, .run = add_run,
+	.domain = "", .name = "Add", .since = 6,
+	.check = arith_check, .infer = binary_infer, .run = add_run,
 };
 const struct qr_op_desc qr_op_sub = {
-	.domain = "", .name = "Sub", .since = 7,
-	.check = arith_check, .infer = broadcast_infer, .run = sub_run,
+	.domain = "", .name = "Sub", .since = 6,
+	.check = arith_check, .infer = binary_infer, .run = sub_run,
 };
 const struct qr_op_desc qr_op_mul = {
-	.domain = "", .name = "Mul", .since = 7,
-	.check = arith_check, .infer = broadcast_infer, .run = mul_run,
+	.domain = "", .name = "Mul", .since = 6,
+	.check = arith_check, .infer = binary_infer, .run = mul_run,
 };
 const struct qr_op_desc qr_op_div = {
-	.domain = "", .name = "Div", .since = 7,
-	.check = arith_check, .infer = broadcast_infer, .run = div_run,
+	.domain = "", .name = "Div", .since = 6,
+	.check = arith_check, .infer = binary_infer, .run = div_run,
 };
 
 /* ---- Pow: base float/double/int32/int64, exponent any numeric ---- */
@@ -198,8 +257,8 @@ pow_run(struct qr_op_call *c, struct qr_diag *d)
 }
 
 const struct qr_op_desc qr_op_pow = {
-	.domain = "", .name = "Pow", .since = 7,
-	.check = pow_check, .infer = broadcast_infer, .run = pow_run,
+	.domain = "", .name = "Pow", .since = 1,
+	.check = pow_check, .infer = binary_infer, .run = pow_run,
 };
 
 /* ---- variadic: Max, Min, Sum, Mean ---- */
@@ -267,23 +326,23 @@ broadcast_copy(struct qr_tensor *x, struct qr_tensor *y)
 
 DEF_VARIADIC(max_run, FMAX(x, z), (x > z ? x : z), 0)
 DEF_VARIADIC(min_run, FMIN(x, z), (x < z ? x : z), 0)
-DEF_VARIADIC(sum_run, x + z, WRAP(T, +, x, z), 0)
-DEF_VARIADIC(mean_run, x + z, WRAP(T, +, x, z), 1)
+DEF_VARIADIC(sum_run, x + z, WRAP(elem_t, +, x, z), 0)
+DEF_VARIADIC(mean_run, x + z, WRAP(elem_t, +, x, z), 1)
 
 const struct qr_op_desc qr_op_max = {
-	.domain = "", .name = "Max", .since = 8,
+	.domain = "", .name = "Max", .since = 6,
 	.check = variadic_check, .infer = broadcast_infer, .run = max_run,
 };
 const struct qr_op_desc qr_op_min = {
-	.domain = "", .name = "Min", .since = 8,
+	.domain = "", .name = "Min", .since = 6,
 	.check = variadic_check, .infer = broadcast_infer, .run = min_run,
 };
 const struct qr_op_desc qr_op_sum = {
-	.domain = "", .name = "Sum", .since = 8,
+	.domain = "", .name = "Sum", .since = 6,
 	.check = variadic_check, .infer = broadcast_infer, .run = sum_run,
 };
 const struct qr_op_desc qr_op_mean = {
-	.domain = "", .name = "Mean", .since = 8,
+	.domain = "", .name = "Mean", .since = 6,
 	.check = variadic_check, .infer = broadcast_infer, .run = mean_run,
 };
 
@@ -324,11 +383,14 @@ same_infer(struct qr_op_call *c, struct qr_diag *d)
 
 #define UN_LOOP(T, EXPR, c)                                                 \
 	do {                                                                \
+		typedef T elem_t;                                           \
 		const T *x_ = (c)->in[0]->data;                             \
+		(void)sizeof(elem_t);                                       \
 		T *y_ = (c)->out[0]->data;                                  \
 		size_t i_, n_ = (c)->out[0]->n_elem;                        \
 		for (i_ = 0; i_ < n_; i_++) {                               \
 			T x = x_[i_];                                       \
+			(void)x;                                            \
 			y_[i_] = (T)(EXPR);                                 \
 		}                                                           \
 	} while (0)
@@ -352,8 +414,8 @@ same_infer(struct qr_op_call *c, struct qr_diag *d)
 DEF_UNARY(sqrt_run, sqrtf(x), sqrt(x), 0)
 DEF_UNARY(exp_run, expf(x), exp(x), 0)
 DEF_UNARY(log_run, logf(x), log(x), 0)
-DEF_UNARY(neg_run, -x, -x, WRAP(T, -, 0, x))
-DEF_UNARY(abs_run, fabsf(x), fabs(x), (x < 0 ? WRAP(T, -, 0, x) : x))
+DEF_UNARY(neg_run, -x, -x, WRAP(elem_t, -, 0, x))
+DEF_UNARY(abs_run, fabsf(x), fabs(x), (x < 0 ? WRAP(elem_t, -, 0, x) : x))
 DEF_UNARY(reciprocal_run, 1.0f / x, 1.0 / x, 0)
 DEF_UNARY(floor_run, floorf(x), floor(x), 0)
 DEF_UNARY(ceil_run, ceilf(x), ceil(x), 0)

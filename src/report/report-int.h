@@ -105,17 +105,29 @@ enum qr_status qr_report_view_new(const struct qr_analysis *a,
 				  const struct qr_report_opts *opts,
 				  const char *chartdir, struct cJSON **out,
 				  struct qr_diag *d);
-/* Draw spec into chartdir/file (file: a name from qr_safe_name + ".png")
- * and set *html to a new string: a <figure> with the <img> (width/height
- * = the logical size, alt = alt) and a <map> with one <area> per x index,
- * linking hrefs[i] with the tooltip titles[i] (both may be NULL, else
- * they have spec->series[0].n entries; titles are plain text, escaped
- * here). QR_EIO from the chart. */
-enum qr_status qr_report_chart(const char *chartdir, const char *file,
-			       const struct qr_chart_spec *spec,
-			       const char *alt, char *const *hrefs,
-			       char *const *titles, char **html,
-			       struct qr_diag *d);
+/* Charts wait in a queue while the view is built and are then drawn
+ * together on several threads (qr_chart_draw_jobs); each one's HTML is
+ * stored in its cJSON object under its key once drawn. */
+struct qr_chart_pending;
+struct qr_chart_queue {
+	const char *chartdir;          /* where the PNGs go (borrowed) */
+	struct qr_chart_pending *v;    /* queued charts */
+	size_t n;                      /* queued count */
+};
+/* Queue spec (deep-copied) for chartdir/file (file: a name from
+ * qr_safe_name + ".png"). Once drawn, o[key] becomes a <figure> with the
+ * <img> (width/height = the logical size, alt = alt) and a <map> with one
+ * <area> per x index linking hrefs[i] with the tooltip titles[i] (both may
+ * be NULL, else they have spec->series[0].n entries; copied; titles are
+ * plain text, escaped here). o must outlive the flush. */
+void qr_report_chart_queue(struct qr_chart_queue *q, struct cJSON *o,
+			   const char *key, const char *file,
+			   const struct qr_chart_spec *spec, const char *alt,
+			   char *const *hrefs, char *const *titles);
+/* Draw every queued chart and store its HTML. QR_EIO from a chart. */
+enum qr_status qr_report_chart_flush(struct qr_chart_queue *q,
+				     struct qr_diag *d);
+void qr_report_chart_queue_free(struct qr_chart_queue *q);
 
 /* summary.md for a, from the view built above. */
 char *qr_report_summary_md(const struct qr_analysis *a,

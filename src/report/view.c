@@ -183,7 +183,7 @@ set_index_list(cJSON *o, const char *key, const size_t *v, size_t n)
 
 /* Everything a chart call needs besides the spec. */
 struct chart_ctx {
-	const char *chartdir;
+	struct qr_chart_queue q; /* charts to draw once the view is built */
 	struct qr_diag *d;
 	size_t next;         /* numbers chart files, keeping them unique */
 };
@@ -196,20 +196,15 @@ add_chart(struct chart_ctx *cc, cJSON *o, const char *key,
 	  const struct qr_chart_spec *spec, const char *alt,
 	  char *const *hrefs, char *const *titles)
 {
-	enum qr_status st;
 	struct qr_buf file = {0};
-	char *html = NULL, *f;
+	char *f;
 
 	qr_safe_name(&file, prefix, cc->next++, name);
 	qr_buf_puts(&file, ".png");
 	f = qr_buf_take(&file);
-	st = qr_report_chart(cc->chartdir, f, spec, alt, hrefs, titles,
-			     &html, cc->d);
-	if (st == QR_OK)
-		cJSON_AddStringToObject(o, key, html);
-	free(html);
+	qr_report_chart_queue(&cc->q, o, key, f, spec, alt, hrefs, titles);
 	free(f);
-	return st;
+	return QR_OK;
 }
 
 static void
@@ -949,7 +944,7 @@ qr_report_view_new(const struct qr_analysis *a,
 		   cJSON **out, struct qr_diag *d)
 {
 	enum qr_status st = QR_OK;
-	struct chart_ctx cc = { chartdir, d, 0 };
+	struct chart_ctx cc = { { chartdir, NULL, 0 }, d, 0 };
 	cJSON *root = cJSON_CreateObject(), *arr, *o;
 	size_t i;
 
@@ -1022,9 +1017,12 @@ qr_report_view_new(const struct qr_analysis *a,
 						  d->warnings[i].msg)));
 	cJSON_AddBoolToObject(root, "has_warnings",
 			      d != NULL && d->n_warnings > 0);
+	if ((st = qr_report_chart_flush(&cc.q, d)) != QR_OK)
+		goto out;
 	*out = root;
 	root = NULL;
 out:
+	qr_report_chart_queue_free(&cc.q);
 	cJSON_Delete(root);
 	return st;
 }

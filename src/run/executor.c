@@ -307,6 +307,16 @@ exec_build(struct qr_exec *e, struct qr_unsupported **u, size_t *n_u,
 		v->decl = &gd->inputs[i];
 		v->dtype = gd->inputs[i].dtype;
 		e->inputs[e->n_inputs++] = v->name;
+		if (v->dtype == QR_DT_UNDEFINED) {
+			struct qr_unsupported *x;
+
+			*u = xreallocarray(*u, *n_u + 1, sizeof **u);
+			x = &(*u)[(*n_u)++];
+			memset(x, 0, sizeof *x);
+			x->input = v->name;
+			x->why = xstrdup("not a tensor (sequence, map and "
+					 "optional inputs are not supported)");
+		}
 	}
 
 	e->n_steps = gd->n_node;
@@ -408,6 +418,7 @@ exec_build(struct qr_exec *e, struct qr_unsupported **u, size_t *n_u,
 			*u = xreallocarray(*u, *n_u + 1, sizeof **u);
 			x = &(*u)[(*n_u)++];
 			x->node = n;
+			x->input = NULL;
 			x->opset = s->call.opset;
 			x->why = cd.status != QR_OK ?
 				strip_node_prefix(n, cd.msg) : NULL;
@@ -515,11 +526,19 @@ qr_exec_new(const struct qr_model *m, const struct qr_exec_opts *o,
 		goto out;
 	if (n_u > 0) {
 		struct qr_buf b = {0};
+		/* e.g. "model 'x.onnx': 2 unsupported nodes: 'n1' (Foo, opset
+		 * 13), 'n2' (Cast, opset 13): cast to string is not ..." */
 		char *msg;
 
 		for (i = 0; i < n_u; i++) {
 			const struct qr_node *n = u[i].node;
 
+			if (n == NULL) {
+				qr_buf_printf(&b, "%sgraph input '%s': %s",
+					      i ? ", " : "", u[i].input,
+					      u[i].why);
+				continue;
+			}
 			qr_buf_printf(&b, "%s'%s' (%s%s%s, opset %d)%s%s",
 				      i ? ", " : "", n->name,
 				      n->domain[0] ? n->domain : "",

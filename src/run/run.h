@@ -48,13 +48,15 @@ struct qr_exec_opts {
 	size_t n_keep;           /* entries in keep */
 };
 
-/* A node qreport cannot run. */
+/* A node qreport cannot run, or a graph input that is not a tensor. */
 struct qr_unsupported {
-	const struct qr_node *node; /* borrowed from the model */
-	int opset;                  /* imported opset of its domain */
-	char *why;                  /* heap: NULL when no descriptor, else
-				     * the reason check gave (no node
-				     * prefix) */
+	const struct qr_node *node; /* borrowed from the model; NULL for a
+				     * graph input */
+	const char *input;          /* node NULL: the graph input's name */
+	int opset;                  /* imported opset of the node's domain */
+	char *why;                  /* heap: NULL when the op has no
+				     * descriptor, else the reason check gave
+				     * (no node prefix) */
 };
 
 /* Time spent per op type, from a run with opts.profile set. */

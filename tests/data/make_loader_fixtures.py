@@ -90,6 +90,20 @@ def main():
         [helper.make_node("Constant", [], ["k"], name="kbad", value=cbad)],
         [], [vi("k", [4])]))
 
+    # Subgraphs nested too deep: 70 levels pass the wire check and hit the
+    # loader's graph limit (64); 100 levels are refused before decoding.
+    for name, levels in (("deep_graph.onnx", 70), ("deep_wire.onnx", 100)):
+        g = helper.make_graph([], "leaf", [], [])
+        for _ in range(levels):
+            g = helper.make_graph(
+                [helper.make_node("If", ["c"], ["o"], then_branch=g,
+                                  else_branch=helper.make_graph([], "e",
+                                                                [], []))],
+                "g", [], [])
+        m = helper.make_model(g)
+        m.ir_version = 8
+        save(name, m)
+
     # External data.
     with open(os.path.join(OUT, "ext_ok.bin"), "wb") as f:
         f.write(struct.pack("<6f", 0.5, 1.5, 2.5, 3.5, 4.5, 5.5))  # 0..24

@@ -1,0 +1,365 @@
+/*
+ * run_cmd: `qreport run`, which runs one model on given inputs and writes
+ * its outputs (and with --dump-all every intermediate tensor) as .npy
+ * files. Useful on its own, and the way to check qreport's executor
+ * against another runtime. See cli.h.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "graph/tensor.h"
+#include "onnx/onnx.h"
+#include "run/run.h"
+#include "util/util.h"
+
+enum {
+	RUN_EXIT_OK = 0,
+	RUN_EXIT_USAGE = 1,
+	RUN_EXIT_INPUT = 2,
+};
+
+static const char run_usage[] =
+"usage: qreport run MODEL.onnx --input NAME=FILE ... -o DIR [options]\n"
+"\n"
+"Run MODEL.onnx on the given inputs and write each graph output as\n"
+"DIR/<name>.npy (characters outside [A-Za-z0-9._-] in names become '_').\n"
+"\n"
+"Options:\n"
+"  -i, --input NAME=FILE  a graph input from a .npy or .pb (TensorProto)\n"
+"                         file; repeat for each input. NAME= may be left\n"
+"                         out when the model has a single input\n"
+"  -o, --output DIR       output folder (created if needed)\n"
+"      --dump-all         also write every intermediate tensor\n"
+"      --profile          print time per op type to stderr\n"
+"  -h, --help             show this help and exit\n"
+"\n"
+"Exit codes: 0 ok, 1 usage error, 2 bad input (model, input file or\n"
+"shapes; a one-line reason names the file, node or tensor).\n";
+
+#define MAX_INPUTS 256
+
+struct run_opts {
+	const char *model;            /* positional */
+	const char *in_spec[MAX_INPUTS]; /* NAME=FILE or FILE, borrowed */
+	size_t n_in;
+	const char *outdir;
+	int dump_all;
+	int profile;
+};
+
+/* Names already given a file in the output folder. */
+struct file_names {
+	char **tensor;                /* tensor names (heap) */
+	char **file;                  /* their file names (heap) */
+	size_t n;
+};
+
+/* Hook state for --dump-all. */
+struct dump_ctx {
+	const char *outdir;
+	struct file_names *names;
+	struct qr_diag d;             /* why the hook stopped the run */
+};
+
+static int
+is_ext(const char *path, const char *ext)
+{
+	size_t n = strlen(path), e = strlen(ext);
+
+	return n >= e && strcmp(path + n - e, ext) == 0;
+}
+
+/* The file name for tensor name: safe characters, unique in the folder. */
+static const char *
+file_for(struct file_names *f, const char *name)
+{
+	char *s, *cand;
+	size_t i, k;
+	int clash, n = 1;
+
+	for (i = 0; i < f->n; i++)
+		if (strcmp(f->tensor[i], name) == 0)
+			return f->file[i];
+	s = xstrdup(name[0] ? name : "_");
+	for (k = 0; s[k] != '\0'; k++) {
+		char c = s[k];
+
+		if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+		      c == '-'))
+			s[k] = '_';
+	}
+	cand = xasprintf("%s.npy", s);
+	do {
+		clash = 0;
+		for (i = 0; i < f->n; i++)
+			if (strcmp(f->file[i], cand) == 0)
+				clash = 1;
+		if (clash) {
+			free(cand);
+			cand = xasprintf("%s_%d.npy", s, ++n);
+		}
+	} while (clash);
+	free(s);
+	f->tensor = xreallocarray(f->tensor, f->n + 1, sizeof *f->tensor);
+	f->file = xreallocarray(f->file, f->n + 1, sizeof *f->file);
+	f->tensor[f->n] = xstrdup(name);
+	f->file[f->n] = cand;
+	return f->file[f->n++];
+}
+
+static void
+file_names_free(struct file_names *f)
+{
+	size_t i;
+
+	for (i = 0; i < f->n; i++) {
+		free(f->tensor[i]);
+		free(f->file[i]);
+	}
+	free(f->tensor);
+	free(f->file);
+}
+
+static enum qr_status
+write_tensor(const char *outdir, struct file_names *names,
+	     const char *name, const struct qr_tensor *t, struct qr_diag *d)
+{
+	char *path = qr_path_join(outdir, file_for(names, name));
+	enum qr_status st = qr_npy_write(path, t, d);
+
+	free(path);
+	return st;
+}
+
+static int
+dump_hook(const struct qr_node *node, struct qr_tensor *const *outs,
+	  size_t n, void *user)
+{
+	struct dump_ctx *ctx = user;
+	enum qr_status st;
+	size_t j;
+
+	for (j = 0; j < n; j++) {
+		if (node->out[j][0] == '\0')
+			continue;
+		st = write_tensor(ctx->outdir, ctx->names, node->out[j],
+				  outs[j], &ctx->d);
+		if (st != QR_OK)
+			return (int)st;
+	}
+	return 0;
+}
+
+static enum qr_status
+parse_run_args(int argc, char **argv, struct run_opts *o, int *help,
+	       struct qr_diag *d)
+{
+	enum { OPT_DUMP = 256, OPT_PROFILE };
+	static const struct option longopts[] = {
+		{"input", required_argument, NULL, 'i'},
+		{"output", required_argument, NULL, 'o'},
+		{"dump-all", no_argument, NULL, OPT_DUMP},
+		{"profile", no_argument, NULL, OPT_PROFILE},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	int c;
+
+	*help = 0;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":i:o:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			if (o->n_in == MAX_INPUTS)
+				return qr_errorf(d, QR_EUSAGE, "at most %d "
+						 "--input", MAX_INPUTS);
+			o->in_spec[o->n_in++] = optarg;
+			break;
+		case 'o':
+			o->outdir = optarg;
+			break;
+		case OPT_DUMP:
+			o->dump_all = 1;
+			break;
+		case OPT_PROFILE:
+			o->profile = 1;
+			break;
+		case 'h':
+			*help = 1;
+			return QR_OK;
+		case ':':
+			return qr_errorf(d, QR_EUSAGE, "option '%s' needs a "
+					 "value", argv[optind - 1]);
+		default:
+			return qr_errorf(d, QR_EUSAGE, "unknown option '%s'",
+					 argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		o->model = argv[optind++];
+	if (optind < argc)
+		return qr_errorf(d, QR_EUSAGE, "unexpected argument '%s'",
+				 argv[optind]);
+	if (o->model == NULL)
+		return qr_errorf(d, QR_EUSAGE, "missing MODEL.onnx (see "
+				 "qreport run --help)");
+	if (o->outdir == NULL)
+		return qr_errorf(d, QR_EUSAGE, "missing -o DIR (see qreport "
+				 "run --help)");
+	return QR_OK;
+}
+
+/* Load every --input into ins[] (names borrowed from the model). */
+static enum qr_status
+load_inputs(const struct run_opts *o, const struct qr_exec *e,
+	    struct qr_tensor **ins, struct qr_diag *d)
+{
+	const char *const *names;
+	size_t n_names, i, k;
+	enum qr_status st = QR_OK;
+
+	names = qr_exec_inputs(e, &n_names);
+	for (i = 0; i < o->n_in; i++) {
+		const char *spec = o->in_spec[i], *eq = strchr(spec, '=');
+		const char *file = eq ? eq + 1 : spec, *name = NULL;
+		size_t nlen = eq ? (size_t)(eq - spec) : 0;
+
+		if (eq == NULL) {
+			if (n_names != 1)
+				return qr_errorf(d, QR_EUSAGE, "--input '%s': "
+						 "the model has %zu inputs, "
+						 "write NAME=FILE", spec,
+						 n_names);
+			name = names[0];
+		}
+		for (k = 0; name == NULL && k < n_names; k++)
+			if (strlen(names[k]) == nlen &&
+			    strncmp(names[k], spec, nlen) == 0)
+				name = names[k];
+		if (name == NULL)
+			return qr_errorf(d, QR_EUSAGE, "--input '%s': the model "
+					 "has no input named '%.*s'", spec,
+					 (int)nlen, spec);
+		if (is_ext(file, ".pb"))
+			st = qr_pb_read(file, name, &ins[i], d);
+		else if (is_ext(file, ".npy"))
+			st = qr_npy_read(file, name, &ins[i], d);
+		else
+			st = qr_errorf(d, QR_EUSAGE, "--input '%s': expected a "
+				       ".npy or .pb file", spec);
+		if (st != QR_OK)
+			return st;
+	}
+	return QR_OK;
+}
+
+static void
+print_profile(struct qr_exec *e)
+{
+	const struct qr_exec_prof *p;
+	double total = 0;
+	size_t n, i;
+
+	p = qr_exec_profile(e, &n);
+	for (i = 0; i < n; i++)
+		total += p[i].seconds;
+	fprintf(stderr, "%-24s %8s %12s %7s %12s\n", "op type", "calls",
+		"total ms", "share", "mean us");
+	for (i = 0; i < n; i++)
+		fprintf(stderr, "%-24s %8zu %12.3f %6.1f%% %12.1f\n",
+			p[i].op_type, p[i].calls, p[i].seconds * 1e3,
+			total > 0 ? 100 * p[i].seconds / total : 0.0,
+			p[i].calls ? p[i].seconds * 1e6 / (double)p[i].calls :
+			0.0);
+	fprintf(stderr, "%-24s %8s %12.3f\n", "total", "", total * 1e3);
+}
+
+static enum qr_status
+run_main(const struct run_opts *o, struct qr_diag *d)
+{
+	struct qr_model *m = NULL;
+	struct qr_exec *e = NULL;
+	struct qr_exec_opts eo = {0};
+	struct qr_tensor *ins[MAX_INPUTS] = {0};
+	struct qr_tensor *const *outs;
+	struct file_names names = {0};
+	struct dump_ctx ctx = {0};
+	const struct qr_graph_data *gd;
+	enum qr_status st;
+	size_t i, n_out;
+
+	st = qr_onnx_load(o->model, &m, d);
+	if (st != QR_OK)
+		goto out;
+	eo.profile = o->profile;
+	st = qr_exec_new(m, &eo, &e, d);
+	if (st != QR_OK)
+		goto out;
+	st = load_inputs(o, e, ins, d);
+	if (st != QR_OK)
+		goto out;
+	st = qr_mkdirs(o->outdir, d);
+	if (st != QR_OK)
+		goto out;
+	ctx.outdir = o->outdir;
+	ctx.names = &names;
+	st = qr_exec_run(e, ins, o->n_in, o->dump_all ? dump_hook : NULL,
+			 &ctx, d);
+	if (st != QR_OK) {
+		if (ctx.d.status != QR_OK)
+			st = qr_errorf(d, ctx.d.status, "%s", ctx.d.msg);
+		goto out;
+	}
+	gd = &m->graph;
+	outs = qr_exec_outputs(e, &n_out);
+	for (i = 0; i < n_out; i++) {
+		st = write_tensor(o->outdir, &names, gd->outputs[i].name,
+				  outs[i], d);
+		if (st != QR_OK)
+			goto out;
+	}
+	if (o->profile)
+		print_profile(e);
+out:
+	for (i = 0; i < o->n_in; i++)
+		qr_tensor_free(ins[i]);
+	qr_diag_clear(&ctx.d);
+	file_names_free(&names);
+	qr_exec_free(e);
+	qr_onnx_free(m);
+	return st;
+}
+
+int
+qr_cli_run(int argc, char **argv)
+{
+	struct run_opts o = {0};
+	struct qr_diag d = {0};
+	enum qr_status st;
+	int help = 0, rc;
+
+	/* Accept a full argv ("qreport run ...") as well as ("run ..."). */
+	if (argc > 1 && strcmp(argv[0], "run") != 0 &&
+	    strcmp(argv[1], "run") == 0) {
+		argc--;
+		argv++;
+	}
+	st = parse_run_args(argc, argv, &o, &help, &d);
+	if (st == QR_OK && help) {
+		fputs(run_usage, stdout);
+		return RUN_EXIT_OK;
+	}
+	if (st == QR_OK)
+		st = run_main(&o, &d);
+	if (st != QR_OK)
+		fprintf(stderr, "qreport run: error: %s\n", d.msg);
+	rc = st == QR_OK ? RUN_EXIT_OK : st == QR_EUSAGE ? RUN_EXIT_USAGE :
+		RUN_EXIT_INPUT;
+	qr_diag_clear(&d);
+	return rc;
+}

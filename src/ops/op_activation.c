@@ -1,0 +1,313 @@
+/*
+ * op_activation: pointwise activations (Relu, LeakyRelu, PRelu, Clip,
+ * Sigmoid, HardSigmoid, HardSwish, Elu, Selu, Softplus, Softsign).
+ *
+ * Float and double throughout; Relu and Clip also take signed integers.
+ * NaN passes through (comparisons with NaN are false, so max/min keep x).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "ops/op-int.h"
+
+static enum qr_status
+act_check_mask(const struct qr_op_call *c, struct qr_diag *d, size_t max_in,
+	       unsigned long long mask)
+{
+	enum qr_status st;
+	size_t i;
+
+	if ((st = qr_op_arity(c, d, 1, max_in, 1, 1)) != QR_OK)
+		return st;
+	for (i = 0; i < c->n_in; i++)
+		if ((st = qr_op_want_dtype(c, d, i, mask)) != QR_OK ||
+		    (st = qr_op_same_dtype(c, d, 0, i)) != QR_OK)
+			return st;
+	c->out_dtype[0] = qr_op_dtype(c, 0);
+	return QR_OK;
+}
+
+static enum qr_status
+float_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	return act_check_mask(c, d, 1, QR_DTM_FLOATS);
+}
+
+static enum qr_status
+relu_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	return act_check_mask(c, d, 1, QR_DTM_FLOATS | QR_DTM_SINTS);
+}
+
+static enum qr_status
+same_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	return qr_tensor_set_shape(c->out[0], c->in[0]->dtype, c->in[0]->ndim,
+				   c->in[0]->dims, qr_op_out_name(c, 0), d);
+}
+
+/* y[i] = EXPR(x) for T = float or double; a, b are the op's parameters. */
+#define ACT_LOOP(T, EXPR, c, a, b)                                          \
+	do {                                                                \
+		const T *x_ = (c)->in[0]->data;                             \
+		T *y_ = (c)->out[0]->data;                                  \
+		const T pa = (T)(a), pb = (T)(b);                           \
+		size_t i_, n_ = (c)->out[0]->n_elem;                        \
+		(void)pa;                                                   \
+		(void)pb;                                                   \
+		for (i_ = 0; i_ < n_; i_++) {                               \
+			T x = x_[i_];                                       \
+			y_[i_] = (T)(EXPR);                                 \
+		}                                                           \
+	} while (0)
+
+/* FEXPR with float maths, DEXPR with double maths; params A and B are
+ * read from the node's attributes by the expressions PA_INIT/PB_INIT. */
+#define DEF_ACT(fn, FEXPR, DEXPR, A, B)                                     \
+	static enum qr_status fn(struct qr_op_call *c, struct qr_diag *d)   \
+	{                                                                   \
+		double a = (A), b = (B);                                    \
+		(void)a;                                                    \
+		(void)b;                                                    \
+		if (c->out[0]->dtype == QR_DT_FLOAT)                        \
+			ACT_LOOP(float, FEXPR, c, a, b);                    \
+		else                                                        \
+			ACT_LOOP(double, DEXPR, c, a, b);                   \
+		return QR_OK;                                               \
+	}
+
+#define ATTR(name, dflt) qr_op_attr_float(c, name, dflt)
+
+DEF_ACT(leaky_relu_run, x < 0 ? x * pa : x, x < 0 ? x * pa : x,
+	ATTR("alpha", 0.01f), 0)
+DEF_ACT(sigmoid_run, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)), 0, 0)
+DEF_ACT(hard_sigmoid_run, fmaxf(0.0f, fminf(1.0f, pa * x + pb)),
+	fmax(0.0, fmin(1.0, pa * x + pb)), ATTR("alpha", 0.2f),
+	ATTR("beta", 0.5f))
+DEF_ACT(hard_swish_run, x * fmaxf(0.0f, fminf(1.0f, x / 6.0f + 0.5f)),
+	x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5)), 0, 0)
+DEF_ACT(elu_run, x < 0 ? pa * (expf(x) - 1.0f) : x,
+	x < 0 ? pa * (exp(x) - 1.0) : x, ATTR("alpha", 1.0f), 0)
+DEF_ACT(selu_run, x <= 0 ? pb * (pa * expf(x) - pa) : pb * x,
+	x <= 0 ? pb * (pa * exp(x) - pa) : pb * x,
+	ATTR("alpha", 1.67326319217681884765625f),
+	ATTR("gamma", 1.05070102214813232421875f))
+DEF_ACT(softplus_run, x > 0 ? x + log1pf(expf(-x)) : log1pf(expf(x)),
+	x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)), 0, 0)
+DEF_ACT(softsign_run, x / (1.0f + fabsf(x)), x / (1.0 + fabs(x)), 0, 0)
+
+#define ACT_DESC(sym, op, ver, chk, fn)                                     \
+	const struct qr_op_desc sym = {                                     \
+		.domain = "", .name = op, .since = ver, .check = chk,       \
+		.infer = same_infer, .run = fn,                             \
+	};
+
+ACT_DESC(qr_op_leaky_relu, "LeakyRelu", 6, float_check, leaky_relu_run)
+ACT_DESC(qr_op_sigmoid, "Sigmoid", 6, float_check, sigmoid_run)
+ACT_DESC(qr_op_hard_sigmoid, "HardSigmoid", 6, float_check, hard_sigmoid_run)
+ACT_DESC(qr_op_hard_swish, "HardSwish", 14, float_check, hard_swish_run)
+ACT_DESC(qr_op_elu, "Elu", 6, float_check, elu_run)
+ACT_DESC(qr_op_selu, "Selu", 6, float_check, selu_run)
+ACT_DESC(qr_op_softplus, "Softplus", 1, float_check, softplus_run)
+ACT_DESC(qr_op_softsign, "Softsign", 1, float_check, softsign_run)
+
+/* ---- Relu and Clip: floats and signed integers ---- */
+
+/* y = min(max(x, lo), hi) over n elements of T; NaN stays NaN. */
+#define CLAMP_LOOP(T, c, lo, hi)                                            \
+	do {                                                                \
+		const T *x_ = (c)->in[0]->data;                             \
+		T *y_ = (c)->out[0]->data;                                  \
+		size_t i_, n_ = (c)->out[0]->n_elem;                        \
+		for (i_ = 0; i_ < n_; i_++) {                               \
+			T v = x_[i_];                                       \
+			v = v < (T)(lo) ? (T)(lo) : v;                      \
+			y_[i_] = v > (T)(hi) ? (T)(hi) : v;                 \
+		}                                                           \
+	} while (0)
+
+/* Clamp to [lo, hi] (as doubles, converted to the element type). */
+static void
+clamp_run(struct qr_op_call *c, double lo, double hi)
+{
+	switch (c->out[0]->dtype) {
+	case QR_DT_FLOAT: CLAMP_LOOP(float, c, lo, hi); break;
+	case QR_DT_DOUBLE: CLAMP_LOOP(double, c, lo, hi); break;
+	case QR_DT_INT8: CLAMP_LOOP(int8_t, c, lo, hi); break;
+	case QR_DT_INT16: CLAMP_LOOP(int16_t, c, lo, hi); break;
+	case QR_DT_INT32: CLAMP_LOOP(int32_t, c, lo, hi); break;
+	case QR_DT_INT64: CLAMP_LOOP(int64_t, c, lo, hi); break;
+	case QR_DT_UINT8: CLAMP_LOOP(uint8_t, c, lo, hi); break;
+	case QR_DT_UINT16: CLAMP_LOOP(uint16_t, c, lo, hi); break;
+	case QR_DT_UINT32: CLAMP_LOOP(uint32_t, c, lo, hi); break;
+	case QR_DT_UINT64: CLAMP_LOOP(uint64_t, c, lo, hi); break;
+	default: QR_ASSERT(!"dtype refused by check");
+	}
+}
+
+/* The largest value of dtype dt (as double, for clamps). */
+static double
+dtype_max(int dt)
+{
+	switch (dt) {
+	case QR_DT_INT8: return INT8_MAX;
+	case QR_DT_INT16: return INT16_MAX;
+	case QR_DT_INT32: return INT32_MAX;
+	case QR_DT_INT64: return (double)INT64_MAX;
+	case QR_DT_UINT8: return UINT8_MAX;
+	case QR_DT_UINT16: return UINT16_MAX;
+	case QR_DT_UINT32: return UINT32_MAX;
+	case QR_DT_UINT64: return (double)UINT64_MAX;
+	default: return INFINITY;
+	}
+}
+
+static double
+dtype_min(int dt)
+{
+	switch (dt) {
+	case QR_DT_INT8: return INT8_MIN;
+	case QR_DT_INT16: return INT16_MIN;
+	case QR_DT_INT32: return INT32_MIN;
+	case QR_DT_INT64: return (double)INT64_MIN;
+	case QR_DT_UINT8:
+	case QR_DT_UINT16:
+	case QR_DT_UINT32:
+	case QR_DT_UINT64: return 0;
+	default: return -INFINITY;
+	}
+}
+
+static enum qr_status
+relu_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	clamp_run(c, 0, dtype_max(c->out[0]->dtype));
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_relu = {
+	.domain = "", .name = "Relu", .since = 6,
+	.check = relu_check, .infer = same_infer, .run = relu_run,
+};
+
+/* Clip before opset 11: min and max are attributes. */
+static enum qr_status
+clip6_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	clamp_run(c, qr_op_attr_float(c, "min", -INFINITY),
+		  qr_op_attr_float(c, "max", INFINITY));
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_clip_6 = {
+	.domain = "", .name = "Clip", .since = 6,
+	.check = float_check, .infer = same_infer, .run = clip6_run,
+};
+
+/* From opset 11: optional min and max inputs (scalars); integers from
+ * opset 12. */
+static enum qr_status
+clip11_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	return act_check_mask(c, d, 3, c->opset >= 12 ?
+			      QR_DTM_NUMERIC : QR_DTM_FLOATS);
+}
+
+static enum qr_status
+clip11_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	size_t i;
+
+	for (i = 1; i < c->n_in; i++)
+		if (c->in[i] != NULL && c->in[i]->n_elem != 1)
+			return qr_op_errorf(c, d, QR_ESHAPE, "input %zu '%s' "
+					    "must hold one value, not %zu", i,
+					    qr_op_in_name(c, i),
+					    c->in[i]->n_elem);
+	return same_infer(c, d);
+}
+
+static enum qr_status
+clip11_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	int dt = c->out[0]->dtype;
+	double lo = dtype_min(dt), hi = dtype_max(dt);
+
+	if (c->n_in > 1 && c->in[1] != NULL)
+		lo = qr_op_get(c->in[1], 0);
+	if (c->n_in > 2 && c->in[2] != NULL)
+		hi = qr_op_get(c->in[2], 0);
+	clamp_run(c, lo, hi);
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_clip_11 = {
+	.domain = "", .name = "Clip", .since = 11,
+	.check = clip11_check, .infer = clip11_infer, .run = clip11_run,
+};
+
+/* ---- PRelu: slope broadcast to x (unidirectional) ---- */
+
+static enum qr_status
+prelu_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st;
+
+	if ((st = qr_op_arity(c, d, 2, 2, 1, 1)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 0, QR_DTM_FLOATS)) != QR_OK ||
+	    (st = qr_op_same_dtype(c, d, 0, 1)) != QR_OK)
+		return st;
+	c->out_dtype[0] = qr_op_dtype(c, 0);
+	return QR_OK;
+}
+
+static enum qr_status
+prelu_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	int64_t dims[QR_TENSOR_MAX_DIMS];
+	enum qr_status st;
+	char a[128], b[128];
+	int ndim;
+
+	st = qr_op_broadcast_shape(c, d, c->in, 2, &ndim, dims);
+	if (st != QR_OK)
+		return st;
+	if (!qr_op_same_shape(c->in[0], ndim, dims))
+		return qr_op_errorf(c, d, QR_ESHAPE, "slope %s does not "
+				    "broadcast to x %s",
+				    qr_shape_str(c->in[1], a, sizeof a),
+				    qr_shape_str(c->in[0], b, sizeof b));
+	return same_infer(c, d);
+}
+
+#define PRELU_LOOP(T, c)                                                    \
+	do {                                                                \
+		struct qr_bcast it;                                         \
+		const T *x = (c)->in[0]->data, *s = (c)->in[1]->data;       \
+		T *y = (c)->out[0]->data;                                   \
+		qr_bcast_init(&it, (c)->out[0]->ndim, (c)->out[0]->dims,    \
+			      (c)->in, 2);                                  \
+		do {                                                        \
+			size_t i;                                           \
+			for (i = 0; i < it.inner; i++) {                    \
+				T v = x[it.off[0] + i * it.step[0]];        \
+				T k = s[it.off[1] + i * it.step[1]];        \
+				y[it.out_off + i] = v < 0 ? v * k : v;      \
+			}                                                   \
+		} while (qr_bcast_next(&it));                               \
+	} while (0)
+
+static enum qr_status
+prelu_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	if (c->out[0]->dtype == QR_DT_FLOAT)
+		PRELU_LOOP(float, c);
+	else
+		PRELU_LOOP(double, c);
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_prelu = {
+	.domain = "", .name = "PRelu", .since = 6,
+	.check = prelu_check, .infer = prelu_infer, .run = prelu_run,
+};

@@ -1,0 +1,668 @@
+/*
+ * op_conv: Conv and ConvTranspose (float), and the window attribute
+ * helpers the pooling and quantized conv ops share (op-conv-int.h).
+ *
+ * Weights are packed by the kernels with the input's spatial size baked
+ * in, so a node packs at its first run and keeps the pack while the
+ * shapes stay the same; constant weights are packed once, weights that
+ * are graph inputs at every run.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "ops/op-conv-int.h"
+
+/* ---- window attributes ---- */
+
+/* INTS attribute name into dst (at most max values, each >= lo); *n
+ * gets the count (0 when absent). */
+static enum qr_status
+win_ints(const struct qr_op_call *c, struct qr_diag *d, const char *name,
+	 int64_t *dst, size_t max, int *n, int64_t lo)
+{
+	size_t cnt, i;
+	const int64_t *v = qr_op_attr_ints(c, name, &cnt);
+
+	*n = 0;
+	if (v == NULL)
+		return QR_OK;
+	if (cnt > max)
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%s has %zu values; "
+				    "windows of more than 3 spatial dims are "
+				    "not supported", name, cnt);
+	for (i = 0; i < cnt; i++) {
+		if (v[i] < lo)
+			return qr_op_errorf(c, d, QR_EGRAPH, "%s[%zu] is %lld, "
+					    "below %lld", name, i,
+					    (long long)v[i], (long long)lo);
+		dst[i] = v[i];
+	}
+	*n = (int)cnt;
+	return QR_OK;
+}
+
+/* Agree on the spatial rank: *nsp is 0 (unknown) or what earlier
+ * attributes said. */
+static enum qr_status
+win_rank(const struct qr_op_call *c, struct qr_diag *d, const char *name,
+	 int n, int *nsp)
+{
+	if (n == 0)
+		return QR_OK;
+	if (*nsp != 0 && *nsp != n)
+		return qr_op_errorf(c, d, QR_EGRAPH, "%s has %d values but "
+				    "other attributes name %d spatial dims",
+				    name, n, *nsp);
+	*nsp = n;
+	return QR_OK;
+}
+
+enum qr_status
+qr_op_win_parse(const struct qr_op_call *c, struct qr_diag *d,
+		struct qr_op_win *w)
+{
+	enum qr_status st;
+	const char *ap;
+	int n, i;
+
+	memset(w, 0, sizeof *w);
+	for (i = 0; i < QR_OP_SP_MAX; i++)
+		w->strides[i] = w->dil[i] = 1;
+	if ((st = win_ints(c, d, "kernel_shape", w->kernel, QR_OP_SP_MAX, &n,
+			   1)) != QR_OK ||
+	    (st = win_rank(c, d, "kernel_shape", n, &w->nsp)) != QR_OK)
+		return st;
+	w->has_kernel = n > 0;
+	if ((st = win_ints(c, d, "strides", w->strides, QR_OP_SP_MAX, &n,
+			   1)) != QR_OK ||
+	    (st = win_rank(c, d, "strides", n, &w->nsp)) != QR_OK)
+		return st;
+	if ((st = win_ints(c, d, "dilations", w->dil, QR_OP_SP_MAX, &n, 1)) !=
+		    QR_OK ||
+	    (st = win_rank(c, d, "dilations", n, &w->nsp)) != QR_OK)
+		return st;
+	if ((st = win_ints(c, d, "pads", w->pads, 2 * QR_OP_SP_MAX, &n, 0)) !=
+	    QR_OK)
+		return st;
+	if (n % 2 != 0)
+		return qr_op_errorf(c, d, QR_EGRAPH, "pads has %d values, not "
+				    "twice the spatial dims", n);
+	if ((st = win_rank(c, d, "pads", n / 2, &w->nsp)) != QR_OK)
+		return st;
+	w->has_pads = n > 0;
+	if ((st = win_ints(c, d, "output_padding", w->out_pad, QR_OP_SP_MAX,
+			   &n, 0)) != QR_OK ||
+	    (st = win_rank(c, d, "output_padding", n, &w->nsp)) != QR_OK)
+		return st;
+	if ((st = win_ints(c, d, "output_shape", w->out_shape,
+			   QR_OP_SP_MAX + 2, &w->n_out_shape, 1)) != QR_OK)
+		return st;
+	ap = qr_op_attr_str(c, "auto_pad", "NOTSET");
+	if (strcmp(ap, "NOTSET") == 0 || ap[0] == '\0')
+		w->auto_pad = QR_AUTOPAD_NOTSET;
+	else if (strcmp(ap, "SAME_UPPER") == 0)
+		w->auto_pad = QR_AUTOPAD_SAME_UPPER;
+	else if (strcmp(ap, "SAME_LOWER") == 0)
+		w->auto_pad = QR_AUTOPAD_SAME_LOWER;
+	else if (strcmp(ap, "VALID") == 0)
+		w->auto_pad = QR_AUTOPAD_VALID;
+	else
+		return qr_op_errorf(c, d, QR_EGRAPH, "unknown auto_pad '%s'",
+				    ap);
+	w->ceil_mode = qr_op_attr_int(c, "ceil_mode", 0) != 0;
+	w->count_include_pad = qr_op_attr_int(c, "count_include_pad", 0) != 0;
+	w->group = qr_op_attr_int(c, "group", 1);
+	if (w->group < 1)
+		return qr_op_errorf(c, d, QR_EGRAPH, "group is %lld",
+				    (long long)w->group);
+	return QR_OK;
+}
+
+/* Leading and trailing padding of one axis for Conv and the pools. */
+static void
+win_pads(const struct qr_op_win *win, int nsp, int i, int64_t in, int64_t dk,
+	 int64_t *pb, int64_t *pe)
+{
+	int64_t s = win->strides[i], target, need;
+
+	switch (win->auto_pad) {
+	case QR_AUTOPAD_VALID:
+		*pb = *pe = 0;
+		break;
+	case QR_AUTOPAD_SAME_UPPER:
+	case QR_AUTOPAD_SAME_LOWER:
+		target = (in + s - 1) / s;
+		need = (target - 1) * s + dk - in;
+		if (need < 0)
+			need = 0;
+		*pb = win->auto_pad == QR_AUTOPAD_SAME_LOWER ? (need + 1) / 2 :
+							       need / 2;
+		*pe = need - *pb;
+		break;
+	default:
+		*pb = win->pads[i];
+		*pe = win->pads[nsp + i];
+		break;
+	}
+}
+
+/* Common checks of an [N][C][spatial] input: 1 to max_nsp spatial dims
+ * agreeing with the attributes. */
+static enum qr_status
+win_input(const struct qr_op_call *c, struct qr_diag *d,
+	  const struct qr_op_win *win, const struct qr_tensor *x, int max_nsp,
+	  int *nsp)
+{
+	char b[128];
+
+	if (x->ndim < 3)
+		return qr_op_errorf(c, d, QR_ESHAPE, "input '%s' %s must be "
+				    "[N][C][spatial...]", qr_op_in_name(c, 0),
+				    qr_shape_str(x, b, sizeof b));
+	*nsp = x->ndim - 2;
+	if (*nsp > max_nsp)
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%d-D input '%s' is "
+				    "not supported (up to %d-D)", *nsp,
+				    qr_op_in_name(c, 0), max_nsp);
+	if (win->nsp != 0 && win->nsp != *nsp)
+		return qr_op_errorf(c, d, QR_ESHAPE, "attributes name %d "
+				    "spatial dims but input '%s' is %s",
+				    win->nsp, qr_op_in_name(c, 0),
+				    qr_shape_str(x, b, sizeof b));
+	return QR_OK;
+}
+
+/* ConvTranspose padding of one axis; may grow *adj (output_padding) when
+ * output_shape asks for more than the full output: total = full - target,
+ * split with the odd pixel at the end, except SAME_LOWER which puts it
+ * first (the ONNX spec, and ORT since 1.13). */
+static void
+convt_pads(const struct qr_op_win *win, int nsp, int i, int64_t in,
+	   int64_t full, int64_t *pb, int64_t *pe, int64_t *adj)
+{
+	int64_t target, total;
+
+	if (win->n_out_shape == 0 && win->auto_pad != QR_AUTOPAD_SAME_UPPER &&
+	    win->auto_pad != QR_AUTOPAD_SAME_LOWER) {
+		if (win->auto_pad == QR_AUTOPAD_VALID) {
+			*pb = *pe = 0;
+		} else {
+			*pb = win->pads[i];
+			*pe = win->pads[nsp + i];
+		}
+		return;
+	}
+	target = win->n_out_shape ?
+			 win->out_shape[win->n_out_shape - nsp + i] :
+			 in * win->strides[i];
+	total = full - target;
+	if (total < 0) {
+		*pb = *pe = 0;
+		*adj += -total;
+		return;
+	}
+	if (win->auto_pad == QR_AUTOPAD_SAME_LOWER)
+		*pb = total - total / 2;
+	else
+		*pb = total / 2;
+	*pe = total - *pb;
+}
+
+/* One convolution's geometry, per spatial axis (up to 3). */
+struct conv_geom {
+	int nsp;                 /* spatial dims */
+	int64_t n, cin, cout, g; /* batch, channels, group */
+	int64_t in[QR_OP_SP_MAX], k[QR_OP_SP_MAX];   /* input, kernel */
+	int64_t s[QR_OP_SP_MAX], dl[QR_OP_SP_MAX];   /* stride, dilation */
+	int64_t pb[QR_OP_SP_MAX], pe[QR_OP_SP_MAX];  /* pads */
+	int64_t adj[QR_OP_SP_MAX];                   /* output_padding */
+	int64_t out[QR_OP_SP_MAX];                   /* output size */
+};
+
+static enum qr_status
+conv_geom(const struct qr_op_call *c, struct qr_diag *d,
+	  const struct qr_op_win *win, const struct qr_tensor *x,
+	  const struct qr_tensor *w, int transposed, int max_nsp,
+	  struct conv_geom *g)
+{
+	char b1[128], b2[128];
+	enum qr_status st;
+	int i;
+
+	memset(g, 0, sizeof *g);
+	if ((st = win_input(c, d, win, x, max_nsp, &g->nsp)) != QR_OK)
+		return st;
+	if (w->ndim != x->ndim)
+		return qr_op_errorf(c, d, QR_ESHAPE, "weights '%s' %s do not "
+				    "match input '%s' %s", w->name ? w->name :
+				    "", qr_shape_str(w, b1, sizeof b1),
+				    qr_op_in_name(c, 0),
+				    qr_shape_str(x, b2, sizeof b2));
+	g->n = x->dims[0];
+	g->cin = x->dims[1];
+	g->g = win->group;
+	if (transposed) {
+		g->cout = w->dims[1] * g->g;
+		if (w->dims[0] != g->cin || g->cin % g->g != 0)
+			goto bad_channels;
+	} else {
+		g->cout = w->dims[0];
+		if (w->dims[1] * g->g != g->cin || g->cout % g->g != 0)
+			goto bad_channels;
+	}
+	for (i = 0; i < g->nsp; i++) {
+		int64_t dk, full;
+
+		g->in[i] = x->dims[2 + i];
+		g->k[i] = w->dims[2 + i];
+		g->s[i] = win->strides[i];
+		g->dl[i] = win->dil[i];
+		g->adj[i] = transposed ? win->out_pad[i] : 0;
+		if (g->k[i] < 1 || (win->has_kernel && win->kernel[i] != g->k[i]))
+			return qr_op_errorf(c, d, QR_ESHAPE, "kernel_shape "
+					    "does not match weights '%s' %s",
+					    w->name ? w->name : "",
+					    qr_shape_str(w, b1, sizeof b1));
+		dk = g->dl[i] * (g->k[i] - 1) + 1;
+		if (!transposed) {
+			win_pads(win, g->nsp, i, g->in[i], dk, &g->pb[i],
+				 &g->pe[i]);
+			if (g->in[i] + g->pb[i] + g->pe[i] < dk)
+				return qr_op_errorf(c, d, QR_ESHAPE, "kernel "
+						    "is larger than the padded "
+						    "input '%s' %s",
+						    qr_op_in_name(c, 0),
+						    qr_shape_str(x, b1,
+								 sizeof b1));
+			g->out[i] = (g->in[i] + g->pb[i] + g->pe[i] - dk) /
+					    g->s[i] + 1;
+			continue;
+		}
+		full = g->s[i] * (g->in[i] - 1) + g->adj[i] + dk;
+		convt_pads(win, g->nsp, i, g->in[i], full, &g->pb[i],
+			   &g->pe[i], &g->adj[i]);
+		g->out[i] = g->s[i] * (g->in[i] - 1) + g->adj[i] + dk -
+			    g->pb[i] - g->pe[i];
+		if (g->in[i] < 1 || g->out[i] < 1)
+			return qr_op_errorf(c, d, QR_ESHAPE, "pads leave no "
+					    "output for input '%s' %s",
+					    qr_op_in_name(c, 0),
+					    qr_shape_str(x, b1, sizeof b1));
+	}
+	return QR_OK;
+
+bad_channels:
+	return qr_op_errorf(c, d, QR_ESHAPE, "input '%s' %s, weights '%s' %s "
+			    "and group %lld disagree on channels",
+			    qr_op_in_name(c, 0), qr_shape_str(x, b1, sizeof b1),
+			    w->name ? w->name : "",
+			    qr_shape_str(w, b2, sizeof b2), (long long)g->g);
+}
+
+/* The output shape [N][C_out][out...] of a geometry. */
+static void
+geom_dims(const struct conv_geom *g, int *ndim, int64_t *dims)
+{
+	int i;
+
+	*ndim = g->nsp + 2;
+	dims[0] = g->n;
+	dims[1] = g->cout;
+	for (i = 0; i < g->nsp; i++)
+		dims[2 + i] = g->out[i];
+}
+
+/* The kernels' 2-D params of a 1-D or 2-D geometry (1-D is the w axis). */
+static void
+geom_params(const struct conv_geom *g, struct qr_conv_params *p)
+{
+	int o = 2 - g->nsp, i;
+	size_t v[6][2];
+
+	for (i = 0; i < 2; i++) {
+		int a = i - o;
+
+		v[0][i] = a >= 0 ? (size_t)g->in[a] : 1;
+		v[1][i] = a >= 0 ? (size_t)g->k[a] : 1;
+		v[2][i] = a >= 0 ? (size_t)g->s[a] : 1;
+		v[3][i] = a >= 0 ? (size_t)g->dl[a] : 1;
+		v[4][i] = a >= 0 ? (size_t)g->pb[a] : 0;
+		v[5][i] = a >= 0 ? (size_t)g->pe[a] : 0;
+		if (i == 0)
+			p->out_pad_h = a >= 0 ? (size_t)g->adj[a] : 0;
+		else
+			p->out_pad_w = a >= 0 ? (size_t)g->adj[a] : 0;
+	}
+	p->n = (size_t)g->n;
+	p->c_in = (size_t)g->cin;
+	p->c_out = (size_t)g->cout;
+	p->group = (size_t)g->g;
+	p->h = v[0][0];
+	p->w = v[0][1];
+	p->kh = v[1][0];
+	p->kw = v[1][1];
+	p->stride_h = v[2][0];
+	p->stride_w = v[2][1];
+	p->dil_h = v[3][0];
+	p->dil_w = v[3][1];
+	p->pad_t = v[4][0];
+	p->pad_l = v[4][1];
+	p->pad_b = v[5][0];
+	p->pad_r = v[5][1];
+}
+
+enum qr_status
+qr_op_conv_shape(const struct qr_op_call *c, struct qr_diag *d,
+		 const struct qr_op_win *win, const struct qr_tensor *x,
+		 const struct qr_tensor *w, int transposed,
+		 struct qr_conv_params *p, int *ndim, int64_t *dims)
+{
+	struct conv_geom g;
+	enum qr_status st;
+
+	memset(p, 0, sizeof *p);
+	if ((st = conv_geom(c, d, win, x, w, transposed, 2, &g)) != QR_OK)
+		return st;
+	geom_params(&g, p);
+	geom_dims(&g, ndim, dims);
+	return QR_OK;
+}
+
+enum qr_status
+qr_op_pool_shape(const struct qr_op_call *c, struct qr_diag *d,
+		 const struct qr_op_win *win, const struct qr_tensor *x,
+		 struct qr_pool_params *p, int *ndim, int64_t *dims)
+{
+	int64_t in[2] = {1, 1}, k[2] = {1, 1}, s[2] = {1, 1}, dl[2] = {1, 1};
+	int64_t pb[2] = {0, 0}, pe[2] = {0, 0};
+	enum qr_status st;
+	char b[128];
+	int nsp, i;
+
+	if ((st = win_input(c, d, win, x, 2, &nsp)) != QR_OK)
+		return st;
+	if (win->nsp != nsp || !win->has_kernel)
+		return qr_op_errorf(c, d, QR_EGRAPH, "kernel_shape must name "
+				    "the %d spatial dims", nsp);
+	for (i = 0; i < nsp; i++) {
+		int a = 2 - nsp + i;
+		int64_t dk;
+
+		in[a] = x->dims[2 + i];
+		k[a] = win->kernel[i];
+		s[a] = win->strides[i];
+		dl[a] = win->dil[i];
+		dk = dl[a] * (k[a] - 1) + 1;
+		win_pads(win, nsp, i, in[a], dk, &pb[a], &pe[a]);
+		if (in[a] + pb[a] + pe[a] < dk)
+			return qr_op_errorf(c, d, QR_ESHAPE, "window is larger "
+					    "than the padded input '%s' %s",
+					    qr_op_in_name(c, 0),
+					    qr_shape_str(x, b, sizeof b));
+	}
+	memset(p, 0, sizeof *p);
+	p->n = (size_t)x->dims[0];
+	p->c = (size_t)x->dims[1];
+	p->h = (size_t)in[0];
+	p->w = (size_t)in[1];
+	p->kh = (size_t)k[0];
+	p->kw = (size_t)k[1];
+	p->stride_h = (size_t)s[0];
+	p->stride_w = (size_t)s[1];
+	p->dil_h = (size_t)dl[0];
+	p->dil_w = (size_t)dl[1];
+	p->pad_t = (size_t)pb[0];
+	p->pad_b = (size_t)pe[0];
+	p->pad_l = (size_t)pb[1];
+	p->pad_r = (size_t)pe[1];
+	/* SAME pads make the division exact: ceil_mode changes nothing */
+	p->ceil_mode = win->auto_pad == QR_AUTOPAD_NOTSET ? win->ceil_mode : 0;
+	p->count_include_pad = win->count_include_pad;
+	*ndim = x->ndim;
+	dims[0] = x->dims[0];
+	dims[1] = x->dims[1];
+	if (nsp == 2)
+		dims[2] = (int64_t)qr_pool_out_h(p);
+	dims[1 + nsp] = (int64_t)qr_pool_out_w(p);
+	return QR_OK;
+}
+
+void *
+qr_op_scratch(void **buf, size_t *cap, size_t n)
+{
+	if (n == 0)
+		n = 1;
+	if (*buf == NULL || *cap < n) {
+		free(*buf);
+		*buf = xmalloc(n);
+		*cap = n;
+	}
+	return *buf;
+}
+
+/* ---- Conv, ConvTranspose ---- */
+
+/* Per-node state: attributes and the weights packed for the last shape. */
+struct conv_state {
+	struct qr_op_win win;          /* window attributes */
+	int transposed;                /* ConvTranspose */
+	int w_const;                   /* W is a constant: keep its pack */
+	struct qr_conv_params p;       /* shape pk was packed for */
+	struct qr_conv_f32_packed *pk; /* packed weights, or NULL */
+	void *ws;                      /* kernel workspace, heap */
+	size_t ws_cap;                 /* bytes in ws */
+};
+
+static enum qr_status
+conv_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	struct qr_op_win win;
+	enum qr_status st;
+	size_t i;
+
+	if ((st = qr_op_arity(c, d, 2, 3, 1, 1)) != QR_OK)
+		return st;
+	for (i = 0; i < c->n_in; i++)
+		if ((st = qr_op_want_dtype(c, d, i, QR_DTM_FLOAT)) != QR_OK)
+			return st;
+	if ((st = qr_op_win_parse(c, d, &win)) != QR_OK)
+		return st;
+	if (c->in != NULL && c->in[1] != NULL &&
+	    (c->in[1]->ndim < 3 || c->in[1]->ndim > 5))
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "weights of rank %d "
+				    "are not supported (1-D to 3-D "
+				    "convolutions)", c->in[1]->ndim);
+	c->out_dtype[0] = QR_DT_FLOAT;
+	return QR_OK;
+}
+
+static enum qr_status
+conv_prepare_common(struct qr_op_call *c, struct qr_diag *d, int transposed)
+{
+	struct conv_state *st = xcalloc(1, sizeof *st);
+
+	c->state = st;
+	st->transposed = transposed;
+	st->w_const = c->in[1] != NULL;
+	return qr_op_win_parse(c, d, &st->win);
+}
+
+static enum qr_status
+conv_prepare(struct qr_op_call *c, struct qr_diag *d)
+{
+	return conv_prepare_common(c, d, 0);
+}
+
+static enum qr_status
+convt_prepare(struct qr_op_call *c, struct qr_diag *d)
+{
+	return conv_prepare_common(c, d, 1);
+}
+
+static void
+conv_release(void *state)
+{
+	struct conv_state *st = state;
+
+	if (st == NULL)
+		return;
+	qr_conv_f32_packed_free(st->pk);
+	free(st->ws);
+	free(st);
+}
+
+static enum qr_status
+conv_shape(struct qr_op_call *c, struct qr_diag *d, struct conv_geom *g)
+{
+	struct conv_state *st = c->state;
+	enum qr_status s;
+	char b[128];
+
+	s = conv_geom(c, d, &st->win, c->in[0], c->in[1], st->transposed, 3,
+		      g);
+	if (s != QR_OK)
+		return s;
+	if (qr_op_has_in(c, 2) && (c->in[2]->ndim != 1 ||
+				   c->in[2]->dims[0] != g->cout))
+		return qr_op_errorf(c, d, QR_ESHAPE, "bias '%s' %s must hold "
+				    "%lld values", qr_op_in_name(c, 2),
+				    qr_shape_str(c->in[2], b, sizeof b),
+				    (long long)g->cout);
+	return QR_OK;
+}
+
+static enum qr_status
+conv_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	int64_t dims[QR_TENSOR_MAX_DIMS];
+	struct conv_geom g;
+	enum qr_status s;
+	int ndim;
+
+	if ((s = conv_shape(c, d, &g)) != QR_OK)
+		return s;
+	geom_dims(&g, &ndim, dims);
+	return qr_tensor_set_shape(c->out[0], QR_DT_FLOAT, ndim, dims,
+				   qr_op_out_name(c, 0), d);
+}
+
+/*
+ * 3-D Conv and ConvTranspose: plain direct loops (the kernels are 2-D),
+ * summing in the order of the input channels and kernel taps. Slow, but
+ * exact enough for the few 3-D models qreport meets.
+ */
+static void
+conv3d_run(const struct conv_geom *g, int transposed, const float *x,
+	   const float *w, const float *bias, float *y)
+{
+	size_t cin_g = (size_t)(g->cin / g->g), cout_g = (size_t)(g->cout / g->g);
+	size_t in_sz = (size_t)(g->in[0] * g->in[1] * g->in[2]);
+	size_t out_sz = (size_t)(g->out[0] * g->out[1] * g->out[2]);
+	size_t ksz = (size_t)(g->k[0] * g->k[1] * g->k[2]);
+	size_t n, gi, ci, co, i;
+	int64_t a[3], o[3], k[3], p[3];
+
+	for (n = 0; n < (size_t)g->n; n++)
+		for (co = 0; co < (size_t)g->cout; co++)
+			for (i = 0; i < out_sz; i++)
+				y[(n * (size_t)g->cout + co) * out_sz + i] =
+					bias ? bias[co] : 0.0f;
+	for (n = 0; n < (size_t)g->n; n++)
+	for (gi = 0; gi < (size_t)g->g; gi++)
+	for (ci = 0; ci < cin_g; ci++)
+	for (co = 0; co < cout_g; co++) {
+		size_t xc = n * (size_t)g->cin + gi * cin_g + ci;
+		size_t yc = n * (size_t)g->cout + gi * cout_g + co;
+		const float *wk = transposed ?
+			w + ((gi * cin_g + ci) * cout_g + co) * ksz :
+			w + ((gi * cout_g + co) * cin_g + ci) * ksz;
+		const int64_t *lim = transposed ? g->in : g->out;
+
+		for (a[0] = 0; a[0] < lim[0]; a[0]++)
+		for (a[1] = 0; a[1] < lim[1]; a[1]++)
+		for (a[2] = 0; a[2] < lim[2]; a[2]++)
+		for (k[0] = 0; k[0] < g->k[0]; k[0]++)
+		for (k[1] = 0; k[1] < g->k[1]; k[1]++)
+		for (k[2] = 0; k[2] < g->k[2]; k[2]++) {
+			int ok = 1, t;
+
+			for (t = 0; t < 3; t++) {
+				p[t] = a[t] * g->s[t] - g->pb[t] +
+				       k[t] * g->dl[t];
+				if (p[t] < 0 ||
+				    p[t] >= (transposed ? g->out[t] : g->in[t]))
+					ok = 0;
+			}
+			if (!ok)
+				continue;
+			{
+				const int64_t *xi = transposed ? a : p;
+				const int64_t *yo = transposed ? p : a;
+				const int64_t *xd = g->in, *yd = g->out;
+				float wv = wk[(k[0] * g->k[1] + k[1]) * g->k[2] +
+					      k[2]];
+
+				o[0] = (yo[0] * yd[1] + yo[1]) * yd[2] + yo[2];
+				y[yc * out_sz + (size_t)o[0]] +=
+					x[xc * in_sz + (size_t)((xi[0] * xd[1] +
+								 xi[1]) * xd[2] +
+								xi[2])] * wv;
+			}
+		}
+	}
+}
+
+static enum qr_status
+conv_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	struct conv_state *st = c->state;
+	struct qr_conv_params p;
+	struct conv_geom g;
+	const float *bias = NULL;
+	enum qr_status s;
+	void *ws;
+
+	if ((s = conv_shape(c, d, &g)) != QR_OK)
+		return s;
+	if (c->out[0]->n_elem == 0)
+		return QR_OK;
+	if (qr_op_has_in(c, 2))
+		bias = c->in[2]->data;
+	if (g.nsp == 3 || c->in[0]->n_elem == 0) {
+		conv3d_run(&g, st->transposed, c->in[0]->data, c->in[1]->data,
+			   bias, c->out[0]->data);
+		return QR_OK;
+	}
+	memset(&p, 0, sizeof p);
+	geom_params(&g, &p);
+	if (st->pk == NULL || !st->w_const ||
+	    memcmp(&p, &st->p, sizeof p) != 0) {
+		qr_conv_f32_packed_free(st->pk);
+		st->pk = st->transposed ?
+				 qr_convt_f32_pack_new(&p, c->in[1]->data) :
+				 qr_conv_f32_pack_new(&p, c->in[1]->data);
+		st->p = p;
+	}
+	ws = qr_op_scratch(&st->ws, &st->ws_cap,
+			   qr_conv_f32_workspace(st->pk));
+	if (st->transposed)
+		qr_convt_f32_run(st->pk, c->in[0]->data, bias, c->out[0]->data,
+				 ws);
+	else
+		qr_conv_f32_run(st->pk, c->in[0]->data, bias, c->out[0]->data,
+				ws);
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_conv = {
+	.domain = "", .name = "Conv", .since = 1,
+	.check = conv_check, .prepare = conv_prepare,
+	.infer = conv_infer, .run = conv_run, .release = conv_release,
+};
+
+const struct qr_op_desc qr_op_conv_transpose = {
+	.domain = "", .name = "ConvTranspose", .since = 1,
+	.check = conv_check, .prepare = convt_prepare,
+	.infer = conv_infer, .run = conv_run, .release = conv_release,
+};

@@ -1,0 +1,306 @@
+/*
+ * op_matmul: MatMul (numpy matmul: 1-D operands promoted, batch dims
+ * broadcast) and Gemm (Y = alpha * op(A) * op(B) + beta * C, C broadcast
+ * to [M, N]).
+ *
+ * float and double go through OpenBLAS (cblas_sgemm / cblas_dgemm), one
+ * call per matrix of the batch; int32/int64 MatMul is a plain triple loop
+ * (wrapping).
+ */
+#include <cblas.h>
+#include <string.h>
+
+#include "ops/op-int.h"
+
+/* ---- MatMul ---- */
+
+static enum qr_status
+matmul_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st;
+
+	if ((st = qr_op_arity(c, d, 2, 2, 1, 1)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 0, QR_DTM_FLOATS |
+				   QR_DTM_INDEX)) != QR_OK ||
+	    (st = qr_op_same_dtype(c, d, 0, 1)) != QR_OK)
+		return st;
+	c->out_dtype[0] = qr_op_dtype(c, 0);
+	return QR_OK;
+}
+
+/* The matmul geometry: batch shape of the output, and m, k, n. */
+struct mm {
+	struct qr_tensor ab, bb;  /* batch shapes of A and B (dims only) */
+	int64_t out[QR_TENSOR_MAX_DIMS]; /* output shape */
+	int out_ndim;
+	int bdim;                 /* output batch rank */
+	size_t m, k, n;
+};
+
+static enum qr_status
+matmul_shape(const struct qr_op_call *c, struct qr_diag *d, struct mm *g)
+{
+	const struct qr_tensor *a = c->in[0], *b = c->in[1];
+	struct qr_tensor *both[2];
+	int64_t bdims[QR_TENSOR_MAX_DIMS];
+	int64_t ka, kb;
+	enum qr_status st;
+	char x[128], y[128];
+	int i;
+
+	memset(g, 0, sizeof *g);
+	if (a->ndim == 0 || b->ndim == 0)
+		return qr_op_errorf(c, d, QR_ESHAPE, "operands must have "
+				    "rank >= 1");
+	g->m = a->ndim == 1 ? 1 : (size_t)a->dims[a->ndim - 2];
+	ka = a->dims[a->ndim - 1];
+	kb = b->ndim == 1 ? b->dims[0] : b->dims[b->ndim - 2];
+	g->n = b->ndim == 1 ? 1 : (size_t)b->dims[b->ndim - 1];
+	if (ka != kb)
+		return qr_op_errorf(c, d, QR_ESHAPE, "A %s and B %s do not "
+				    "multiply", qr_shape_str(a, x, sizeof x),
+				    qr_shape_str(b, y, sizeof y));
+	g->k = (size_t)ka;
+	g->ab.ndim = a->ndim > 2 ? a->ndim - 2 : 0;
+	g->bb.ndim = b->ndim > 2 ? b->ndim - 2 : 0;
+	memcpy(g->ab.dims, a->dims, (size_t)g->ab.ndim * sizeof *a->dims);
+	memcpy(g->bb.dims, b->dims, (size_t)g->bb.ndim * sizeof *b->dims);
+	both[0] = &g->ab;
+	both[1] = &g->bb;
+	st = qr_op_broadcast_shape(c, d, both, 2, &g->bdim, bdims);
+	if (st != QR_OK)
+		return st;
+	for (i = 0; i < g->bdim; i++)
+		g->out[i] = bdims[i];
+	g->out_ndim = g->bdim;
+	if (a->ndim > 1)
+		g->out[g->out_ndim++] = (int64_t)g->m;
+	if (b->ndim > 1)
+		g->out[g->out_ndim++] = (int64_t)g->n;
+	return QR_OK;
+}
+
+static enum qr_status
+matmul_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	struct mm g;
+	enum qr_status st = matmul_shape(c, d, &g);
+
+	if (st != QR_OK)
+		return st;
+	return qr_tensor_set_shape(c->out[0], c->in[0]->dtype, g.out_ndim,
+				   g.out, qr_op_out_name(c, 0), d);
+}
+
+/* c[m][n] = a[m][k] * b[k][n] for integer T, wrapping. */
+#define INT_MM(T, a, b, y, m, k, n)                                         \
+	do {                                                                \
+		size_t i_, j_, p_;                                          \
+		for (i_ = 0; i_ < (m); i_++)                                \
+			for (j_ = 0; j_ < (n); j_++) {                      \
+				uint64_t s_ = 0;                            \
+				for (p_ = 0; p_ < (k); p_++)                \
+					s_ += (uint64_t)(a)[i_ * (k) + p_] * \
+					      (uint64_t)(b)[p_ * (n) + j_]; \
+				(y)[i_ * (n) + j_] = (T)s_;                 \
+			}                                                   \
+	} while (0)
+
+static enum qr_status
+matmul_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	struct qr_tensor *y = c->out[0];
+	struct qr_tensor *both[2];
+	size_t es = qr_dtype_size(y->dtype), sa, sb, sy, i;
+	const char *a = c->in[0]->data, *b = c->in[1]->data;
+	char *yd = y->data;
+	struct qr_bcast it;
+	int64_t bdims[QR_TENSOR_MAX_DIMS];
+	struct mm g;
+
+	matmul_shape(c, d, &g);
+	if (y->n_elem == 0)
+		return QR_OK;
+	sa = g.m * g.k * es;
+	sb = g.k * g.n * es;
+	sy = g.m * g.n * es;
+	if (g.k == 0) {
+		memset(yd, 0, y->nbytes);
+		return QR_OK;
+	}
+	memcpy(bdims, g.out, sizeof bdims);
+	both[0] = &g.ab;
+	both[1] = &g.bb;
+	qr_bcast_init(&it, g.bdim, bdims, both, 2);
+	do {
+		for (i = 0; i < it.inner; i++) {
+			const char *pa = a + (it.off[0] + i * it.step[0]) * sa;
+			const char *pb = b + (it.off[1] + i * it.step[1]) * sb;
+			char *py = yd + (it.out_off + i) * sy;
+
+			switch (y->dtype) {
+			case QR_DT_FLOAT:
+				cblas_sgemm(CblasRowMajor, CblasNoTrans,
+					    CblasNoTrans, (int)g.m, (int)g.n,
+					    (int)g.k, 1.0f,
+					    (const float *)pa, (int)g.k,
+					    (const float *)pb, (int)g.n, 0.0f,
+					    (float *)py, (int)g.n);
+				break;
+			case QR_DT_DOUBLE:
+				cblas_dgemm(CblasRowMajor, CblasNoTrans,
+					    CblasNoTrans, (int)g.m, (int)g.n,
+					    (int)g.k, 1.0,
+					    (const double *)pa, (int)g.k,
+					    (const double *)pb, (int)g.n, 0.0,
+					    (double *)py, (int)g.n);
+				break;
+			case QR_DT_INT32:
+				INT_MM(int32_t, (const int32_t *)pa,
+				       (const int32_t *)pb, (int32_t *)py,
+				       g.m, g.k, g.n);
+				break;
+			case QR_DT_INT64:
+				INT_MM(int64_t, (const int64_t *)pa,
+				       (const int64_t *)pb, (int64_t *)py,
+				       g.m, g.k, g.n);
+				break;
+			default:
+				QR_ASSERT(!"dtype refused by check");
+			}
+		}
+	} while (qr_bcast_next(&it));
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_matmul = {
+	.domain = "", .name = "MatMul", .since = 1,
+	.check = matmul_check, .infer = matmul_infer, .run = matmul_run,
+};
+
+/* ---- Gemm ---- */
+
+static enum qr_status
+gemm_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st;
+
+	if ((st = qr_op_arity(c, d, c->opset >= 11 ? 2 : 3, 3, 1,
+			      1)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 0, QR_DTM_FLOATS)) != QR_OK ||
+	    (st = qr_op_same_dtype(c, d, 0, 1)) != QR_OK ||
+	    (st = qr_op_same_dtype(c, d, 0, 2)) != QR_OK)
+		return st;
+	c->out_dtype[0] = qr_op_dtype(c, 0);
+	return QR_OK;
+}
+
+static enum qr_status
+gemm_dims(const struct qr_op_call *c, struct qr_diag *d, size_t *m,
+	  size_t *k, size_t *n)
+{
+	const struct qr_tensor *a = c->in[0], *b = c->in[1];
+	int ta = (int)qr_op_attr_int(c, "transA", 0);
+	int tb = (int)qr_op_attr_int(c, "transB", 0);
+	char x[128], y[128];
+	int64_t kb;
+
+	if (a->ndim != 2 || b->ndim != 2)
+		return qr_op_errorf(c, d, QR_ESHAPE, "A %s and B %s must be "
+				    "2-D", qr_shape_str(a, x, sizeof x),
+				    qr_shape_str(b, y, sizeof y));
+	*m = (size_t)a->dims[ta ? 1 : 0];
+	*k = (size_t)a->dims[ta ? 0 : 1];
+	kb = b->dims[tb ? 1 : 0];
+	*n = (size_t)b->dims[tb ? 0 : 1];
+	if ((int64_t)*k != kb)
+		return qr_op_errorf(c, d, QR_ESHAPE, "A %s and B %s do not "
+				    "multiply (transA=%d, transB=%d)",
+				    qr_shape_str(a, x, sizeof x),
+				    qr_shape_str(b, y, sizeof y), ta, tb);
+	return QR_OK;
+}
+
+static enum qr_status
+gemm_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	int64_t dims[2];
+	size_t m, k, n;
+	enum qr_status st = gemm_dims(c, d, &m, &k, &n);
+	char x[128];
+
+	if (st != QR_OK)
+		return st;
+	dims[0] = (int64_t)m;
+	dims[1] = (int64_t)n;
+	if (qr_op_has_in(c, 2)) {
+		const struct qr_tensor *cc = c->in[2];
+		int i, bad = cc->ndim > 2;
+
+		for (i = 0; !bad && i < cc->ndim; i++) {
+			int64_t want = dims[2 - cc->ndim + i];
+
+			if (cc->dims[i] != 1 && cc->dims[i] != want)
+				bad = 1;
+		}
+		if (bad)
+			return qr_op_errorf(c, d, QR_ESHAPE, "C %s does not "
+					    "broadcast to [%zu,%zu]",
+					    qr_shape_str(cc, x, sizeof x), m,
+					    n);
+	}
+	return qr_tensor_set_shape(c->out[0], c->in[0]->dtype, 2, dims,
+				   qr_op_out_name(c, 0), d);
+}
+
+static enum qr_status
+gemm_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	struct qr_tensor *y = c->out[0];
+	int ta = (int)qr_op_attr_int(c, "transA", 0);
+	int tb = (int)qr_op_attr_int(c, "transB", 0);
+	double alpha = qr_op_attr_float(c, "alpha", 1.0f);
+	double beta = qr_op_attr_float(c, "beta", 1.0f);
+	int has_c = qr_op_has_in(c, 2) && beta != 0;
+	size_t m, k, n, i;
+	int lda, ldb;
+
+	gemm_dims(c, d, &m, &k, &n);
+	if (y->n_elem == 0)
+		return QR_OK;
+	/* Y = beta * C broadcast, then Y += alpha * A * B. */
+	if (has_c) {
+		struct qr_bcast it;
+		struct qr_tensor *cc = c->in[2];
+
+		qr_bcast_init(&it, 2, y->dims, &cc, 1);
+		do {
+			for (i = 0; i < it.inner; i++)
+				qr_op_set(y, it.out_off + i, beta *
+					  qr_op_get(cc, it.off[0] + i *
+						    it.step[0]));
+		} while (qr_bcast_next(&it));
+	} else {
+		memset(y->data, 0, y->nbytes);
+	}
+	if (k == 0 || alpha == 0)
+		return QR_OK;
+	lda = (int)(ta ? m : k);
+	ldb = (int)(tb ? k : n);
+	if (y->dtype == QR_DT_FLOAT)
+		cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+			    tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
+			    (int)k, (float)alpha, c->in[0]->data, lda,
+			    c->in[1]->data, ldb, 1.0f, y->data, (int)n);
+	else
+		cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+			    tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
+			    (int)k, alpha, c->in[0]->data, lda,
+			    c->in[1]->data, ldb, 1.0, y->data, (int)n);
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_gemm = {
+	.domain = "", .name = "Gemm", .since = 6,
+	.check = gemm_check, .infer = gemm_infer, .run = gemm_run,
+};

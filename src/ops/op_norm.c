@@ -1,0 +1,289 @@
+/*
+ * op_norm: BatchNormalization (inference), InstanceNormalization and
+ * LayerNormalization (opset 17).
+ *
+ *   BatchNormalization:    y = (x - mean) / sqrt(var + eps) * scale + B,
+ *                          per channel (axis 1), running statistics given
+ *   InstanceNormalization: the same with mean/var of each (n, c) plane
+ *   LayerNormalization:    over dims[axis..], population statistics;
+ *                          optional outputs Mean and InvStdDev
+ *
+ * float runs on the kernels (src/kernels/norm.c); double is not supported.
+ * Training-mode BatchNormalization is refused at check.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "ops/op-int.h"
+
+/* Every given input is float; output 0 is float. */
+static enum qr_status
+all_float(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st;
+	size_t i;
+
+	for (i = 0; i < c->n_in; i++)
+		if ((st = qr_op_want_dtype(c, d, i, QR_DTM_FLOAT)) != QR_OK)
+			return st;
+	for (i = 0; i < c->n_out; i++)
+		c->out_dtype[i] = QR_DT_FLOAT;
+	return QR_OK;
+}
+
+/* Input i must be 1-D of n elements. */
+static enum qr_status
+want_vec(const struct qr_op_call *c, struct qr_diag *d, size_t i, int64_t n)
+{
+	char buf[128];
+
+	if (c->in[i]->ndim != 1 || c->in[i]->dims[0] != n)
+		return qr_op_errorf(c, d, QR_ESHAPE, "input %zu '%s' is %s, "
+				    "expected [%lld]", i, qr_op_in_name(c, i),
+				    qr_shape_str(c->in[i], buf, sizeof buf),
+				    (long long)n);
+	return QR_OK;
+}
+
+static enum qr_status
+same_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	return qr_tensor_set_shape(c->out[0], c->in[0]->dtype, c->in[0]->ndim,
+				   c->in[0]->dims, qr_op_out_name(c, 0), d);
+}
+
+/* ---- BatchNormalization ---- */
+
+static enum qr_status
+bn_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st;
+
+	if ((st = qr_op_arity(c, d, 5, 5, 1, 5)) != QR_OK ||
+	    (st = all_float(c, d)) != QR_OK)
+		return st;
+	if (c->opset >= 14 && qr_op_attr_int(c, "training_mode", 0))
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "training_mode=1 "
+				    "is not supported");
+	if (c->opset < 7 && qr_op_attr_int(c, "is_test", 0) == 0 &&
+	    c->n_out > 1)
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "training mode "
+				    "(is_test=0) is not supported");
+	if (c->opset < 9 && qr_op_attr_int(c, "spatial", 1) == 0)
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "spatial=0 is not "
+				    "supported");
+	if (c->n_out > 1)
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "training outputs "
+				    "(mean, var, ...) are not supported");
+	return QR_OK;
+}
+
+static enum qr_status
+bn_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	enum qr_status st;
+	int64_t ch;
+	size_t i;
+
+	if (x->ndim < 2)
+		return qr_op_errorf(c, d, QR_ESHAPE, "X must have rank >= 2, "
+				    "not %d", x->ndim);
+	ch = x->dims[1];
+	for (i = 1; i < 5; i++)
+		if ((st = want_vec(c, d, i, ch)) != QR_OK)
+			return st;
+	return same_infer(c, d);
+}
+
+static enum qr_status
+bn_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+
+	qr_batchnorm_f32(x->data, (size_t)x->dims[0], (size_t)x->dims[1],
+			 qr_op_dims_prod(x->dims, 2, x->ndim), c->in[1]->data,
+			 c->in[2]->data, c->in[3]->data, c->in[4]->data,
+			 qr_op_attr_float(c, "epsilon", 1e-5f),
+			 c->out[0]->data);
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_batch_norm = {
+	.domain = "", .name = "BatchNormalization", .since = 1,
+	.check = bn_check, .infer = bn_infer, .run = bn_run,
+};
+
+/* ---- InstanceNormalization ---- */
+
+static enum qr_status
+in_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st;
+
+	if ((st = qr_op_arity(c, d, 3, 3, 1, 1)) != QR_OK)
+		return st;
+	return all_float(c, d);
+}
+
+static enum qr_status
+in_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	enum qr_status st;
+
+	if (x->ndim < 3)
+		return qr_op_errorf(c, d, QR_ESHAPE, "input must have rank >= "
+				    "3, not %d", x->ndim);
+	if ((st = want_vec(c, d, 1, x->dims[1])) != QR_OK ||
+	    (st = want_vec(c, d, 2, x->dims[1])) != QR_OK)
+		return st;
+	return same_infer(c, d);
+}
+
+static enum qr_status
+in_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+
+	qr_instancenorm_f32(x->data, (size_t)x->dims[0], (size_t)x->dims[1],
+			    qr_op_dims_prod(x->dims, 2, x->ndim),
+			    c->in[1]->data, c->in[2]->data,
+			    qr_op_attr_float(c, "epsilon", 1e-5f),
+			    c->out[0]->data);
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_instance_norm = {
+	.domain = "", .name = "InstanceNormalization", .since = 1,
+	.check = in_check, .infer = in_infer, .run = in_run,
+};
+
+/* ---- LayerNormalization ---- */
+
+static enum qr_status
+ln_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st;
+
+	if ((st = qr_op_arity(c, d, 2, 3, 1, 3)) != QR_OK)
+		return st;
+	if (qr_op_attr_int(c, "stash_type", 1) != 1)
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "stash_type %lld is "
+				    "not supported", (long long)qr_op_attr_int(
+				    c, "stash_type", 1));
+	return all_float(c, d);
+}
+
+static enum qr_status
+ln_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	int64_t dims[QR_TENSOR_MAX_DIMS];
+	enum qr_status st;
+	int axis, i, k;
+	size_t j;
+
+	st = qr_op_axis(c, d, qr_op_attr_int(c, "axis", -1), x->ndim, 0,
+			&axis);
+	if (st != QR_OK)
+		return st;
+	/* Scale and B broadcast to dims[axis..] (right-aligned). */
+	for (j = 1; j < c->n_in; j++) {
+		const struct qr_tensor *p = c->in[j];
+		char a[128], b[128];
+
+		if (p == NULL)
+			continue;
+		for (k = 0; k < p->ndim; k++) {
+			int xi = x->ndim - p->ndim + k;
+
+			if (xi < axis || (p->dims[k] != 1 &&
+					  p->dims[k] != x->dims[xi]))
+				return qr_op_errorf(c, d, QR_ESHAPE, "input "
+						    "'%s' %s does not "
+						    "broadcast to X %s from "
+						    "axis %d",
+						    qr_op_in_name(c, j),
+						    qr_shape_str(p, a, sizeof a),
+						    qr_shape_str(x, b, sizeof b),
+						    axis);
+		}
+	}
+	st = same_infer(c, d);
+	for (i = 0; i < x->ndim; i++)
+		dims[i] = i < axis ? x->dims[i] : 1;
+	for (j = 1; st == QR_OK && j < c->n_out; j++)
+		st = qr_tensor_set_shape(c->out[j], QR_DT_FLOAT, x->ndim, dims,
+					 qr_op_out_name(c, j), d);
+	return st;
+}
+
+/* Index into a parameter p broadcast over a row of n elements whose
+ * shape is x's dims[axis..]. */
+static size_t
+param_index(const struct qr_tensor *p, const struct qr_tensor *x, size_t i)
+{
+	size_t idx = 0, mul = 1;
+	int k;
+
+	for (k = x->ndim - 1; k >= x->ndim - p->ndim; k--) {
+		size_t dim = (size_t)x->dims[k], pos = i % dim;
+		int pk = k - (x->ndim - p->ndim);
+
+		i /= dim;
+		if (p->dims[pk] != 1)
+			idx += pos * mul;
+		mul *= (size_t)p->dims[pk];
+	}
+	return idx;
+}
+
+static enum qr_status
+ln_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0], *g = c->in[1];
+	const struct qr_tensor *b = c->n_in > 2 ? c->in[2] : NULL;
+	float eps = qr_op_attr_float(c, "epsilon", 1e-5f);
+	const float *xd = x->data, *gd = g->data;
+	const float *bd = b ? b->data : NULL;
+	float *y = c->out[0]->data;
+	size_t rows, n, r, i;
+	int axis;
+
+	qr_op_axis(c, d, qr_op_attr_int(c, "axis", -1), x->ndim, 0, &axis);
+	rows = qr_op_dims_prod(x->dims, 0, axis);
+	n = qr_op_dims_prod(x->dims, axis, x->ndim);
+	for (r = 0; r < rows; r++) {
+		const float *xr = xd + r * n;
+		float *yr = y + r * n;
+		double mean = 0, var = 0, inv;
+
+		for (i = 0; i < n; i++)
+			mean += xr[i];
+		mean = n ? mean / (double)n : 0;
+		for (i = 0; i < n; i++)
+			var += (xr[i] - mean) * (xr[i] - mean);
+		var = n ? var / (double)n : 0;
+		inv = 1.0 / sqrt(var + eps);
+		for (i = 0; i < n; i++) {
+			float v = (float)((xr[i] - mean) * inv);
+
+			v *= gd[param_index(g, x, i)];
+			if (bd != NULL)
+				v += bd[param_index(b, x, i)];
+			yr[i] = v;
+		}
+		if (c->n_out > 1 && c->out[1]->data != NULL)
+			((float *)c->out[1]->data)[r] = (float)mean;
+		if (c->n_out > 2 && c->out[2]->data != NULL)
+			((float *)c->out[2]->data)[r] = (float)inv;
+	}
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_layer_norm = {
+	.domain = "", .name = "LayerNormalization", .since = 17,
+	.check = ln_check, .infer = ln_infer, .run = ln_run,
+};

@@ -1,0 +1,266 @@
+/*
+ * op_reduce: reductions over a set of axes (ReduceMean, ReduceSum,
+ * ReduceMax, ReduceMin, ReduceProd) and ArgMax/ArgMin along one axis.
+ *
+ * Axes are an attribute until ReduceSum-13 and the others' opset 18, an
+ * optional input afterwards (where noop_with_empty_axes = 1 with no axes
+ * makes the op an identity). No axes means all axes. Sums accumulate in
+ * double. Max/Min propagate NaN.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/op-int.h"
+
+enum red_kind { RED_SUM, RED_MEAN, RED_MAX, RED_MIN, RED_PROD };
+
+static enum red_kind
+red_kind(const struct qr_op_call *c)
+{
+	const char *op = c->node->op_type;
+
+	if (strcmp(op, "ReduceMean") == 0)
+		return RED_MEAN;
+	if (strcmp(op, "ReduceMax") == 0)
+		return RED_MAX;
+	if (strcmp(op, "ReduceMin") == 0)
+		return RED_MIN;
+	if (strcmp(op, "ReduceProd") == 0)
+		return RED_PROD;
+	return RED_SUM;
+}
+
+/* 1 when this op at this opset takes axes as an input. */
+static int
+axes_as_input(const struct qr_op_call *c)
+{
+	return c->opset >= (red_kind(c) == RED_SUM ? 13 : 18);
+}
+
+static enum qr_status
+reduce_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st;
+
+	st = qr_op_arity(c, d, 1, axes_as_input(c) ? 2 : 1, 1, 1);
+	if (st == QR_OK)
+		st = qr_op_want_dtype(c, d, 0, QR_DTM_FLOATS | QR_DTM_INDEX |
+				      QR_DTM(QR_DT_INT8) |
+				      QR_DTM(QR_DT_UINT8));
+	if (st == QR_OK)
+		st = qr_op_want_dtype(c, d, 1, QR_DTM(QR_DT_INT64));
+	c->out_dtype[0] = qr_op_dtype(c, 0);
+	return st;
+}
+
+/* Which axes of x to reduce (red[i] = 1); *noop when the op copies. */
+static enum qr_status
+reduce_axes(const struct qr_op_call *c, struct qr_diag *d,
+	    const struct qr_tensor *x, int *red, int *noop)
+{
+	int64_t axes[QR_TENSOR_MAX_DIMS];
+	size_t n = 0, k;
+	enum qr_status st;
+	int i, ax;
+
+	*noop = 0;
+	if (axes_as_input(c)) {
+		if (qr_op_has_in(c, 1)) {
+			st = qr_op_read_ints(c, d, c->in[1], "axes", axes,
+					     QR_TENSOR_MAX_DIMS, &n);
+			if (st != QR_OK)
+				return st;
+		}
+		if (n == 0 && qr_op_attr_int(c, "noop_with_empty_axes", 0))
+			*noop = 1;
+	} else {
+		const int64_t *a = qr_op_attr_ints(c, "axes", &n);
+
+		if (n > QR_TENSOR_MAX_DIMS)
+			return qr_op_errorf(c, d, QR_ESHAPE, "too many axes");
+		for (k = 0; k < n; k++)
+			axes[k] = a[k];
+	}
+	for (i = 0; i < x->ndim; i++)
+		red[i] = n == 0 && !*noop;
+	for (k = 0; k < n; k++) {
+		if ((st = qr_op_axis(c, d, axes[k], x->ndim, 0, &ax)) != QR_OK)
+			return st;
+		red[ax] = 1;
+	}
+	return QR_OK;
+}
+
+static enum qr_status
+reduce_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	int64_t dims[QR_TENSOR_MAX_DIMS];
+	int red[QR_TENSOR_MAX_DIMS], keep, noop, i, r = 0;
+	enum qr_status st;
+
+	if ((st = reduce_axes(c, d, x, red, &noop)) != QR_OK)
+		return st;
+	keep = (int)qr_op_attr_int(c, "keepdims", 1);
+	for (i = 0; i < x->ndim; i++) {
+		if (!red[i])
+			dims[r++] = x->dims[i];
+		else if (keep)
+			dims[r++] = 1;
+	}
+	return qr_tensor_set_shape(c->out[0], x->dtype, r, dims,
+				   qr_op_out_name(c, 0), d);
+}
+
+static enum qr_status
+reduce_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	struct qr_tensor *y = c->out[0];
+	enum red_kind kind = red_kind(c);
+	int red[QR_TENSOR_MAX_DIMS], noop, i;
+	int64_t ost[QR_TENSOR_MAX_DIMS], idx[QR_TENSOR_MAX_DIMS] = {0};
+	size_t k, o = 0, count = 1;
+	double *acc, init;
+	int64_t s = 1;
+
+	reduce_axes(c, d, x, red, &noop);
+	if (noop) {
+		if (y->nbytes > 0)
+			memcpy(y->data, x->data, y->nbytes);
+		return QR_OK;
+	}
+	/* Output strides over x's axes, 0 on reduced axes. */
+	for (i = x->ndim - 1; i >= 0; i--) {
+		if (red[i]) {
+			ost[i] = 0;
+			count *= (size_t)x->dims[i];
+		} else {
+			ost[i] = s;
+			s *= x->dims[i];
+		}
+	}
+	init = kind == RED_MAX ? -INFINITY : kind == RED_MIN ? INFINITY :
+		kind == RED_PROD ? 1 : 0;
+	acc = xreallocarray(NULL, y->n_elem + 1, sizeof *acc);
+	for (k = 0; k < y->n_elem; k++)
+		acc[k] = init;
+	for (k = 0; k < x->n_elem; k++) {
+		double v = qr_op_get(x, k), *a = &acc[o];
+
+		switch (kind) {
+		case RED_SUM:
+		case RED_MEAN: *a += v; break;
+		case RED_PROD: *a *= v; break;
+		case RED_MAX: if (v > *a || isnan(v)) *a = v; break;
+		case RED_MIN: if (v < *a || isnan(v)) *a = v; break;
+		}
+		for (i = x->ndim - 1; i >= 0; i--) {
+			o += (size_t)ost[i];
+			if (++idx[i] < x->dims[i])
+				break;
+			o -= (size_t)(ost[i] * x->dims[i]);
+			idx[i] = 0;
+		}
+	}
+	for (k = 0; k < y->n_elem; k++)
+		qr_op_set(y, k, kind == RED_MEAN ? acc[k] / (double)count :
+			  acc[k]);
+	free(acc);
+	return QR_OK;
+}
+
+#define REDUCE_DESC(sym, op)                                                \
+	const struct qr_op_desc sym = {                                     \
+		.domain = "", .name = op, .since = 1,                       \
+		.check = reduce_check, .infer = reduce_infer,               \
+		.run = reduce_run,                                          \
+	};
+
+REDUCE_DESC(qr_op_reduce_mean, "ReduceMean")
+REDUCE_DESC(qr_op_reduce_sum, "ReduceSum")
+REDUCE_DESC(qr_op_reduce_max, "ReduceMax")
+REDUCE_DESC(qr_op_reduce_min, "ReduceMin")
+REDUCE_DESC(qr_op_reduce_prod, "ReduceProd")
+
+/* ---- ArgMax, ArgMin ---- */
+
+static enum qr_status
+arg_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st;
+
+	if ((st = qr_op_arity(c, d, 1, 1, 1, 1)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 0, QR_DTM_NUMERIC)) != QR_OK)
+		return st;
+	c->out_dtype[0] = QR_DT_INT64;
+	return QR_OK;
+}
+
+static enum qr_status
+arg_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	int64_t dims[QR_TENSOR_MAX_DIMS];
+	enum qr_status st;
+	int axis, i, r = 0;
+
+	st = qr_op_axis(c, d, qr_op_attr_int(c, "axis", 0), x->ndim, 0,
+			&axis);
+	if (st != QR_OK)
+		return st;
+	if (x->dims[axis] == 0)
+		return qr_op_errorf(c, d, QR_ESHAPE, "axis %d is empty", axis);
+	for (i = 0; i < x->ndim; i++) {
+		if (i != axis)
+			dims[r++] = x->dims[i];
+		else if (qr_op_attr_int(c, "keepdims", 1))
+			dims[r++] = 1;
+	}
+	return qr_tensor_set_shape(c->out[0], QR_DT_INT64, r, dims,
+				   qr_op_out_name(c, 0), d);
+}
+
+static enum qr_status
+arg_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	int64_t *y = c->out[0]->data;
+	int is_max = strcmp(c->node->op_type, "ArgMax") == 0;
+	int last = (int)qr_op_attr_int(c, "select_last_index", 0);
+	size_t outer, len, inner, o, j, k;
+	int axis;
+
+	qr_op_axis(c, d, qr_op_attr_int(c, "axis", 0), x->ndim, 0, &axis);
+	outer = qr_op_dims_prod(x->dims, 0, axis);
+	len = (size_t)x->dims[axis];
+	inner = qr_op_dims_prod(x->dims, axis + 1, x->ndim);
+	for (o = 0; o < outer; o++) {
+		for (j = 0; j < inner; j++) {
+			size_t base = o * len * inner + j, best = 0;
+			double bv = qr_op_get(x, base);
+
+			for (k = 1; k < len; k++) {
+				double v = qr_op_get(x, base + k * inner);
+				int better = is_max ? v > bv : v < bv;
+
+				if (better || (last && v == bv)) {
+					bv = v;
+					best = k;
+				}
+			}
+			y[o * inner + j] = (int64_t)best;
+		}
+	}
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_argmax = {
+	.domain = "", .name = "ArgMax", .since = 1,
+	.check = arg_check, .infer = arg_infer, .run = arg_run,
+};
+const struct qr_op_desc qr_op_argmin = {
+	.domain = "", .name = "ArgMin", .since = 1,
+	.check = arg_check, .infer = arg_infer, .run = arg_run,
+};

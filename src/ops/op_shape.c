@@ -1,0 +1,1553 @@
+/*
+ * op_shape: operators that move or describe data without arithmetic:
+ * Identity, Dropout (inference), Constant, ConstantOfShape, Shape, Size,
+ * Cast, Flatten, Reshape, Transpose, Squeeze, Unsqueeze, Concat, Split,
+ * Slice, Gather, Pad, Expand, Where.
+ *
+ * Data movement is dtype-agnostic (elements are copied by size), so these
+ * accept every dtype with a dense in-memory form (QR_DTM_ANY).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "ops/op-int.h"
+
+/* ---- helpers ---- */
+
+/* One element of es bytes from src to dst. */
+static inline void
+copy_elem(void *dst, const void *src, size_t es)
+{
+	switch (es) {
+	case 1: *(uint8_t *)dst = *(const uint8_t *)src; break;
+	case 2: memcpy(dst, src, 2); break;
+	case 4: memcpy(dst, src, 4); break;
+	case 8: memcpy(dst, src, 8); break;
+	default: memcpy(dst, src, es); break;
+	}
+}
+
+/*
+ * Fill dense y (ndim, dims) from x read at x + off + sum(idx[i] *
+ * stride[i]) elements; strides may be negative or zero. Shared by
+ * Transpose, Slice and Expand.
+ */
+static void
+strided_copy(void *y, const void *x, size_t es, int ndim, const int64_t *dims,
+	     int64_t off, const int64_t *stride)
+{
+	int64_t idx[QR_TENSOR_MAX_DIMS] = {0};
+	const char *src = x;
+	char *dst = y;
+	size_t n = 1, inner, k;
+	int64_t pos = off, s_in;
+	int i;
+
+	for (i = 0; i < ndim; i++)
+		n *= (size_t)dims[i];
+	if (n == 0)
+		return;
+	if (ndim == 0) {
+		copy_elem(dst, src + off * (int64_t)es, es);
+		return;
+	}
+	inner = (size_t)dims[ndim - 1];
+	s_in = stride[ndim - 1];
+	for (;;) {
+		if (s_in == 1) {
+			memcpy(dst, src + pos * (int64_t)es, inner * es);
+		} else {
+			for (k = 0; k < inner; k++)
+				copy_elem(dst + k * es, src + (pos + (int64_t)k *
+					  s_in) * (int64_t)es, es);
+		}
+		dst += inner * es;
+		for (i = ndim - 2; i >= 0; i--) {
+			idx[i]++;
+			pos += stride[i];
+			if (idx[i] < dims[i])
+				break;
+			pos -= stride[i] * dims[i];
+			idx[i] = 0;
+		}
+		if (i < 0)
+			return;
+	}
+}
+
+/* Dense strides (elements) of a shape. */
+static void
+dense_strides(int ndim, const int64_t *dims, int64_t *st)
+{
+	int64_t s = 1;
+	int i;
+
+	for (i = ndim - 1; i >= 0; i--) {
+		st[i] = s;
+		s *= dims[i];
+	}
+}
+
+/* Check: arity, and input 0 any copyable dtype; output dtype = input 0. */
+static enum qr_status
+move_check(const struct qr_op_call *c, struct qr_diag *d, size_t min_in,
+	   size_t max_in, size_t min_out, size_t max_out)
+{
+	enum qr_status st;
+	size_t j;
+
+	if ((st = qr_op_arity(c, d, min_in, max_in, min_out,
+			      max_out)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 0, QR_DTM_ANY)) != QR_OK)
+		return st;
+	for (j = 0; j < c->n_out; j++)
+		c->out_dtype[j] = qr_op_dtype(c, 0);
+	return QR_OK;
+}
+
+/* Input i, when given, must be an int32/int64 tensor. */
+static enum qr_status
+want_index(const struct qr_op_call *c, struct qr_diag *d, size_t i)
+{
+	return qr_op_want_dtype(c, d, i, QR_DTM_INDEX);
+}
+
+static enum qr_status
+copy_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	if (c->out[0]->nbytes > 0)
+		memcpy(c->out[0]->data, c->in[0]->data, c->out[0]->nbytes);
+	return QR_OK;
+}
+
+static enum qr_status
+same_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	return qr_tensor_set_shape(c->out[0], c->in[0]->dtype, c->in[0]->ndim,
+				   c->in[0]->dims, qr_op_out_name(c, 0), d);
+}
+
+/* ---- Identity, Dropout ---- */
+
+static enum qr_status
+identity_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	return move_check(c, d, 1, 1, 1, 1);
+}
+
+const struct qr_op_desc qr_op_identity = {
+	.domain = "", .name = "Identity", .since = 1,
+	.check = identity_check, .infer = same_infer, .run = copy_run,
+};
+
+/* Dropout in inference: y = x, mask all true. training_mode must be a
+ * constant false when given (opset 12+). */
+static enum qr_status
+dropout_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st = move_check(c, d, 1, 3, 1, 2);
+
+	if (st != QR_OK)
+		return st;
+	if (c->n_out > 1)
+		c->out_dtype[1] = QR_DT_BOOL;
+	if (c->opset < 7 && qr_op_attr_int(c, "is_test", 0) == 0)
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "training mode "
+				    "(is_test=0) is not supported");
+	if (qr_op_has_in(c, 2)) {
+		if (c->in[2] == NULL)
+			return qr_op_errorf(c, d, QR_EUNSUPPORTED,
+					    "training_mode must be a constant");
+		if (c->in[2]->n_elem > 0 && qr_op_get(c->in[2], 0) != 0)
+			return qr_op_errorf(c, d, QR_EUNSUPPORTED, "training "
+					    "mode is not supported");
+	}
+	return QR_OK;
+}
+
+static enum qr_status
+dropout_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st = same_infer(c, d);
+
+	if (st == QR_OK && c->n_out > 1)
+		st = qr_tensor_set_shape(c->out[1], QR_DT_BOOL, c->in[0]->ndim,
+					 c->in[0]->dims, qr_op_out_name(c, 1),
+					 d);
+	return st;
+}
+
+static enum qr_status
+dropout_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	copy_run(c, d);
+	if (c->n_out > 1 && c->out[1]->nbytes > 0)
+		memset(c->out[1]->data, 1, c->out[1]->nbytes);
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_dropout = {
+	.domain = "", .name = "Dropout", .since = 1,
+	.check = dropout_check, .infer = dropout_infer, .run = dropout_run,
+};
+
+/* ---- Constant, ConstantOfShape ---- */
+
+static enum qr_status
+constant_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor_data *v = qr_node_const_value(c->node);
+	enum qr_status st;
+
+	if ((st = qr_op_arity(c, d, 0, 0, 1, 1)) != QR_OK)
+		return st;
+	if (v == NULL)
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "no dense value "
+				    "(sparse_value is not supported)");
+	if (v->dtype >= 64 || !(QR_DTM_ANY & QR_DTM(v->dtype)))
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "value of dtype %s "
+				    "is not supported", qr_dtype_name(v->dtype));
+	c->out_dtype[0] = v->dtype;
+	return QR_OK;
+}
+
+static enum qr_status
+constant_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor_data *v = qr_node_const_value(c->node);
+
+	return qr_tensor_set_shape(c->out[0], v->dtype, v->ndim, v->dims,
+				   qr_op_out_name(c, 0), d);
+}
+
+static enum qr_status
+constant_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor_data *v = qr_node_const_value(c->node);
+
+	if (c->out[0]->nbytes > 0)
+		memcpy(c->out[0]->data, v->data, c->out[0]->nbytes);
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_constant = {
+	.domain = "", .name = "Constant", .since = 1,
+	.check = constant_check, .infer = constant_infer, .run = constant_run,
+};
+
+static enum qr_status
+cos_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_attr *a = qr_node_attr(c->node, "value");
+	enum qr_status st;
+
+	if ((st = qr_op_arity(c, d, 1, 1, 1, 1)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 0, QR_DTM(QR_DT_INT64))) != QR_OK)
+		return st;
+	c->out_dtype[0] = QR_DT_FLOAT;
+	if (a == NULL)
+		return QR_OK;
+	if (a->type != QR_ATTR_TENSOR || a->t == NULL || a->t->n_elem != 1)
+		return qr_op_errorf(c, d, QR_EGRAPH, "value must be a "
+				    "one-element tensor");
+	if (a->t->dtype >= 64 || !(QR_DTM_ANY & QR_DTM(a->t->dtype)))
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "value of dtype %s "
+				    "is not supported",
+				    qr_dtype_name(a->t->dtype));
+	c->out_dtype[0] = a->t->dtype;
+	return QR_OK;
+}
+
+static enum qr_status
+cos_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_attr *a = qr_node_attr(c->node, "value");
+	int64_t dims[QR_TENSOR_MAX_DIMS];
+	enum qr_status st;
+	size_t n;
+
+	st = qr_op_read_ints(c, d, c->in[0], "shape", dims,
+			     QR_TENSOR_MAX_DIMS, &n);
+	if (st != QR_OK)
+		return st;
+	return qr_tensor_set_shape(c->out[0], a ? a->t->dtype : QR_DT_FLOAT,
+				   (int)n, dims, qr_op_out_name(c, 0), d);
+}
+
+static enum qr_status
+cos_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_attr *a = qr_node_attr(c->node, "value");
+	struct qr_tensor *y = c->out[0];
+	size_t es = qr_dtype_size(y->dtype), i;
+	float zero = 0;
+	const void *v = a ? a->t->data : &zero;
+
+	for (i = 0; i < y->n_elem; i++)
+		copy_elem((char *)y->data + i * es, v, es);
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_constant_of_shape = {
+	.domain = "", .name = "ConstantOfShape", .since = 9,
+	.check = cos_check, .infer = cos_infer, .run = cos_run,
+};
+
+/* ---- Shape, Size ---- */
+
+static enum qr_status
+shape_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st = qr_op_arity(c, d, 1, 1, 1, 1);
+
+	c->out_dtype[0] = QR_DT_INT64;
+	return st;
+}
+
+/* Opset 15's start/end, clamped to [0, rank]. */
+static void
+shape_range(const struct qr_op_call *c, int rank, int *lo, int *hi)
+{
+	int64_t s = c->opset >= 15 ? qr_op_attr_int(c, "start", 0) : 0;
+	int64_t e = c->opset >= 15 ? qr_op_attr_int(c, "end", rank) : rank;
+
+	if (s < 0)
+		s += rank;
+	if (e < 0)
+		e += rank;
+	s = s < 0 ? 0 : s > rank ? rank : s;
+	e = e < 0 ? 0 : e > rank ? rank : e;
+	*lo = (int)s;
+	*hi = (int)(e < s ? s : e);
+}
+
+static enum qr_status
+shape_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	int64_t n;
+	int lo, hi;
+
+	shape_range(c, c->in[0]->ndim, &lo, &hi);
+	n = hi - lo;
+	return qr_tensor_set_shape(c->out[0], QR_DT_INT64, 1, &n,
+				   qr_op_out_name(c, 0), d);
+}
+
+static enum qr_status
+shape_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	int64_t *y = c->out[0]->data;
+	int lo, hi, i;
+
+	shape_range(c, c->in[0]->ndim, &lo, &hi);
+	for (i = lo; i < hi; i++)
+		y[i - lo] = c->in[0]->dims[i];
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_shape = {
+	.domain = "", .name = "Shape", .since = 1,
+	.check = shape_check, .infer = shape_infer, .run = shape_run,
+};
+
+static enum qr_status
+size_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	return qr_tensor_set_shape(c->out[0], QR_DT_INT64, 0, NULL,
+				   qr_op_out_name(c, 0), d);
+}
+
+static enum qr_status
+size_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	*(int64_t *)c->out[0]->data = (int64_t)c->in[0]->n_elem;
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_size = {
+	.domain = "", .name = "Size", .since = 1,
+	.check = shape_check, .infer = size_infer, .run = size_run,
+};
+
+/* ---- Cast ---- */
+
+#define CAST_TYPES (QR_DTM_NUMERIC | QR_DTM(QR_DT_BOOL) | \
+		    QR_DTM(QR_DT_FLOAT16) | QR_DTM(QR_DT_BFLOAT16))
+
+static int
+is_int_dtype(int dt)
+{
+	return dt == QR_DT_BOOL || (dt < 64 && (QR_DTM_INTS & QR_DTM(dt)));
+}
+
+static enum qr_status
+cast_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	int64_t to = qr_op_attr_int(c, "to", QR_DT_UNDEFINED);
+	enum qr_status st;
+
+	if ((st = qr_op_arity(c, d, 1, 1, 1, 1)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 0, CAST_TYPES)) != QR_OK)
+		return st;
+	if (!qr_op_has_attr(c, "to") || to <= 0 || to >= 64 ||
+	    !(CAST_TYPES & QR_DTM(to)))
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "cast to %s is not "
+				    "supported", qr_dtype_name((int)to));
+	c->out_dtype[0] = (int)to;
+	return QR_OK;
+}
+
+static enum qr_status
+cast_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	return qr_tensor_set_shape(c->out[0],
+				   (int)qr_op_attr_int(c, "to", 0),
+				   c->in[0]->ndim, c->in[0]->dims,
+				   qr_op_out_name(c, 0), d);
+}
+
+/* Element i of an integer (or bool) tensor, as int64 bits. */
+static int64_t
+get_i64(const struct qr_tensor *t, size_t i)
+{
+	const void *p = t->data;
+
+	switch (t->dtype) {
+	case QR_DT_INT8: return ((const int8_t *)p)[i];
+	case QR_DT_INT16: return ((const int16_t *)p)[i];
+	case QR_DT_INT32: return ((const int32_t *)p)[i];
+	case QR_DT_INT64: return ((const int64_t *)p)[i];
+	case QR_DT_UINT8:
+	case QR_DT_BOOL: return ((const uint8_t *)p)[i];
+	case QR_DT_UINT16: return ((const uint16_t *)p)[i];
+	case QR_DT_UINT32: return ((const uint32_t *)p)[i];
+	case QR_DT_UINT64: return (int64_t)((const uint64_t *)p)[i];
+	default: QR_ASSERT(!"not an integer dtype");
+	}
+	return 0;
+}
+
+/* Store integer v, wrapping to the destination width. */
+static void
+set_i64(struct qr_tensor *t, size_t i, int64_t v)
+{
+	void *p = t->data;
+
+	switch (t->dtype) {
+	case QR_DT_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
+	case QR_DT_INT16: ((int16_t *)p)[i] = (int16_t)v; break;
+	case QR_DT_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
+	case QR_DT_INT64: ((int64_t *)p)[i] = v; break;
+	case QR_DT_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+	case QR_DT_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+	case QR_DT_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
+	case QR_DT_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; break;
+	case QR_DT_UINT64: ((uint64_t *)p)[i] = (uint64_t)v; break;
+	default: QR_ASSERT(!"not an integer dtype");
+	}
+}
+
+/* Float to integer: NaN gives 0, out-of-range values saturate (C leaves
+ * both undefined). */
+static int64_t
+f2i(double v, int dt)
+{
+	double lo, hi;
+
+	if (isnan(v))
+		return 0;
+	switch (dt) {
+	case QR_DT_BOOL: return v != 0;
+	case QR_DT_INT8: lo = INT8_MIN; hi = INT8_MAX; break;
+	case QR_DT_INT16: lo = INT16_MIN; hi = INT16_MAX; break;
+	case QR_DT_INT32: lo = INT32_MIN; hi = INT32_MAX; break;
+	case QR_DT_UINT8: lo = 0; hi = UINT8_MAX; break;
+	case QR_DT_UINT16: lo = 0; hi = UINT16_MAX; break;
+	case QR_DT_UINT32: lo = 0; hi = UINT32_MAX; break;
+	case QR_DT_UINT64:
+		if (v <= 0)
+			return 0;
+		if (v >= 18446744073709551615.0)
+			return (int64_t)UINT64_MAX;
+		return (int64_t)(uint64_t)v;
+	default:
+		if (v <= -9223372036854775808.0)
+			return INT64_MIN;
+		if (v >= 9223372036854775807.0)
+			return INT64_MAX;
+		return (int64_t)v;
+	}
+	return (int64_t)(v < lo ? lo : v > hi ? hi : v);
+}
+
+static enum qr_status
+cast_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	struct qr_tensor *y = c->out[0];
+	int xi = is_int_dtype(x->dtype), yi = is_int_dtype(y->dtype);
+	size_t i, n = y->n_elem;
+
+	if (x->dtype == y->dtype)
+		return copy_run(c, d);
+	if (x->dtype == QR_DT_FLOAT && y->dtype == QR_DT_FLOAT16) {
+		const float *s = x->data;
+		uint16_t *o = y->data;
+
+		for (i = 0; i < n; i++)
+			o[i] = qr_op_f32_to_f16(s[i]);
+		return QR_OK;
+	}
+	for (i = 0; i < n; i++) {
+		if (xi && yi)
+			set_i64(y, i, get_i64(x, i));
+		else if (yi)
+			set_i64(y, i, f2i(qr_op_get(x, i), y->dtype));
+		else if (xi && x->dtype == QR_DT_UINT64)
+			qr_op_set(y, i, (double)(uint64_t)get_i64(x, i));
+		else if (xi)
+			qr_op_set(y, i, (double)get_i64(x, i));
+		else
+			qr_op_set(y, i, qr_op_get(x, i));
+	}
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_cast = {
+	.domain = "", .name = "Cast", .since = 6,
+	.check = cast_check, .infer = cast_infer, .run = cast_run,
+};
+
+/* ---- Flatten, Reshape, Squeeze, Unsqueeze: copies with a new shape ---- */
+
+static enum qr_status
+flatten_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	return move_check(c, d, 1, 1, 1, 1);
+}
+
+static enum qr_status
+flatten_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	int64_t dims[2];
+	enum qr_status st;
+	int axis;
+
+	st = qr_op_axis(c, d, qr_op_attr_int(c, "axis", 1), x->ndim, 1,
+			&axis);
+	if (st != QR_OK)
+		return st;
+	dims[0] = (int64_t)qr_op_dims_prod(x->dims, 0, axis);
+	dims[1] = (int64_t)qr_op_dims_prod(x->dims, axis, x->ndim);
+	return qr_tensor_set_shape(c->out[0], x->dtype, 2, dims,
+				   qr_op_out_name(c, 0), d);
+}
+
+const struct qr_op_desc qr_op_flatten = {
+	.domain = "", .name = "Flatten", .since = 1,
+	.check = flatten_check, .infer = flatten_infer, .run = copy_run,
+};
+
+static enum qr_status
+reshape_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st = move_check(c, d, 2, 2, 1, 1);
+
+	if (st == QR_OK)
+		st = want_index(c, d, 1);
+	return st;
+}
+
+static enum qr_status
+reshape_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	int64_t dims[QR_TENSOR_MAX_DIMS];
+	int allowzero = (int)qr_op_attr_int(c, "allowzero", 0);
+	int infer_at = -1, i;
+	size_t n, known = 1;
+	enum qr_status st;
+	char buf[128];
+
+	st = qr_op_read_ints(c, d, c->in[1], "shape", dims,
+			     QR_TENSOR_MAX_DIMS, &n);
+	if (st != QR_OK)
+		return st;
+	for (i = 0; i < (int)n; i++) {
+		if (dims[i] == 0 && !allowzero) {
+			if (i >= x->ndim)
+				return qr_op_errorf(c, d, QR_ESHAPE, "shape "
+						    "dim %d is 0 but the input "
+						    "has rank %d", i, x->ndim);
+			dims[i] = x->dims[i];
+		}
+		if (dims[i] == -1) {
+			if (infer_at >= 0)
+				return qr_op_errorf(c, d, QR_ESHAPE, "shape "
+						    "has more than one -1");
+			infer_at = i;
+			continue;
+		}
+		if (dims[i] < 0)
+			return qr_op_errorf(c, d, QR_ESHAPE, "shape dim %d is "
+					    "%lld", i, (long long)dims[i]);
+		known *= (size_t)dims[i];
+	}
+	if (infer_at >= 0) {
+		if (known == 0 || x->n_elem % known != 0)
+			return qr_op_errorf(c, d, QR_ESHAPE, "cannot reshape "
+					    "%s (%zu elements) with a -1 dim",
+					    qr_shape_str(x, buf, sizeof buf),
+					    x->n_elem);
+		dims[infer_at] = (int64_t)(x->n_elem / known);
+		known *= (size_t)dims[infer_at];
+	}
+	if (known != x->n_elem)
+		return qr_op_errorf(c, d, QR_ESHAPE, "cannot reshape %s (%zu "
+				    "elements) to %zu elements",
+				    qr_shape_str(x, buf, sizeof buf), x->n_elem,
+				    known);
+	return qr_tensor_set_shape(c->out[0], x->dtype, (int)n, dims,
+				   qr_op_out_name(c, 0), d);
+}
+
+const struct qr_op_desc qr_op_reshape = {
+	.domain = "", .name = "Reshape", .since = 5,
+	.check = reshape_check, .infer = reshape_infer, .run = copy_run,
+};
+
+/* Squeeze/Unsqueeze axes: attribute before opset 13, input from 13. */
+static enum qr_status
+axes_of(const struct qr_op_call *c, struct qr_diag *d, int64_t *axes,
+	size_t *n, int *given)
+{
+	const int64_t *a;
+	size_t i;
+
+	*given = 0;
+	*n = 0;
+	if (c->opset >= 13) {
+		if (!qr_op_has_in(c, 1))
+			return QR_OK;
+		*given = 1;
+		return qr_op_read_ints(c, d, c->in[1], "axes", axes,
+				       QR_TENSOR_MAX_DIMS, n);
+	}
+	a = qr_op_attr_ints(c, "axes", n);
+	if (a == NULL)
+		return QR_OK;
+	if (*n > QR_TENSOR_MAX_DIMS)
+		return qr_op_errorf(c, d, QR_ESHAPE, "too many axes (%zu)",
+				    *n);
+	*given = 1;
+	for (i = 0; i < *n; i++)
+		axes[i] = a[i];
+	return QR_OK;
+}
+
+static enum qr_status
+squeeze_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st = move_check(c, d, 1, c->opset >= 13 ? 2 : 1, 1, 1);
+
+	if (st == QR_OK)
+		st = want_index(c, d, 1);
+	return st;
+}
+
+static enum qr_status
+squeeze_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	int64_t axes[QR_TENSOR_MAX_DIMS], dims[QR_TENSOR_MAX_DIMS];
+	int drop[QR_TENSOR_MAX_DIMS] = {0}, given, i, r = 0, ax;
+	enum qr_status st;
+	size_t n, k;
+
+	if ((st = axes_of(c, d, axes, &n, &given)) != QR_OK)
+		return st;
+	for (k = 0; k < n; k++) {
+		if ((st = qr_op_axis(c, d, axes[k], x->ndim, 0, &ax)) != QR_OK)
+			return st;
+		if (x->dims[ax] != 1)
+			return qr_op_errorf(c, d, QR_ESHAPE, "axis %d has size "
+					    "%lld, not 1", ax,
+					    (long long)x->dims[ax]);
+		drop[ax] = 1;
+	}
+	for (i = 0; i < x->ndim; i++)
+		if (!(given ? drop[i] : x->dims[i] == 1))
+			dims[r++] = x->dims[i];
+	return qr_tensor_set_shape(c->out[0], x->dtype, r, dims,
+				   qr_op_out_name(c, 0), d);
+}
+
+const struct qr_op_desc qr_op_squeeze = {
+	.domain = "", .name = "Squeeze", .since = 1,
+	.check = squeeze_check, .infer = squeeze_infer, .run = copy_run,
+};
+
+static enum qr_status
+unsqueeze_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	int64_t axes[QR_TENSOR_MAX_DIMS], dims[QR_TENSOR_MAX_DIMS];
+	int ins[QR_TENSOR_MAX_DIMS] = {0}, given, i, r, ax, src = 0;
+	enum qr_status st;
+	size_t n, k;
+
+	if ((st = axes_of(c, d, axes, &n, &given)) != QR_OK)
+		return st;
+	if (!given)
+		return qr_op_errorf(c, d, QR_EGRAPH, "axes are required");
+	r = x->ndim + (int)n;
+	if (r > QR_TENSOR_MAX_DIMS)
+		return qr_op_errorf(c, d, QR_ESHAPE, "output rank %d is too "
+				    "high", r);
+	for (k = 0; k < n; k++) {
+		if ((st = qr_op_axis(c, d, axes[k], r, 0, &ax)) != QR_OK)
+			return st;
+		if (ins[ax])
+			return qr_op_errorf(c, d, QR_EGRAPH, "axis %d is "
+					    "repeated", ax);
+		ins[ax] = 1;
+	}
+	for (i = 0; i < r; i++)
+		dims[i] = ins[i] ? 1 : x->dims[src++];
+	return qr_tensor_set_shape(c->out[0], x->dtype, r, dims,
+				   qr_op_out_name(c, 0), d);
+}
+
+const struct qr_op_desc qr_op_unsqueeze = {
+	.domain = "", .name = "Unsqueeze", .since = 1,
+	.check = squeeze_check, .infer = unsqueeze_infer, .run = copy_run,
+};
+
+/* ---- Transpose ---- */
+
+/* The permutation: the attribute, or reversed axes. */
+static enum qr_status
+transpose_perm(const struct qr_op_call *c, struct qr_diag *d, int rank,
+	       int *perm)
+{
+	const int64_t *p;
+	int seen[QR_TENSOR_MAX_DIMS] = {0}, i;
+	size_t n;
+
+	p = qr_op_attr_ints(c, "perm", &n);
+	if (p == NULL) {
+		for (i = 0; i < rank; i++)
+			perm[i] = rank - 1 - i;
+		return QR_OK;
+	}
+	if ((int)n != rank)
+		return qr_op_errorf(c, d, QR_ESHAPE, "perm has %zu entries for "
+				    "rank %d", n, rank);
+	for (i = 0; i < rank; i++) {
+		if (p[i] < 0 || p[i] >= rank || seen[p[i]])
+			return qr_op_errorf(c, d, QR_EGRAPH, "perm is not a "
+					    "permutation of 0..%d", rank - 1);
+		seen[p[i]] = 1;
+		perm[i] = (int)p[i];
+	}
+	return QR_OK;
+}
+
+static enum qr_status
+transpose_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	int64_t dims[QR_TENSOR_MAX_DIMS];
+	int perm[QR_TENSOR_MAX_DIMS], i;
+	enum qr_status st;
+
+	if ((st = transpose_perm(c, d, x->ndim, perm)) != QR_OK)
+		return st;
+	for (i = 0; i < x->ndim; i++)
+		dims[i] = x->dims[perm[i]];
+	return qr_tensor_set_shape(c->out[0], x->dtype, x->ndim, dims,
+				   qr_op_out_name(c, 0), d);
+}
+
+static enum qr_status
+transpose_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	int64_t st_in[QR_TENSOR_MAX_DIMS], st[QR_TENSOR_MAX_DIMS];
+	int perm[QR_TENSOR_MAX_DIMS], i;
+
+	transpose_perm(c, d, x->ndim, perm);
+	dense_strides(x->ndim, x->dims, st_in);
+	for (i = 0; i < x->ndim; i++)
+		st[i] = st_in[perm[i]];
+	strided_copy(c->out[0]->data, x->data, qr_dtype_size(x->dtype),
+		     x->ndim, c->out[0]->dims, 0, st);
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_transpose = {
+	.domain = "", .name = "Transpose", .since = 1,
+	.check = flatten_check, .infer = transpose_infer,
+	.run = transpose_run,
+};
+
+/* ---- Concat ---- */
+
+static enum qr_status
+concat_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st = move_check(c, d, 1, 4096, 1, 1);
+	size_t i;
+
+	for (i = 1; st == QR_OK && i < c->n_in; i++)
+		st = qr_op_same_dtype(c, d, 0, i);
+	if (st == QR_OK && c->opset >= 4 && !qr_op_has_attr(c, "axis"))
+		return qr_op_errorf(c, d, QR_EGRAPH, "attribute axis is "
+				    "required");
+	return st;
+}
+
+static enum qr_status
+concat_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	int64_t dims[QR_TENSOR_MAX_DIMS];
+	enum qr_status st;
+	char a[128], b[128];
+	int axis, i;
+	size_t k;
+
+	st = qr_op_axis(c, d, qr_op_attr_int(c, "axis", 1), x->ndim, 0,
+			&axis);
+	if (st != QR_OK)
+		return st;
+	memcpy(dims, x->dims, sizeof dims);
+	for (k = 1; k < c->n_in; k++) {
+		const struct qr_tensor *t = c->in[k];
+		int bad = t->ndim != x->ndim;
+
+		for (i = 0; !bad && i < x->ndim; i++)
+			if (i != axis && t->dims[i] != x->dims[i])
+				bad = 1;
+		if (bad)
+			return qr_op_errorf(c, d, QR_ESHAPE, "input '%s' %s "
+					    "does not concatenate with input "
+					    "'%s' %s on axis %d",
+					    qr_op_in_name(c, k),
+					    qr_shape_str(t, a, sizeof a),
+					    qr_op_in_name(c, 0),
+					    qr_shape_str(x, b, sizeof b), axis);
+		dims[axis] += t->dims[axis];
+	}
+	return qr_tensor_set_shape(c->out[0], x->dtype, x->ndim, dims,
+				   qr_op_out_name(c, 0), d);
+}
+
+static enum qr_status
+concat_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	struct qr_tensor *y = c->out[0];
+	size_t es = qr_dtype_size(y->dtype), outer, off = 0, row, k, o;
+	int axis;
+
+	qr_op_axis(c, d, qr_op_attr_int(c, "axis", 1), y->ndim, 0, &axis);
+	outer = qr_op_dims_prod(y->dims, 0, axis);
+	row = qr_op_dims_prod(y->dims, axis, y->ndim) * es;
+	for (k = 0; k < c->n_in; k++) {
+		const struct qr_tensor *t = c->in[k];
+		size_t chunk = qr_op_dims_prod(t->dims, axis, t->ndim) * es;
+
+		for (o = 0; chunk > 0 && o < outer; o++)
+			memcpy((char *)y->data + o * row + off,
+			       (const char *)t->data + o * chunk, chunk);
+		off += chunk;
+	}
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_concat = {
+	.domain = "", .name = "Concat", .since = 4,
+	.check = concat_check, .infer = concat_infer, .run = concat_run,
+};
+
+/* ---- Split ---- */
+
+static enum qr_status
+split_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st = move_check(c, d, 1, c->opset >= 13 ? 2 : 1, 1,
+				       4096);
+
+	if (st == QR_OK)
+		st = want_index(c, d, 1);
+	if (st == QR_OK && c->opset >= 18 && qr_op_has_attr(c, "num_outputs")
+	    && qr_op_attr_int(c, "num_outputs", 0) != (int64_t)c->n_out)
+		return qr_op_errorf(c, d, QR_EGRAPH, "num_outputs %lld but "
+				    "%zu outputs", (long long)qr_op_attr_int(
+				    c, "num_outputs", 0), c->n_out);
+	return st;
+}
+
+/* Sizes of the parts along the axis of length len. */
+static enum qr_status
+split_sizes(const struct qr_op_call *c, struct qr_diag *d, int64_t len,
+	    int64_t *sizes)
+{
+	int64_t tmp[4096];
+	const int64_t *s = NULL;
+	size_t n = 0, k;
+	int64_t sum = 0;
+	enum qr_status st;
+
+	if (c->opset >= 13 && qr_op_has_in(c, 1)) {
+		st = qr_op_read_ints(c, d, c->in[1], "split", tmp, 4096, &n);
+		if (st != QR_OK)
+			return st;
+		s = tmp;
+	} else if (c->opset < 13) {
+		s = qr_op_attr_ints(c, "split", &n);
+	}
+	if (s != NULL) {
+		if (n != c->n_out)
+			return qr_op_errorf(c, d, QR_ESHAPE, "split has %zu "
+					    "sizes for %zu outputs", n,
+					    c->n_out);
+		for (k = 0; k < n; k++) {
+			if (s[k] < 0)
+				return qr_op_errorf(c, d, QR_ESHAPE, "split "
+						    "size %lld is negative",
+						    (long long)s[k]);
+			sizes[k] = s[k];
+			sum += s[k];
+		}
+		if (sum != len)
+			return qr_op_errorf(c, d, QR_ESHAPE, "split sizes add "
+					    "up to %lld, the axis has %lld",
+					    (long long)sum, (long long)len);
+		return QR_OK;
+	}
+	/* Equal parts; from opset 18 the last may be smaller. */
+	n = c->n_out;
+	if (len % (int64_t)n != 0 && c->opset < 18)
+		return qr_op_errorf(c, d, QR_ESHAPE, "axis of %lld does not "
+				    "split into %zu equal parts",
+				    (long long)len, n);
+	{
+		int64_t part = (len + (int64_t)n - 1) / (int64_t)n;
+
+		for (k = 0; k < n; k++) {
+			int64_t left = len - sum;
+
+			sizes[k] = left < part ? left : part;
+			sum += sizes[k];
+		}
+	}
+	return QR_OK;
+}
+
+static enum qr_status
+split_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	int64_t sizes[4096], dims[QR_TENSOR_MAX_DIMS];
+	enum qr_status st;
+	int axis;
+	size_t k;
+
+	st = qr_op_axis(c, d, qr_op_attr_int(c, "axis", 0), x->ndim, 0,
+			&axis);
+	if (st == QR_OK)
+		st = split_sizes(c, d, x->dims[axis], sizes);
+	for (k = 0; st == QR_OK && k < c->n_out; k++) {
+		memcpy(dims, x->dims, sizeof dims);
+		dims[axis] = sizes[k];
+		st = qr_tensor_set_shape(c->out[k], x->dtype, x->ndim, dims,
+					 qr_op_out_name(c, k), d);
+	}
+	return st;
+}
+
+static enum qr_status
+split_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	size_t es = qr_dtype_size(x->dtype), outer, row, off = 0, k, o;
+	int axis;
+
+	qr_op_axis(c, d, qr_op_attr_int(c, "axis", 0), x->ndim, 0, &axis);
+	outer = qr_op_dims_prod(x->dims, 0, axis);
+	row = qr_op_dims_prod(x->dims, axis, x->ndim) * es;
+	for (k = 0; k < c->n_out; k++) {
+		struct qr_tensor *y = c->out[k];
+		size_t chunk = qr_op_dims_prod(y->dims, axis, y->ndim) * es;
+
+		for (o = 0; chunk > 0 && o < outer; o++)
+			memcpy((char *)y->data + o * chunk,
+			       (const char *)x->data + o * row + off, chunk);
+		off += chunk;
+	}
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_split = {
+	.domain = "", .name = "Split", .since = 2,
+	.check = split_check, .infer = split_infer, .run = split_run,
+};
+
+/* ---- Slice ---- */
+
+/* A resolved slice: per axis start, step and count. */
+struct slice {
+	int64_t start[QR_TENSOR_MAX_DIMS];
+	int64_t step[QR_TENSOR_MAX_DIMS];
+	int64_t count[QR_TENSOR_MAX_DIMS];
+};
+
+static enum qr_status
+slice_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st;
+	size_t i;
+
+	st = move_check(c, d, c->opset >= 10 ? 3 : 1,
+			c->opset >= 10 ? 5 : 1, 1, 1);
+	for (i = 1; st == QR_OK && i < c->n_in; i++)
+		st = want_index(c, d, i);
+	return st;
+}
+
+/*
+ * Resolve starts/ends/axes/steps against x's shape, as numpy does:
+ * negative indices count from the end, then starts and ends are clamped
+ * to [0, dim] for positive steps and [-1, dim - 1] for negative ones.
+ */
+static enum qr_status
+slice_resolve(const struct qr_op_call *c, struct qr_diag *d,
+	      const struct qr_tensor *x, struct slice *s)
+{
+	int64_t starts[QR_TENSOR_MAX_DIMS], ends[QR_TENSOR_MAX_DIMS];
+	int64_t axes[QR_TENSOR_MAX_DIMS], steps[QR_TENSOR_MAX_DIMS];
+	size_t n, ne, na, ns, k;
+	int seen[QR_TENSOR_MAX_DIMS] = {0}, i, ax;
+	enum qr_status st = QR_OK;
+
+	if (c->opset >= 10) {
+		if ((st = qr_op_read_ints(c, d, c->in[1], "starts", starts,
+					  QR_TENSOR_MAX_DIMS, &n)) ||
+		    (st = qr_op_read_ints(c, d, c->in[2], "ends", ends,
+					  QR_TENSOR_MAX_DIMS, &ne)))
+			return st;
+		na = ns = n;
+		if (qr_op_has_in(c, 3) &&
+		    (st = qr_op_read_ints(c, d, c->in[3], "axes", axes,
+					  QR_TENSOR_MAX_DIMS, &na)))
+			return st;
+		else if (!qr_op_has_in(c, 3))
+			for (k = 0; k < n; k++)
+				axes[k] = (int64_t)k;
+		if (qr_op_has_in(c, 4) &&
+		    (st = qr_op_read_ints(c, d, c->in[4], "steps", steps,
+					  QR_TENSOR_MAX_DIMS, &ns)))
+			return st;
+		else if (!qr_op_has_in(c, 4))
+			for (k = 0; k < n; k++)
+				steps[k] = 1;
+	} else {
+		const int64_t *a;
+
+		a = qr_op_attr_ints(c, "starts", &n);
+		if (n > QR_TENSOR_MAX_DIMS)
+			return qr_op_errorf(c, d, QR_ESHAPE, "too many starts");
+		memcpy(starts, a, n * sizeof *a);
+		a = qr_op_attr_ints(c, "ends", &ne);
+		if (ne == n)
+			memcpy(ends, a, n * sizeof *a);
+		a = qr_op_attr_ints(c, "axes", &na);
+		if (a == NULL) {
+			na = n;
+			for (k = 0; k < n; k++)
+				axes[k] = (int64_t)k;
+		} else if (na == n) {
+			memcpy(axes, a, n * sizeof *a);
+		}
+		ns = n;
+		for (k = 0; k < n; k++)
+			steps[k] = 1;
+	}
+	if (ne != n || na != n || ns != n)
+		return qr_op_errorf(c, d, QR_ESHAPE, "starts, ends, axes and "
+				    "steps differ in length (%zu, %zu, %zu, "
+				    "%zu)", n, ne, na, ns);
+	for (i = 0; i < x->ndim; i++) {
+		s->start[i] = 0;
+		s->step[i] = 1;
+		s->count[i] = x->dims[i];
+	}
+	for (k = 0; k < n; k++) {
+		int64_t dim, lo, hi, b, e;
+
+		if ((st = qr_op_axis(c, d, axes[k], x->ndim, 0, &ax)))
+			return st;
+		if (seen[ax])
+			return qr_op_errorf(c, d, QR_EGRAPH, "axis %d is "
+					    "repeated", ax);
+		seen[ax] = 1;
+		if (steps[k] == 0)
+			return qr_op_errorf(c, d, QR_EGRAPH, "step is 0 on "
+					    "axis %d", ax);
+		dim = x->dims[ax];
+		b = starts[k];
+		e = ends[k];
+		if (b < 0)
+			b += dim;
+		if (e < 0)
+			e += dim;
+		if (steps[k] > 0) {
+			lo = 0;
+			hi = dim;
+		} else {
+			lo = -1;
+			hi = dim - 1;
+		}
+		b = b < lo ? lo : b > hi ? hi : b;
+		e = e < lo ? lo : e > hi ? hi : e;
+		s->start[ax] = b;
+		s->step[ax] = steps[k];
+		if (steps[k] > 0)
+			s->count[ax] = e > b ? (e - b + steps[k] - 1) /
+				steps[k] : 0;
+		else
+			s->count[ax] = b > e ? (b - e - steps[k] - 1) /
+				-steps[k] : 0;
+	}
+	return QR_OK;
+}
+
+static enum qr_status
+slice_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	struct slice s;
+	enum qr_status st = slice_resolve(c, d, c->in[0], &s);
+
+	if (st != QR_OK)
+		return st;
+	return qr_tensor_set_shape(c->out[0], c->in[0]->dtype,
+				   c->in[0]->ndim, s.count,
+				   qr_op_out_name(c, 0), d);
+}
+
+static enum qr_status
+slice_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	int64_t dst[QR_TENSOR_MAX_DIMS], st[QR_TENSOR_MAX_DIMS], off = 0;
+	struct slice s;
+	int i;
+
+	slice_resolve(c, d, x, &s);
+	dense_strides(x->ndim, x->dims, dst);
+	for (i = 0; i < x->ndim; i++) {
+		off += s.start[i] * dst[i];
+		st[i] = s.step[i] * dst[i];
+	}
+	strided_copy(c->out[0]->data, x->data, qr_dtype_size(x->dtype),
+		     x->ndim, s.count, off, st);
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_slice = {
+	.domain = "", .name = "Slice", .since = 1,
+	.check = slice_check, .infer = slice_infer, .run = slice_run,
+};
+
+/* ---- Gather ---- */
+
+static enum qr_status
+gather_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st = move_check(c, d, 2, 2, 1, 1);
+
+	if (st == QR_OK)
+		st = want_index(c, d, 1);
+	return st;
+}
+
+static enum qr_status
+gather_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0], *ix = c->in[1];
+	int64_t dims[QR_TENSOR_MAX_DIMS];
+	enum qr_status st;
+	int axis, i, r = 0;
+
+	st = qr_op_axis(c, d, qr_op_attr_int(c, "axis", 0), x->ndim, 0,
+			&axis);
+	if (st != QR_OK)
+		return st;
+	if (x->ndim - 1 + ix->ndim > QR_TENSOR_MAX_DIMS)
+		return qr_op_errorf(c, d, QR_ESHAPE, "output rank is too high");
+	for (i = 0; i < axis; i++)
+		dims[r++] = x->dims[i];
+	for (i = 0; i < ix->ndim; i++)
+		dims[r++] = ix->dims[i];
+	for (i = axis + 1; i < x->ndim; i++)
+		dims[r++] = x->dims[i];
+	return qr_tensor_set_shape(c->out[0], x->dtype, r, dims,
+				   qr_op_out_name(c, 0), d);
+}
+
+static enum qr_status
+gather_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0], *ix = c->in[1];
+	size_t es = qr_dtype_size(x->dtype), outer, inner, o, k;
+	char *y = c->out[0]->data;
+	int64_t len;
+	int axis;
+
+	qr_op_axis(c, d, qr_op_attr_int(c, "axis", 0), x->ndim, 0, &axis);
+	outer = qr_op_dims_prod(x->dims, 0, axis);
+	inner = qr_op_dims_prod(x->dims, axis + 1, x->ndim) * es;
+	len = x->dims[axis];
+	for (k = 0; k < ix->n_elem; k++) {
+		int64_t v = get_i64(ix, k);
+
+		if (v < -len || v >= len)
+			return qr_op_errorf(c, d, QR_ESHAPE, "index %lld is out "
+					    "of range for axis %d of size %lld",
+					    (long long)v, axis, (long long)len);
+	}
+	for (o = 0; o < outer; o++) {
+		for (k = 0; k < ix->n_elem; k++) {
+			int64_t v = get_i64(ix, k);
+
+			if (v < 0)
+				v += len;
+			if (inner > 0)
+				memcpy(y, (const char *)x->data +
+				       (o * (size_t)len + (size_t)v) * inner,
+				       inner);
+			y += inner;
+		}
+	}
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_gather = {
+	.domain = "", .name = "Gather", .since = 1,
+	.check = gather_check, .infer = gather_infer, .run = gather_run,
+};
+
+/* ---- Pad ---- */
+
+enum pad_mode { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE };
+
+static enum qr_status
+pad_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	const char *mode = qr_op_attr_str(c, "mode", "constant");
+	enum qr_status st;
+
+	st = move_check(c, d, c->opset >= 11 ? 2 : 1,
+			c->opset >= 18 ? 4 : c->opset >= 11 ? 3 : 1, 1, 1);
+	if (st == QR_OK)
+		st = want_index(c, d, 1);
+	if (st == QR_OK && c->opset >= 18)
+		st = want_index(c, d, 3);
+	if (st == QR_OK && qr_op_has_in(c, 2))
+		st = qr_op_same_dtype(c, d, 0, 2);
+	if (st != QR_OK)
+		return st;
+	if (strcmp(mode, "constant") != 0 && strcmp(mode, "reflect") != 0 &&
+	    strcmp(mode, "edge") != 0)
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "mode '%s' is not "
+				    "supported", mode);
+	return QR_OK;
+}
+
+/* Pads as [begin_0.., end_0..] over all of x's axes. */
+static enum qr_status
+pad_resolve(const struct qr_op_call *c, struct qr_diag *d,
+	    const struct qr_tensor *x, int64_t *pads)
+{
+	int64_t p[2 * QR_TENSOR_MAX_DIMS], axes[QR_TENSOR_MAX_DIMS];
+	size_t n, na, k;
+	enum qr_status st;
+	int r = x->ndim, ax;
+
+	if (c->opset >= 11) {
+		st = qr_op_read_ints(c, d, c->in[1], "pads", p,
+				     2 * QR_TENSOR_MAX_DIMS, &n);
+		if (st != QR_OK)
+			return st;
+	} else {
+		const int64_t *a = qr_op_attr_ints(c, "pads", &n);
+
+		if (n > 2 * QR_TENSOR_MAX_DIMS)
+			return qr_op_errorf(c, d, QR_ESHAPE, "too many pads");
+		if (n > 0)
+			memcpy(p, a, n * sizeof *a);
+	}
+	na = (size_t)r;
+	for (k = 0; k < na; k++)
+		axes[k] = (int64_t)k;
+	if (c->opset >= 18 && qr_op_has_in(c, 3)) {
+		st = qr_op_read_ints(c, d, c->in[3], "axes", axes,
+				     QR_TENSOR_MAX_DIMS, &na);
+		if (st != QR_OK)
+			return st;
+	}
+	if (n != 2 * na)
+		return qr_op_errorf(c, d, QR_ESHAPE, "%zu pads for %zu axes",
+				    n, na);
+	memset(pads, 0, 2 * (size_t)r * sizeof *pads);
+	for (k = 0; k < na; k++) {
+		if ((st = qr_op_axis(c, d, axes[k], r, 0, &ax)) != QR_OK)
+			return st;
+		pads[ax] = p[k];
+		pads[r + ax] = p[na + k];
+	}
+	return QR_OK;
+}
+
+static enum qr_status
+pad_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	int64_t pads[2 * QR_TENSOR_MAX_DIMS], dims[QR_TENSOR_MAX_DIMS];
+	enum qr_status st = pad_resolve(c, d, x, pads);
+	int i;
+
+	if (st != QR_OK)
+		return st;
+	for (i = 0; i < x->ndim; i++) {
+		dims[i] = x->dims[i] + pads[i] + pads[x->ndim + i];
+		if (dims[i] < 0)
+			return qr_op_errorf(c, d, QR_ESHAPE, "pads make axis %d "
+					    "negative", i);
+	}
+	if (strcmp(qr_op_attr_str(c, "mode", "constant"), "constant") != 0)
+		for (i = 0; i < x->ndim; i++)
+			if (x->dims[i] == 0 && dims[i] > 0)
+				return qr_op_errorf(c, d, QR_ESHAPE, "cannot "
+						    "pad an empty axis %d in "
+						    "mode %s", i,
+						    qr_op_attr_str(c, "mode",
+								   ""));
+	return qr_tensor_set_shape(c->out[0], x->dtype, x->ndim, dims,
+				   qr_op_out_name(c, 0), d);
+}
+
+/* Source index for out-of-range i on an axis of length n, or -1 for the
+ * constant. */
+static int64_t
+pad_index(int64_t i, int64_t n, enum pad_mode mode)
+{
+	if (i >= 0 && i < n)
+		return i;
+	if (mode == PAD_CONSTANT)
+		return -1;
+	if (mode == PAD_EDGE || n == 1)
+		return i < 0 ? 0 : n - 1;
+	/* reflect, period 2n - 2 */
+	{
+		int64_t p = 2 * n - 2;
+
+		i %= p;
+		if (i < 0)
+			i += p;
+		return i < n ? i : p - i;
+	}
+}
+
+static enum qr_status
+pad_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	struct qr_tensor *y = c->out[0];
+	const char *ms = qr_op_attr_str(c, "mode", "constant");
+	enum pad_mode mode = strcmp(ms, "reflect") == 0 ? PAD_REFLECT :
+		strcmp(ms, "edge") == 0 ? PAD_EDGE : PAD_CONSTANT;
+	int64_t pads[2 * QR_TENSOR_MAX_DIMS], xs[QR_TENSOR_MAX_DIMS];
+	int64_t idx[QR_TENSOR_MAX_DIMS] = {0};
+	size_t es = qr_dtype_size(x->dtype), k;
+	uint8_t value[16] = {0};
+	char *dst = y->data;
+	int r = x->ndim, i;
+
+	pad_resolve(c, d, x, pads);
+	dense_strides(r, x->dims, xs);
+	if (c->opset >= 11 && qr_op_has_in(c, 2) && c->in[2]->n_elem > 0)
+		memcpy(value, c->in[2]->data, es);
+	else if (c->opset < 11 && x->dtype == QR_DT_FLOAT) {
+		float v = qr_op_attr_float(c, "value", 0);
+
+		memcpy(value, &v, sizeof v);
+	} else if (c->opset < 11) {
+		struct qr_tensor tmp = *y;
+
+		tmp.data = value;
+		qr_op_set(&tmp, 0, qr_op_attr_float(c, "value", 0));
+	}
+	for (k = 0; k < y->n_elem; k++) {
+		int64_t off = 0;
+
+		for (i = 0; i < r; i++) {
+			int64_t s = pad_index(idx[i] - pads[i], x->dims[i],
+					      mode);
+
+			if (s < 0) {
+				off = -1;
+				break;
+			}
+			off += s * xs[i];
+		}
+		copy_elem(dst + k * es, off < 0 ? (const void *)value :
+			  (const char *)x->data + off * (int64_t)es, es);
+		for (i = r - 1; i >= 0; i--) {
+			if (++idx[i] < y->dims[i])
+				break;
+			idx[i] = 0;
+		}
+	}
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_pad = {
+	.domain = "", .name = "Pad", .since = 2,
+	.check = pad_check, .infer = pad_infer, .run = pad_run,
+};
+
+/* ---- Expand ---- */
+
+static enum qr_status
+expand_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st = move_check(c, d, 2, 2, 1, 1);
+
+	if (st == QR_OK)
+		st = qr_op_want_dtype(c, d, 1, QR_DTM(QR_DT_INT64));
+	return st;
+}
+
+static enum qr_status
+expand_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	struct qr_tensor shape = {0};
+	struct qr_tensor *both[2];
+	int64_t dims[QR_TENSOR_MAX_DIMS];
+	enum qr_status st;
+	size_t n;
+	int ndim;
+
+	st = qr_op_read_ints(c, d, c->in[1], "shape", shape.dims,
+			     QR_TENSOR_MAX_DIMS, &n);
+	if (st != QR_OK)
+		return st;
+	shape.ndim = (int)n;
+	both[0] = c->in[0];
+	both[1] = &shape;
+	st = qr_op_broadcast_shape(c, d, both, 2, &ndim, dims);
+	if (st != QR_OK)
+		return st;
+	return qr_tensor_set_shape(c->out[0], c->in[0]->dtype, ndim, dims,
+				   qr_op_out_name(c, 0), d);
+}
+
+/* Strides (elements) reading x broadcast to (ndim, dims). */
+static void
+broadcast_strides(const struct qr_tensor *x, int ndim, int64_t *st)
+{
+	int64_t s = 1;
+	int i;
+
+	for (i = ndim - 1; i >= 0; i--) {
+		int j = i - (ndim - x->ndim);
+
+		if (j < 0 || x->dims[j] == 1) {
+			st[i] = 0;
+		} else {
+			st[i] = s;
+			s *= x->dims[j];
+		}
+	}
+}
+
+static enum qr_status
+expand_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	struct qr_tensor *y = c->out[0];
+	int64_t st[QR_TENSOR_MAX_DIMS];
+
+	broadcast_strides(c->in[0], y->ndim, st);
+	strided_copy(y->data, c->in[0]->data, qr_dtype_size(y->dtype),
+		     y->ndim, y->dims, 0, st);
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_expand = {
+	.domain = "", .name = "Expand", .since = 8,
+	.check = expand_check, .infer = expand_infer, .run = expand_run,
+};
+
+/* ---- Where ---- */
+
+static enum qr_status
+where_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st;
+
+	if ((st = qr_op_arity(c, d, 3, 3, 1, 1)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 0, QR_DTM(QR_DT_BOOL))) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 1, QR_DTM_ANY)) != QR_OK ||
+	    (st = qr_op_same_dtype(c, d, 1, 2)) != QR_OK)
+		return st;
+	c->out_dtype[0] = qr_op_dtype(c, 1);
+	return QR_OK;
+}
+
+static enum qr_status
+where_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	int64_t dims[QR_TENSOR_MAX_DIMS];
+	enum qr_status st;
+	int ndim;
+
+	st = qr_op_broadcast_shape(c, d, c->in, 3, &ndim, dims);
+	if (st != QR_OK)
+		return st;
+	return qr_tensor_set_shape(c->out[0], c->in[1]->dtype, ndim, dims,
+				   qr_op_out_name(c, 0), d);
+}
+
+static enum qr_status
+where_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	struct qr_tensor *y = c->out[0];
+	size_t es = qr_dtype_size(y->dtype), i;
+	const uint8_t *cond = c->in[0]->data;
+	const char *a = c->in[1]->data, *b = c->in[2]->data;
+	char *dst = y->data;
+	struct qr_bcast it;
+
+	qr_bcast_init(&it, y->ndim, y->dims, c->in, 3);
+	do {
+		for (i = 0; i < it.inner; i++) {
+			size_t o = it.out_off + i;
+
+			if (cond[it.off[0] + i * it.step[0]])
+				copy_elem(dst + o * es, a + (it.off[1] + i *
+					  it.step[1]) * es, es);
+			else
+				copy_elem(dst + o * es, b + (it.off[2] + i *
+					  it.step[2]) * es, es);
+		}
+	} while (qr_bcast_next(&it));
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_where = {
+	.domain = "", .name = "Where", .since = 9,
+	.check = where_check, .infer = where_infer, .run = where_run,
+};
