@@ -98,7 +98,15 @@ struct qr_weight_stats {
 	double sqnr_per_tensor_db;  /* predicted int8 symmetric, one scale */
 	double sqnr_per_channel_db; /* predicted int8 symmetric, scale per channel */
 	int depth;              /* position of the layer in topological order */
+	float *heat;            /* heat_rows x heat_cols: max |w| per (output
+				   channel, input channel) pair, max-pooled
+				   to at most QR_HEAT_MAX per side; NULL for
+				   rank-1 weights */
+	size_t heat_rows;       /* output channels (pooled) */
+	size_t heat_cols;       /* input channels (pooled) */
 };
+
+#define QR_HEAT_MAX 256
 
 /* How a float layer was paired with a quantized one. */
 enum qr_match { QR_MATCH_NONE = 0, QR_MATCH_NAME, QR_MATCH_STRUCTURE };

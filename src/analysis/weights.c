@@ -227,6 +227,63 @@ out:
  * symmetric SQNR with opts->bits per tensor and per channel
  * (qr_an_sqnr_sym2). Strings are copies; ws owns everything it points to.
  */
+/*
+ * The layer's weight as a matrix of max |w| over each (output channel,
+ * input channel) pair, the view that shows whole input or output
+ * channels standing out. The input-channel axis is the one next to the
+ * output axis: 1 for Conv (W[M,C,k..]), 0 for ConvTranspose and Gemm
+ * without transB, rank-2 for MatMul. Larger matrices are max-pooled to
+ * QR_HEAT_MAX per side.
+ */
+static void
+weight_heat(const float *w, const int64_t *dims, int ndim, int oaxis,
+	    struct qr_weight_stats *ws)
+{
+	int iaxis = oaxis == 0 ? 1 : oaxis - 1, a, b, k;
+	size_t O, I, R, C, outer = 1, mid = 1, inner = 1, na, nb;
+	size_t x, y, z, p, q;
+	float *h;
+
+	if (ndim < 2)
+		return;
+	O = (size_t)dims[oaxis];
+	I = (size_t)dims[iaxis];
+	if (O == 0 || I == 0)
+		return;
+	R = O < QR_HEAT_MAX ? O : QR_HEAT_MAX;
+	C = I < QR_HEAT_MAX ? I : QR_HEAT_MAX;
+	a = oaxis < iaxis ? oaxis : iaxis;
+	b = oaxis < iaxis ? iaxis : oaxis;
+	for (k = 0; k < a; k++)
+		outer *= (size_t)dims[k];
+	for (k = a + 1; k < b; k++)
+		mid *= (size_t)dims[k];
+	for (k = b + 1; k < ndim; k++)
+		inner *= (size_t)dims[k];
+	na = (size_t)dims[a];
+	nb = (size_t)dims[b];
+	h = xcalloc(R * C, sizeof *h);
+	for (x = 0; x < outer; x++)
+		for (p = 0; p < na; p++)
+			for (y = 0; y < mid; y++)
+				for (q = 0; q < nb; q++) {
+					size_t o = a == oaxis ? p : q;
+					size_t i = a == oaxis ? q : p;
+					float *cell = &h[(o * R / O) * C +
+							 i * C / I];
+					const float *v = w +
+						(((x * na + p) * mid + y) * nb +
+						 q) * inner;
+
+					for (z = 0; z < inner; z++)
+						if (fabsf(v[z]) > *cell)
+							*cell = fabsf(v[z]);
+				}
+	ws->heat = h;
+	ws->heat_rows = R;
+	ws->heat_cols = C;
+}
+
 void
 qr_an_weight_stats(const struct qr_an_wlayer *wl,
 		   const struct qr_analysis_opts *o, struct qr_weight_stats *ws)
@@ -276,6 +333,7 @@ qr_an_weight_stats(const struct qr_an_wlayer *wl,
 	qr_an_sqnr_sym2(f, w->dims, w->ndim, wl->axis, absmax, o->bits,
 			&ws->sqnr_per_tensor_db, &ws->sqnr_per_channel_db);
 	free(absmax);
+	weight_heat(f, w->dims, w->ndim, wl->axis, ws);
 	if (owned)
 		free((float *)f);
 }
@@ -293,4 +351,5 @@ qr_an_weight_stats_free(struct qr_weight_stats *ws)
 	free(ws->ch_std);
 	free(ws->rel_range);
 	free(ws->outliers);
+	free(ws->heat);
 }

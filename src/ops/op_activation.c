@@ -261,15 +261,40 @@ prelu_check(const struct qr_op_call *c, struct qr_diag *d)
 	return QR_OK;
 }
 
+/*
+ * The slope as broadcast: numpy rules from opset 7; before, a 1-D slope
+ * of x's channel count applies per channel (axis 1), as PyTorch exported
+ * it. in[] gets x and the (possibly reshaped) slope.
+ */
+static void
+prelu_inputs(const struct qr_op_call *c, struct qr_tensor *view,
+	     struct qr_tensor **in)
+{
+	const struct qr_tensor *x = c->in[0], *s = c->in[1];
+	int i;
+
+	in[0] = c->in[0];
+	in[1] = c->in[1];
+	if (c->opset >= 7 || s->ndim != 1 || x->ndim < 3 ||
+	    s->dims[0] != x->dims[1] || s->dims[0] == 1)
+		return;
+	*view = *s;
+	for (i = 2; i < x->ndim; i++)
+		view->dims[view->ndim++] = 1;
+	in[1] = view;
+}
+
 static enum qr_status
 prelu_infer(struct qr_op_call *c, struct qr_diag *d)
 {
 	int64_t dims[QR_TENSOR_MAX_DIMS];
+	struct qr_tensor view, *in[2];
 	enum qr_status st;
 	char a[128], b[128];
 	int ndim;
 
-	st = qr_op_broadcast_shape(c, d, c->in, 2, &ndim, dims);
+	prelu_inputs(c, &view, in);
+	st = qr_op_broadcast_shape(c, d, in, 2, &ndim, dims);
 	if (st != QR_OK)
 		return st;
 	if (!qr_op_same_shape(c->in[0], ndim, dims))
@@ -280,13 +305,13 @@ prelu_infer(struct qr_op_call *c, struct qr_diag *d)
 	return same_infer(c, d);
 }
 
-#define PRELU_LOOP(T, c)                                                    \
+#define PRELU_LOOP(T, c, in)                                                \
 	do {                                                                \
 		struct qr_bcast it;                                         \
-		const T *x = (c)->in[0]->data, *s = (c)->in[1]->data;       \
+		const T *x = (in)[0]->data, *s = (in)[1]->data;             \
 		T *y = (c)->out[0]->data;                                   \
 		qr_bcast_init(&it, (c)->out[0]->ndim, (c)->out[0]->dims,    \
-			      (c)->in, 2);                                  \
+			      (in), 2);                                     \
 		do {                                                        \
 			size_t i;                                           \
 			for (i = 0; i < it.inner; i++) {                    \
@@ -300,10 +325,13 @@ prelu_infer(struct qr_op_call *c, struct qr_diag *d)
 static enum qr_status
 prelu_run(struct qr_op_call *c, struct qr_diag *d)
 {
+	struct qr_tensor view, *in[2];
+
+	prelu_inputs(c, &view, in);
 	if (c->out[0]->dtype == QR_DT_FLOAT)
-		PRELU_LOOP(float, c);
+		PRELU_LOOP(float, c, in);
 	else
-		PRELU_LOOP(double, c);
+		PRELU_LOOP(double, c, in);
 	return QR_OK;
 }
 

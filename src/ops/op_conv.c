@@ -629,7 +629,15 @@ conv_run(struct qr_op_call *c, struct qr_diag *d)
 		return QR_OK;
 	if (qr_op_has_in(c, 2))
 		bias = c->in[2]->data;
-	if (g.nsp == 3 || c->in[0]->n_elem == 0) {
+	if (c->in[0]->n_elem == 0) {
+		size_t plane = c->out[0]->n_elem / (size_t)(g.n * g.cout), i;
+		float *y = c->out[0]->data;
+
+		for (i = 0; i < c->out[0]->n_elem; i++)
+			y[i] = bias ? bias[i / plane % (size_t)g.cout] : 0.0f;
+		return QR_OK;
+	}
+	if (g.nsp == 3) {
 		conv3d_run(&g, st->transposed, c->in[0]->data, c->in[1]->data,
 			   bias, c->out[0]->data);
 		return QR_OK;

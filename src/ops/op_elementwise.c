@@ -182,10 +182,10 @@ broadcast_infer(struct qr_op_call *c, struct qr_diag *d)
 #define DEF_BINARY(fn, FEXPR, IEXPR)                                        \
 	static enum qr_status fn(struct qr_op_call *c, struct qr_diag *d)   \
 	{                                                                   \
-		struct qr_tensor *b_ = c->in[1], view_;                     \
+		struct qr_tensor *bt_ = c->in[1], view_;                    \
 		if (c->opset < 7)                                           \
-			b_ = legacy_view(c, &view_);                        \
-		BIN_DISPATCH(c->out[0]->dtype, FEXPR, IEXPR, c->in[0], b_,  \
+			bt_ = legacy_view(c, &view_);                       \
+		BIN_DISPATCH(c->out[0]->dtype, FEXPR, IEXPR, c->in[0], bt_, \
 			     c->out[0]);                                    \
 		return QR_OK;                                               \
 	}
@@ -222,8 +222,7 @@ pow_check(const struct qr_op_call *c, struct qr_diag *d)
 	if ((st = qr_op_arity(c, d, 2, 2, 1, 1)) != QR_OK ||
 	    (st = qr_op_want_dtype(c, d, 0, QR_DTM_FLOATS |
 				   QR_DTM_INDEX)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 1, QR_DTM_FLOATS |
-				   QR_DTM_INDEX)) != QR_OK)
+	    (st = qr_op_want_dtype(c, d, 1, QR_DTM_NUMERIC)) != QR_OK)
 		return st;
 	c->out_dtype[0] = qr_op_dtype(c, 0);
 	return QR_OK;
@@ -232,23 +231,23 @@ pow_check(const struct qr_op_call *c, struct qr_diag *d)
 static enum qr_status
 pow_run(struct qr_op_call *c, struct qr_diag *d)
 {
-	struct qr_tensor *y = c->out[0];
+	struct qr_tensor *y = c->out[0], view, *in[2];
 	struct qr_bcast it;
 
-	if (y->dtype == QR_DT_FLOAT && c->in[1]->dtype == QR_DT_FLOAT) {
-		BIN_LOOP(float, powf(x, z), c->in[0], c->in[1], y);
+	in[0] = c->in[0];
+	in[1] = c->opset < 7 ? legacy_view(c, &view) : c->in[1];
+	if (y->dtype == QR_DT_FLOAT && in[1]->dtype == QR_DT_FLOAT) {
+		BIN_LOOP(float, powf(x, z), in[0], in[1], y);
 		return QR_OK;
 	}
 	/* Mixed types: in double, stored in the base's type. */
-	qr_bcast_init(&it, y->ndim, y->dims, c->in, 2);
+	qr_bcast_init(&it, y->ndim, y->dims, in, 2);
 	do {
 		size_t i;
 
 		for (i = 0; i < it.inner; i++) {
-			double x = qr_op_get(c->in[0], it.off[0] +
-					     i * it.step[0]);
-			double z = qr_op_get(c->in[1], it.off[1] +
-					     i * it.step[1]);
+			double x = qr_op_get(in[0], it.off[0] + i * it.step[0]);
+			double z = qr_op_get(in[1], it.off[1] + i * it.step[1]);
 
 			qr_op_set(y, it.out_off + i, pow(x, z));
 		}

@@ -11,12 +11,6 @@
 
 #define POOL_DTYPES (QR_DTM_FLOAT | QR_DTM(QR_DT_UINT8) | QR_DTM(QR_DT_INT8))
 
-/* 1 when the node asks for MaxPool's second output. */
-static int
-wants_indices(const struct qr_op_call *c)
-{
-	return c->n_out > 1 && qr_op_out_name(c, 1)[0] != '\0';
-}
 
 static enum qr_status
 pool_check(const struct qr_op_call *c, struct qr_diag *d, int is_max)
@@ -30,6 +24,10 @@ pool_check(const struct qr_op_call *c, struct qr_diag *d, int is_max)
 						     QR_DTM_FLOAT)) != QR_OK ||
 	    (st = qr_op_win_parse(c, d, &win)) != QR_OK)
 		return st;
+	if (win.nsp > 2)
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%d-D windows are "
+				    "not supported (1-D and 2-D only)",
+				    win.nsp);
 	if (!win.has_kernel)
 		return qr_op_errorf(c, d, QR_EGRAPH, "kernel_shape is "
 				    "required");
@@ -37,11 +35,6 @@ pool_check(const struct qr_op_call *c, struct qr_diag *d, int is_max)
 		return qr_op_errorf(c, d, QR_EGRAPH, "pads and auto_pad %s are "
 				    "both given", qr_op_attr_str(c, "auto_pad",
 								 ""));
-	if (is_max && wants_indices(c) &&
-	    qr_op_attr_int(c, "storage_order", 0) != 0)
-		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "Indices with "
-				    "storage_order 1 (column major) are not "
-				    "supported");
 	dt = qr_op_dtype(c, 0);
 	c->out_dtype[0] = dt;
 	if (c->n_out > 1)
@@ -93,7 +86,8 @@ pool_infer(struct qr_op_call *c, struct qr_diag *d)
 
 /*
  * MaxPool with Indices, as ONNX Runtime: the first maximum of each window
- * wins, and its index is flat over the whole input tensor (row major).
+ * wins, and its index is flat over the whole input tensor, each plane
+ * row major, or column major with storage_order 1.
  */
 #define MAXPOOL_IDX(T)                                                      \
 	do {                                                                \
@@ -128,7 +122,9 @@ pool_infer(struct qr_op_call *c, struct qr_diag *d)
 							if (!found || v > m) {\
 								m = v;      \
 								mi = (int64_t)(pl * p.h * p.w) + \
-								    ih * (int64_t)p.w + iw; \
+								    (col_major ? \
+								    iw * (int64_t)p.h + ih : \
+								    ih * (int64_t)p.w + iw); \
 								found = 1;  \
 							}                   \
 						}                           \
@@ -147,6 +143,7 @@ maxpool_indices(struct qr_op_call *c, const struct qr_pool_params *pp)
 	size_t oh_n = qr_pool_out_h(&p), ow_n = qr_pool_out_w(&p);
 	size_t pl, oh, ow, i, j, at = 0;
 	int64_t *idx = c->out[1]->data;
+	int col_major = qr_op_attr_int(c, "storage_order", 0) != 0;
 
 	switch (c->in[0]->dtype) {
 	case QR_DT_FLOAT: MAXPOOL_IDX(float); break;

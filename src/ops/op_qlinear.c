@@ -81,6 +81,10 @@ qlconv_check(const struct qr_op_call *c, struct qr_diag *d)
 	    (st = qr_op_want_dtype(c, d, 8, QR_DTM(QR_DT_INT32))) != QR_OK ||
 	    (st = qr_op_win_parse(c, d, &win)) != QR_OK)
 		return st;
+	if (win.nsp > 2)
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%d-D windows are "
+				    "not supported (1-D and 2-D only)",
+				    win.nsp);
 	if (c->in != NULL && c->in[3] != NULL && c->in[3]->ndim > 4)
 		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%d-D convolution "
 				    "is not supported (1-D and 2-D only)",
@@ -773,6 +777,10 @@ qap_check(const struct qr_op_call *c, struct qr_diag *d)
 	    (st = q_dtypes(c, d, 0x1 | 0x4 | 0x10, 0x2 | 0x8)) != QR_OK ||
 	    (st = qr_op_win_parse(c, d, &win)) != QR_OK)
 		return st;
+	if (win.nsp > 2)
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%d-D windows are "
+				    "not supported (1-D and 2-D only)",
+				    win.nsp);
 	if (!win.has_kernel)
 		return qr_op_errorf(c, d, QR_EGRAPH, "kernel_shape is "
 				    "required");

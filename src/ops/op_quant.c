@@ -350,6 +350,10 @@ convint_check(const struct qr_op_call *c, struct qr_diag *d)
 	    (st = qr_op_same_dtype(c, d, 1, 3)) != QR_OK ||
 	    (st = qr_op_win_parse(c, d, &win)) != QR_OK)
 		return st;
+	if (win.nsp > 2)
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%d-D windows are "
+				    "not supported (1-D and 2-D only)",
+				    win.nsp);
 	if (c->in != NULL && c->in[1] != NULL && c->in[1]->ndim > 4)
 		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%d-D convolution "
 				    "is not supported (1-D and 2-D only)",

@@ -136,6 +136,7 @@ struct rs_plan {
 	int rank;
 	int64_t out[QR_TENSOR_MAX_DIMS];  /* output dims */
 	float scale[QR_TENSOR_MAX_DIMS];  /* coordinate scale per axis */
+	int from_scales;                  /* scales given (not sizes) */
 };
 
 /* Values of a 1-D tensor (scales or sizes) placed on the axes they name. */
@@ -212,6 +213,7 @@ rs_plan(struct qr_op_call *c, struct qr_diag *d, int upsample,
 		if (st != QR_OK)
 			return st;
 	}
+	pl->from_scales = sizes == NULL;
 	for (i = 0; i < r; i++) {
 		double in = (double)x->dims[i];
 
@@ -261,6 +263,17 @@ upsample_infer(struct qr_op_call *c, struct qr_diag *d)
 	return rs_infer(c, d, 1);
 }
 
+/* The asymmetric scale equal to align_corners with a given scale. */
+static float
+align_scale(size_t in, size_t out, float scale)
+{
+	if (out <= 1)
+		return 1.0f; /* the only output index, 0, maps to 0 */
+	if (in <= 1)
+		return INFINITY;
+	return ((float)in * scale - 1.0f) / (float)(in - 1);
+}
+
 static enum qr_status
 rs_run(struct qr_op_call *c, struct qr_diag *d, int upsample)
 {
@@ -290,6 +303,16 @@ rs_run(struct qr_op_call *c, struct qr_diag *d, int upsample)
 	p.scale_w = r > 0 ? pl.scale[r - 1] : 1.0f;
 	p.coord = a.coord;
 	p.nearest = a.nearest;
+	if (a.coord == QR_COORD_ALIGN_CORNERS && pl.from_scales) {
+		/*
+		 * With scales, the spec's align_corners divides by the
+		 * unrounded output length in * scale - 1, not by out - 1:
+		 * that is asymmetric with scale (in * scale - 1) / (in - 1).
+		 */
+		p.coord = QR_COORD_ASYMMETRIC;
+		p.scale_h = align_scale(p.h, p.oh, p.scale_h);
+		p.scale_w = align_scale(p.w, p.ow, p.scale_w);
+	}
 	if (a.linear) {
 		qr_resize_linear_f32(&p, x->data, c->out[0]->data);
 		return QR_OK;
