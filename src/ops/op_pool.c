@@ -11,7 +11,6 @@
 
 #define POOL_DTYPES (QR_DTM_FLOAT | QR_DTM(QR_DT_UINT8) | QR_DTM(QR_DT_INT8))
 
-
 static enum qr_status
 pool_check(const struct qr_op_call *c, struct qr_diag *d, int is_max)
 {
