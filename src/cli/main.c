@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "analysis/analysis.h"
+#include "cli/cli.h"
 #include "onnx/onnx.h"
 #include "report/report.h"
 #include "util/util.h"
@@ -39,10 +40,16 @@ struct options {
 
 static const char usage_text[] =
 "usage: qreport --float FLOAT.onnx [--quant QUANT.onnx]... -o DIR [options]\n"
+"       qreport run MODEL.onnx --input NAME=FILE.npy|.pb ... -o DIR\n"
+"                   [--dump-all] [--profile]\n"
 "\n"
 "Show where quantization hurts a model: loads the float ONNX model and its\n"
 "quantized version(s) and writes a self-contained report folder (open\n"
 "DIR/index.html; DIR/report.json for tools, DIR/summary.md for CI).\n"
+"\n"
+"qreport run executes one model with qreport's engine and writes each\n"
+"output as DIR/<name>.npy (--dump-all: every intermediate tensor too;\n"
+"--profile: time per op type on stderr).\n"
 "\n"
 "Options:\n"
 "  -f, --float FILE      float (reference) ONNX model\n"
@@ -366,10 +373,13 @@ main(int argc, char **argv)
 	struct options o = {0};
 	struct qr_diag d = {0};
 	enum qr_status st;
-	char *cmdline = join_argv(argc, argv);
+	char *cmdline;
 	int exit_now, rc;
 	size_t i;
 
+	if (argc > 1 && strcmp(argv[1], "run") == 0)
+		return qr_cli_run(argc - 1, argv + 1);
+	cmdline = join_argv(argc, argv);
 	st = parse_args(argc, argv, &o, &exit_now, &d);
 	if (st == QR_OK && !exit_now)
 		st = run_report(&o, cmdline, &d);

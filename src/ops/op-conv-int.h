@@ -84,9 +84,6 @@ enum qr_status qr_op_pool_shape(const struct qr_op_call *c,
 
 /* ---- quantization parameters ---- */
 
-/* 1 for dtypes the 8-bit quantized ops take (uint8, int8). */
-int qr_op_is_q8(int dtype);
-
 /*
  * Input i as one float scale (a float scalar or 1-element tensor).
  * QR_EGRAPH naming the node otherwise.

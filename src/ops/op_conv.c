@@ -58,6 +58,8 @@ win_rank(const struct qr_op_call *c, struct qr_diag *d, const char *name,
 	return QR_OK;
 }
 
+/* Parse the window attributes of c's node into w; QR_EGRAPH for bad
+ * values, QR_EUNSUPPORTED for more than 3 spatial dims. */
 enum qr_status
 qr_op_win_parse(const struct qr_op_call *c, struct qr_diag *d,
 		struct qr_op_win *w)
@@ -352,6 +354,8 @@ geom_params(const struct conv_geom *g, struct qr_conv_params *p)
 	p->pad_r = v[5][1];
 }
 
+/* 1-D / 2-D conv geometry as the kernels' params and the output shape;
+ * errors name the node (see op-conv-int.h). */
 enum qr_status
 qr_op_conv_shape(const struct qr_op_call *c, struct qr_diag *d,
 		 const struct qr_op_win *win, const struct qr_tensor *x,
@@ -369,6 +373,7 @@ qr_op_conv_shape(const struct qr_op_call *c, struct qr_diag *d,
 	return QR_OK;
 }
 
+/* Pool geometry and output shape of an [N][C][spatial] input. */
 enum qr_status
 qr_op_pool_shape(const struct qr_op_call *c, struct qr_diag *d,
 		 const struct qr_op_win *win, const struct qr_tensor *x,
@@ -428,6 +433,7 @@ qr_op_pool_shape(const struct qr_op_call *c, struct qr_diag *d,
 	return QR_OK;
 }
 
+/* Grow *buf (heap, owned by the caller) to n bytes; contents not kept. */
 void *
 qr_op_scratch(void **buf, size_t *cap, size_t n)
 {

@@ -21,12 +21,7 @@
 
 /* ---- quantization parameters ---- */
 
-int
-qr_op_is_q8(int dtype)
-{
-	return dtype == QR_DT_UINT8 || dtype == QR_DT_INT8;
-}
-
+/* enum qr_qtype of dtype, -1 when no kernel takes it. */
 int
 qr_op_qtype(int dtype)
 {
@@ -40,6 +35,7 @@ qr_op_qtype(int dtype)
 	}
 }
 
+/* Input i as one float scale; QR_EGRAPH naming the node otherwise. */
 enum qr_status
 qr_op_q_scale(const struct qr_op_call *c, struct qr_diag *d, size_t i,
 	      float *out)
@@ -57,6 +53,7 @@ qr_op_q_scale(const struct qr_op_call *c, struct qr_diag *d, size_t i,
 	return QR_OK;
 }
 
+/* Input i as one integer zero point (0 when absent); QR_EGRAPH otherwise. */
 enum qr_status
 qr_op_q_zp(const struct qr_op_call *c, struct qr_diag *d, size_t i, int dtype,
 	   int32_t *out)
@@ -81,6 +78,8 @@ qr_op_q_zp(const struct qr_op_call *c, struct qr_diag *d, size_t i, int dtype,
 	return QR_OK;
 }
 
+/* Scales and zero points spread to n heap entries (caller frees both);
+ * QR_EGRAPH naming the node when a count is neither 1 nor n. */
 enum qr_status
 qr_op_q_vec(const struct qr_op_call *c, struct qr_diag *d, size_t i_scale,
 	    size_t i_zp, size_t n, float **scale, int32_t **zp)
@@ -454,6 +453,7 @@ const struct qr_op_desc qr_op_conv_integer = {
 
 /* ---- integer matmul shapes ---- */
 
+/* numpy matmul shapes of a times b; QR_ESHAPE naming the node. */
 enum qr_status
 qr_op_mm_shape(const struct qr_op_call *c, struct qr_diag *d,
 	       const struct qr_tensor *a, const struct qr_tensor *b,
@@ -508,6 +508,7 @@ bad:
 			    qr_shape_str(b, b2, sizeof b2));
 }
 
+/* Matrix indices into A and B of output product bi. */
 void
 qr_op_mm_index(const struct qr_op_mm *mm, size_t bi, size_t *ai, size_t *bj)
 {
@@ -551,6 +552,7 @@ mmint_prepare(struct qr_op_call *c, struct qr_diag *d)
 	return QR_OK;
 }
 
+/* Release function of the integer matmul nodes; NULL does nothing. */
 void
 qr_op_mm_cache_free(void *state)
 {
@@ -600,6 +602,8 @@ mm_bzp(const struct qr_op_call *c, struct qr_diag *d, size_t ib, size_t i,
 	return QR_OK;
 }
 
+/* Exact int32 products of inputs ia and ib into acc (see op-conv-int.h);
+ * B is packed into st once when it is a constant single matrix. */
 enum qr_status
 qr_op_mm_int32(struct qr_op_call *c, struct qr_diag *d,
 	       struct qr_op_mm_cache *st, const struct qr_op_mm *mm,

@@ -1,6 +1,7 @@
 /*
  * op_reduce: reductions over a set of axes (ReduceMean, ReduceSum,
- * ReduceMax, ReduceMin, ReduceProd) and ArgMax/ArgMin along one axis.
+ * ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2, ReduceSumSquare,
+ * ReduceLogSum, ReduceLogSumExp) and ArgMax/ArgMin along one axis.
  *
  * Axes are an attribute until ReduceSum-13 and the others' opset 18, an
  * optional input afterwards (where noop_with_empty_axes = 1 with no axes
@@ -13,21 +14,35 @@
 
 #include "ops/op-int.h"
 
-enum red_kind { RED_SUM, RED_MEAN, RED_MAX, RED_MIN, RED_PROD };
+enum red_kind {
+	RED_SUM, RED_MEAN, RED_MAX, RED_MIN, RED_PROD,
+	RED_L1,          /* sum |x| */
+	RED_L2,          /* sqrt(sum x^2) */
+	RED_SUM_SQUARE,  /* sum x^2 */
+	RED_LOG_SUM,     /* log(sum x) */
+	RED_LOG_SUM_EXP, /* log(sum exp(x)), as max + log(sum exp(x - max)) */
+};
+
+static const struct {
+	const char *op;
+	enum red_kind kind;
+} red_ops[] = {
+	{"ReduceSum", RED_SUM}, {"ReduceMean", RED_MEAN},
+	{"ReduceMax", RED_MAX}, {"ReduceMin", RED_MIN},
+	{"ReduceProd", RED_PROD}, {"ReduceL1", RED_L1},
+	{"ReduceL2", RED_L2}, {"ReduceSumSquare", RED_SUM_SQUARE},
+	{"ReduceLogSum", RED_LOG_SUM}, {"ReduceLogSumExp", RED_LOG_SUM_EXP},
+};
 
 static enum red_kind
 red_kind(const struct qr_op_call *c)
 {
-	const char *op = c->node->op_type;
+	size_t i;
 
-	if (strcmp(op, "ReduceMean") == 0)
-		return RED_MEAN;
-	if (strcmp(op, "ReduceMax") == 0)
-		return RED_MAX;
-	if (strcmp(op, "ReduceMin") == 0)
-		return RED_MIN;
-	if (strcmp(op, "ReduceProd") == 0)
-		return RED_PROD;
+	for (i = 0; i < sizeof red_ops / sizeof red_ops[0]; i++)
+		if (strcmp(c->node->op_type, red_ops[i].op) == 0)
+			return red_ops[i].kind;
+	QR_ASSERT(!"reduce descriptor for an unknown op");
 	return RED_SUM;
 }
 
@@ -113,6 +128,42 @@ reduce_infer(struct qr_op_call *c, struct qr_diag *d)
 				   qr_op_out_name(c, 0), d);
 }
 
+/* Accumulate every element of x into acc[output offset], the output
+ * offsets following ost (x's axes, 0 on reduced ones). mx holds each
+ * output's max for log-sum-exp. */
+static void
+reduce_walk(const struct qr_tensor *x, const int64_t *ost, enum red_kind kind,
+	    double *acc, const double *mx)
+{
+	int64_t idx[QR_TENSOR_MAX_DIMS] = {0};
+	size_t k, o = 0;
+	int i;
+
+	for (k = 0; k < x->n_elem; k++) {
+		double v = qr_op_get(x, k), *a = &acc[o];
+
+		switch (kind) {
+		case RED_SUM:
+		case RED_MEAN:
+		case RED_LOG_SUM: *a += v; break;
+		case RED_PROD: *a *= v; break;
+		case RED_MAX: if (v > *a || isnan(v)) *a = v; break;
+		case RED_MIN: if (v < *a || isnan(v)) *a = v; break;
+		case RED_L1: *a += fabs(v); break;
+		case RED_L2:
+		case RED_SUM_SQUARE: *a += v * v; break;
+		case RED_LOG_SUM_EXP: *a += exp(v - mx[o]); break;
+		}
+		for (i = x->ndim - 1; i >= 0; i--) {
+			o += (size_t)ost[i];
+			if (++idx[i] < x->dims[i])
+				break;
+			o -= (size_t)(ost[i] * x->dims[i]);
+			idx[i] = 0;
+		}
+	}
+}
+
 static enum qr_status
 reduce_run(struct qr_op_call *c, struct qr_diag *d)
 {
@@ -120,9 +171,9 @@ reduce_run(struct qr_op_call *c, struct qr_diag *d)
 	struct qr_tensor *y = c->out[0];
 	enum red_kind kind = red_kind(c);
 	int red[QR_TENSOR_MAX_DIMS], noop, i;
-	int64_t ost[QR_TENSOR_MAX_DIMS], idx[QR_TENSOR_MAX_DIMS] = {0};
-	size_t k, o = 0, count = 1;
-	double *acc, init;
+	int64_t ost[QR_TENSOR_MAX_DIMS];
+	size_t k, count = 1;
+	double *acc, *mx = NULL, init;
 	int64_t s = 1;
 
 	reduce_axes(c, d, x, red, &noop);
@@ -146,28 +197,31 @@ reduce_run(struct qr_op_call *c, struct qr_diag *d)
 	acc = xreallocarray(NULL, y->n_elem + 1, sizeof *acc);
 	for (k = 0; k < y->n_elem; k++)
 		acc[k] = init;
-	for (k = 0; k < x->n_elem; k++) {
-		double v = qr_op_get(x, k), *a = &acc[o];
+	/* log-sum-exp: a first pass finds each output's max. */
+	if (kind == RED_LOG_SUM_EXP) {
+		mx = xreallocarray(NULL, y->n_elem + 1, sizeof *mx);
+		for (k = 0; k < y->n_elem; k++)
+			mx[k] = -INFINITY;
+		reduce_walk(x, ost, RED_MAX, mx, NULL);
+		for (k = 0; k < y->n_elem; k++)
+			if (isinf(mx[k]))
+				mx[k] = 0;
+	}
+	reduce_walk(x, ost, kind, acc, mx);
+	for (k = 0; k < y->n_elem; k++) {
+		double v = acc[k];
 
 		switch (kind) {
-		case RED_SUM:
-		case RED_MEAN: *a += v; break;
-		case RED_PROD: *a *= v; break;
-		case RED_MAX: if (v > *a || isnan(v)) *a = v; break;
-		case RED_MIN: if (v < *a || isnan(v)) *a = v; break;
+		case RED_MEAN: v /= (double)count; break;
+		case RED_L2: v = sqrt(v); break;
+		case RED_LOG_SUM: v = log(v); break;
+		case RED_LOG_SUM_EXP: v = mx[k] + log(v); break;
+		default: break;
 		}
-		for (i = x->ndim - 1; i >= 0; i--) {
-			o += (size_t)ost[i];
-			if (++idx[i] < x->dims[i])
-				break;
-			o -= (size_t)(ost[i] * x->dims[i]);
-			idx[i] = 0;
-		}
+		qr_op_set(y, k, v);
 	}
-	for (k = 0; k < y->n_elem; k++)
-		qr_op_set(y, k, kind == RED_MEAN ? acc[k] / (double)count :
-			  acc[k]);
 	free(acc);
+	free(mx);
 	return QR_OK;
 }
 
@@ -183,6 +237,11 @@ REDUCE_DESC(qr_op_reduce_sum, "ReduceSum")
 REDUCE_DESC(qr_op_reduce_max, "ReduceMax")
 REDUCE_DESC(qr_op_reduce_min, "ReduceMin")
 REDUCE_DESC(qr_op_reduce_prod, "ReduceProd")
+REDUCE_DESC(qr_op_reduce_l1, "ReduceL1")
+REDUCE_DESC(qr_op_reduce_l2, "ReduceL2")
+REDUCE_DESC(qr_op_reduce_sum_square, "ReduceSumSquare")
+REDUCE_DESC(qr_op_reduce_log_sum, "ReduceLogSum")
+REDUCE_DESC(qr_op_reduce_log_sum_exp, "ReduceLogSumExp")
 
 /* ---- ArgMax, ArgMin ---- */
 

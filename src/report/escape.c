@@ -86,7 +86,10 @@ qr_html_escape(struct qr_buf *b, const char *s)
 void
 qr_md_escape(struct qr_buf *b, const char *s)
 {
-	static const char punct[] = "\\`*_{}[]()<>#+-!|~&:";
+	/* Inline text only (never at a line start, where # - + also need
+	 * care): these are the characters that can start markup or HTML
+	 * mid-line in CommonMark and GFM. */
+	static const char punct[] = "\\`*_[]<>|&~";
 	const unsigned char *p = (const unsigned char *)s;
 	size_t n;
 
