@@ -21,8 +21,15 @@ esac
 pkgs="build-essential autoconf automake pkg-config protobuf-c-compiler
 libprotobuf-c-dev libonnx-dev libcjson-dev libpng-dev libstb-dev
 libcairo2-dev libopenblas-dev libgraphviz-dev fonts-dejavu-core"
-# Test dependencies: ONNX's conformance data, valgrind.
-[ "$check" = yes ] && pkgs="$pkgs libonnx-testdata valgrind"
+# Test dependencies: ONNX's conformance data, valgrind, and what makes the
+# torchvision test models (Python is only for making models). Node and npm
+# come from Debian unless the machine already has them.
+if [ "$check" = yes ]; then
+	pkgs="$pkgs libonnx-testdata valgrind python3-torch python3-torchvision
+python3-onnx python3-numpy"
+	command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs"
+	command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
+fi
 
 missing=""
 for p in $pkgs; do
@@ -46,5 +53,10 @@ make -j"$(nproc)"
 echo "quickstart: open report/index.html"
 
 if [ "$check" = yes ]; then
+	# ONNX Runtime for the cross-check only (never linked into qreport).
+	# --ignore-scripts: its install script would try to download more.
+	[ -d tests/ort/node_modules/onnxruntime-node ] ||
+		(cd tests/ort && npm ci --ignore-scripts --no-audit --no-fund) ||
+		echo "quickstart: npm ci failed; the ONNX Runtime cross-check will be skipped" >&2
 	make -j"$(nproc)" check
 fi

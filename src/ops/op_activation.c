@@ -1,6 +1,7 @@
 /*
  * op_activation: pointwise activations (Relu, LeakyRelu, PRelu, Clip,
- * Sigmoid, HardSigmoid, HardSwish, Elu, Selu, Softplus, Softsign).
+ * Sigmoid, HardSigmoid, HardSwish, Elu, Selu, Celu, Softplus, Softsign,
+ * ThresholdedRelu, Shrink).
  *
  * Float and double throughout; Relu and Clip also take signed integers.
  * NaN passes through (comparisons with NaN are false, so max/min keep x).
@@ -61,8 +62,9 @@ same_infer(struct qr_op_call *c, struct qr_diag *d)
 		}                                                           \
 	} while (0)
 
-/* FEXPR with float maths, DEXPR with double maths; params A and B are
- * read from the node's attributes by the expressions PA_INIT/PB_INIT. */
+/* FEXPR with float maths, DEXPR with double maths; the parameters pa and
+ * pb they may use are the values of the expressions A and B (usually
+ * attributes). */
 #define DEF_ACT(fn, FEXPR, DEXPR, A, B)                                     \
 	static enum qr_status fn(struct qr_op_call *c, struct qr_diag *d)   \
 	{                                                                   \
@@ -95,6 +97,14 @@ DEF_ACT(selu_run, x <= 0 ? pb * (pa * expf(x) - pa) : pb * x,
 DEF_ACT(softplus_run, x > 0 ? x + log1pf(expf(-x)) : log1pf(expf(x)),
 	x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)), 0, 0)
 DEF_ACT(softsign_run, x / (1.0f + fabsf(x)), x / (1.0 + fabs(x)), 0, 0)
+DEF_ACT(thresholded_relu_run, x > pa ? x : 0, x > pa ? x : 0,
+	ATTR("alpha", 1.0f), 0)
+DEF_ACT(shrink_run, x < -pa ? x + pb : x > pa ? x - pb : 0,
+	x < -pa ? x + pb : x > pa ? x - pb : 0, ATTR("lambd", 0.5f),
+	ATTR("bias", 0.0f))
+DEF_ACT(celu_run, fmaxf(0.0f, x) + fminf(0.0f, pa * (expf(x / pa) - 1.0f)),
+	fmax(0.0, x) + fmin(0.0, pa * (exp(x / pa) - 1.0)),
+	ATTR("alpha", 1.0f), 0)
 
 #define ACT_DESC(sym, op, ver, chk, fn)                                     \
 	const struct qr_op_desc sym = {                                     \
@@ -110,6 +120,10 @@ ACT_DESC(qr_op_elu, "Elu", 6, float_check, elu_run)
 ACT_DESC(qr_op_selu, "Selu", 6, float_check, selu_run)
 ACT_DESC(qr_op_softplus, "Softplus", 1, float_check, softplus_run)
 ACT_DESC(qr_op_softsign, "Softsign", 1, float_check, softsign_run)
+ACT_DESC(qr_op_thresholded_relu, "ThresholdedRelu", 10, float_check,
+	 thresholded_relu_run)
+ACT_DESC(qr_op_shrink, "Shrink", 9, float_check, shrink_run)
+ACT_DESC(qr_op_celu, "Celu", 12, float_check, celu_run)
 
 /* ---- Relu and Clip: floats and signed integers ---- */
 

@@ -1,7 +1,8 @@
 /*
  * op_elementwise: arithmetic with numpy broadcasting (Add, Sub, Mul, Div,
- * Pow, and the variadic Max, Min, Sum, Mean) and unary maths (Sqrt, Exp,
- * Log, Neg, Abs, Reciprocal, Floor, Ceil, Erf, Tanh, Sin, Cos).
+ * Pow, Mod, and the variadic Max, Min, Sum, Mean), unary maths (Sqrt, Exp,
+ * Log, Neg, Abs, Reciprocal, Floor, Ceil, Round, Sign, Erf, Tanh and the
+ * trigonometric family), IsNaN/IsInf and CumSum.
  *
  * Integer arithmetic wraps (two's complement) rather than trapping;
  * integer division by zero gives 0 and truncates towards zero, as ONNX
@@ -442,3 +443,209 @@ UNARY_DESC(qr_op_erf, "Erf", 9, unary_float_check, erf_run)
 UNARY_DESC(qr_op_tanh, "Tanh", 6, unary_float_check, tanh_run)
 UNARY_DESC(qr_op_sin, "Sin", 7, unary_float_check, sin_run)
 UNARY_DESC(qr_op_cos, "Cos", 7, unary_float_check, cos_run)
+
+DEF_UNARY(acos_run, acosf(x), acos(x), 0)
+DEF_UNARY(acosh_run, acoshf(x), acosh(x), 0)
+DEF_UNARY(asin_run, asinf(x), asin(x), 0)
+DEF_UNARY(asinh_run, asinhf(x), asinh(x), 0)
+DEF_UNARY(atan_run, atanf(x), atan(x), 0)
+DEF_UNARY(atanh_run, atanhf(x), atanh(x), 0)
+DEF_UNARY(cosh_run, coshf(x), cosh(x), 0)
+DEF_UNARY(sinh_run, sinhf(x), sinh(x), 0)
+DEF_UNARY(tan_run, tanf(x), tan(x), 0)
+/* Round: half to even (rint in the default rounding mode). */
+DEF_UNARY(round_run, rintf(x), rint(x), 0)
+DEF_UNARY(sign_run, (float)((x > 0) - (x < 0)), (double)((x > 0) - (x < 0)),
+	  (x > 0) - (x < 0))
+
+UNARY_DESC(qr_op_acos, "Acos", 7, unary_float_check, acos_run)
+UNARY_DESC(qr_op_acosh, "Acosh", 9, unary_float_check, acosh_run)
+UNARY_DESC(qr_op_asin, "Asin", 7, unary_float_check, asin_run)
+UNARY_DESC(qr_op_asinh, "Asinh", 9, unary_float_check, asinh_run)
+UNARY_DESC(qr_op_atan, "Atan", 7, unary_float_check, atan_run)
+UNARY_DESC(qr_op_atanh, "Atanh", 9, unary_float_check, atanh_run)
+UNARY_DESC(qr_op_cosh, "Cosh", 9, unary_float_check, cosh_run)
+UNARY_DESC(qr_op_sinh, "Sinh", 9, unary_float_check, sinh_run)
+UNARY_DESC(qr_op_tan, "Tan", 7, unary_float_check, tan_run)
+UNARY_DESC(qr_op_round, "Round", 11, unary_float_check, round_run)
+UNARY_DESC(qr_op_sign, "Sign", 9, unary_signed_check, sign_run)
+
+/* ---- IsNaN, IsInf: float -> bool ---- */
+
+static enum qr_status
+isx_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st = unary_check_mask(c, d, QR_DTM_FLOATS);
+
+	c->out_dtype[0] = QR_DT_BOOL;
+	return st;
+}
+
+static enum qr_status
+isx_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	return qr_tensor_set_shape(c->out[0], QR_DT_BOOL, c->in[0]->ndim,
+				   c->in[0]->dims, qr_op_out_name(c, 0), d);
+}
+
+static enum qr_status
+isx_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	int nan = strcmp(c->node->op_type, "IsNaN") == 0;
+	int neg = (int)qr_op_attr_int(c, "detect_negative", 1);
+	int pos = (int)qr_op_attr_int(c, "detect_positive", 1);
+	uint8_t *y = c->out[0]->data;
+	size_t i;
+
+	for (i = 0; i < c->out[0]->n_elem; i++) {
+		double v = qr_op_get(c->in[0], i);
+
+		y[i] = nan ? isnan(v) != 0 :
+			isinf(v) && ((v > 0 && pos) || (v < 0 && neg));
+	}
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_isnan = {
+	.domain = "", .name = "IsNaN", .since = 9,
+	.check = isx_check, .infer = isx_infer, .run = isx_run,
+};
+const struct qr_op_desc qr_op_isinf = {
+	.domain = "", .name = "IsInf", .since = 10,
+	.check = isx_check, .infer = isx_infer, .run = isx_run,
+};
+
+/* ---- Mod ---- */
+
+static enum qr_status
+mod_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st = binary_check_mask(c, d, QR_DTM_NUMERIC);
+	int dt = qr_op_dtype(c, 0);
+
+	if (st == QR_OK && qr_op_attr_int(c, "fmod", 0) == 0 &&
+	    (dt == QR_DT_FLOAT || dt == QR_DT_DOUBLE))
+		return qr_op_errorf(c, d, QR_EGRAPH, "fmod must be 1 for "
+				    "floating point inputs");
+	return st;
+}
+
+/* Integer modulo with the divisor's sign (Python's %); 0 for x % 0. */
+static inline int64_t
+imod_floor(int64_t x, int64_t z)
+{
+	int64_t r;
+
+	if (z == 0 || z == -1)
+		return 0;
+	r = x % z;
+	return r != 0 && ((r < 0) != (z < 0)) ? r + z : r;
+}
+
+/* C's % (the dividend's sign), without the traps. */
+static inline int64_t
+imod_trunc(int64_t x, int64_t z)
+{
+	return z == 0 || z == -1 ? 0 : x % z;
+}
+
+static inline uint64_t
+umod(uint64_t x, uint64_t z)
+{
+	return z == 0 ? 0 : x % z;
+}
+
+#define IMOD(T, f, x, z)                                                    \
+	((T)-1 < (T)1 ? (T)f((int64_t)(x), (int64_t)(z)) :                  \
+	 (T)umod((uint64_t)(x), (uint64_t)(z)))
+
+DEF_BINARY(mod_floor_run, fmod(x, z), IMOD(elem_t, imod_floor, x, z))
+DEF_BINARY(mod_trunc_run, fmod(x, z), IMOD(elem_t, imod_trunc, x, z))
+
+static enum qr_status
+mod_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	return qr_op_attr_int(c, "fmod", 0) ? mod_trunc_run(c, d) :
+		mod_floor_run(c, d);
+}
+
+const struct qr_op_desc qr_op_mod = {
+	.domain = "", .name = "Mod", .since = 10,
+	.check = mod_check, .infer = broadcast_infer, .run = mod_run,
+};
+
+/* ---- CumSum ---- */
+
+static enum qr_status
+cumsum_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st;
+
+	if ((st = qr_op_arity(c, d, 2, 2, 1, 1)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 0, QR_DTM_FLOATS | QR_DTM_INDEX |
+				   QR_DTM(QR_DT_UINT32) |
+				   QR_DTM(QR_DT_UINT64))) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 1, QR_DTM_INDEX)) != QR_OK)
+		return st;
+	c->out_dtype[0] = qr_op_dtype(c, 0);
+	return QR_OK;
+}
+
+static enum qr_status
+cumsum_axis(struct qr_op_call *c, struct qr_diag *d, int *axis)
+{
+	if (c->in[1]->n_elem != 1)
+		return qr_op_errorf(c, d, QR_ESHAPE, "axis must hold one value");
+	return qr_op_axis(c, d, (int64_t)qr_op_get(c->in[1], 0),
+			  c->in[0]->ndim, 0, axis);
+}
+
+static enum qr_status
+cumsum_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	int axis;
+	enum qr_status st = cumsum_axis(c, d, &axis);
+
+	return st != QR_OK ? st : same_infer(c, d);
+}
+
+static enum qr_status
+cumsum_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	struct qr_tensor *y = c->out[0];
+	int excl = (int)qr_op_attr_int(c, "exclusive", 0);
+	int rev = (int)qr_op_attr_int(c, "reverse", 0);
+	size_t outer, len, inner, o, j, k;
+	int axis;
+
+	cumsum_axis(c, d, &axis);
+	outer = qr_op_dims_prod(x->dims, 0, axis);
+	len = (size_t)x->dims[axis];
+	inner = qr_op_dims_prod(x->dims, axis + 1, x->ndim);
+	for (o = 0; o < outer; o++) {
+		for (j = 0; j < inner; j++) {
+			double acc = 0;
+
+			for (k = 0; k < len; k++) {
+				size_t kk = rev ? len - 1 - k : k;
+				size_t p = (o * len + kk) * inner + j;
+				double v = qr_op_get(x, p);
+
+				if (excl) {
+					qr_op_set(y, p, acc);
+					acc += v;
+				} else {
+					acc += v;
+					qr_op_set(y, p, acc);
+				}
+			}
+		}
+	}
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_cumsum = {
+	.domain = "", .name = "CumSum", .since = 11,
+	.check = cumsum_check, .infer = cumsum_infer, .run = cumsum_run,
+};

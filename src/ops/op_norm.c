@@ -1,6 +1,6 @@
 /*
- * op_norm: BatchNormalization (inference), InstanceNormalization and
- * LayerNormalization (opset 17).
+ * op_norm: BatchNormalization (inference), InstanceNormalization,
+ * LayerNormalization (opset 17), LRN and MeanVarianceNormalization.
  *
  *   BatchNormalization:    y = (x - mean) / sqrt(var + eps) * scale + B,
  *                          per channel (axis 1), running statistics given
@@ -12,6 +12,7 @@
  * Training-mode BatchNormalization is refused at check.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -286,4 +287,179 @@ ln_run(struct qr_op_call *c, struct qr_diag *d)
 const struct qr_op_desc qr_op_layer_norm = {
 	.domain = "", .name = "LayerNormalization", .since = 17,
 	.check = ln_check, .infer = ln_infer, .run = ln_run,
+};
+
+/* ---- LRN: across channels ---- */
+
+static enum qr_status
+lrn_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st;
+
+	if ((st = qr_op_arity(c, d, 1, 1, 1, 1)) != QR_OK ||
+	    (st = all_float(c, d)) != QR_OK)
+		return st;
+	if (qr_op_attr_int(c, "size", 0) < 1)
+		return qr_op_errorf(c, d, QR_EGRAPH, "size must be >= 1");
+	return QR_OK;
+}
+
+static enum qr_status
+lrn_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	if (c->in[0]->ndim < 3)
+		return qr_op_errorf(c, d, QR_ESHAPE, "input must have rank >= "
+				    "3, not %d", c->in[0]->ndim);
+	return same_infer(c, d);
+}
+
+/*
+ * y = x / (bias + alpha / size * sum of x^2 over channels
+ * [c - floor((size-1)/2), c + ceil((size-1)/2)]) ^ beta (ONNX LRN).
+ */
+static enum qr_status
+lrn_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	const float *xd = x->data;
+	float *y = c->out[0]->data;
+	double alpha = qr_op_attr_float(c, "alpha", 1e-4f);
+	double beta = qr_op_attr_float(c, "beta", 0.75f);
+	double bias = qr_op_attr_float(c, "bias", 1.0f);
+	int64_t size = qr_op_attr_int(c, "size", 1);
+	int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
+	int64_t n = x->dims[0], ch = x->dims[1], b, k, j;
+	size_t hw = qr_op_dims_prod(x->dims, 2, x->ndim), p;
+
+	for (b = 0; b < n; b++) {
+		for (k = 0; k < ch; k++) {
+			for (p = 0; p < hw; p++) {
+				double s = 0, v;
+
+				for (j = k - lo; j <= k + hi; j++) {
+					if (j < 0 || j >= ch)
+						continue;
+					v = xd[((size_t)(b * ch + j)) * hw + p];
+					s += v * v;
+				}
+				v = xd[((size_t)(b * ch + k)) * hw + p];
+				y[((size_t)(b * ch + k)) * hw + p] = (float)(v /
+					pow(bias + alpha / (double)size * s,
+					    beta));
+			}
+		}
+	}
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_lrn = {
+	.domain = "", .name = "LRN", .since = 1,
+	.check = lrn_check, .infer = lrn_infer, .run = lrn_run,
+};
+
+/* ---- MeanVarianceNormalization: (x - mean) / sqrt(var) over axes ---- */
+
+static enum qr_status
+mvn_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st;
+
+	if ((st = qr_op_arity(c, d, 1, 1, 1, 1)) != QR_OK)
+		return st;
+	return all_float(c, d);
+}
+
+/* red[i] = 1 for the axes normalised over (default 0, 2, 3). */
+static enum qr_status
+mvn_axes(const struct qr_op_call *c, struct qr_diag *d, int *red)
+{
+	static const int64_t dflt[] = {0, 2, 3};
+	const int64_t *axes;
+	size_t n, k;
+	int i, ax;
+	enum qr_status st;
+
+	axes = qr_op_attr_ints(c, "axes", &n);
+	if (axes == NULL) {
+		axes = dflt;
+		n = 3;
+	}
+	for (i = 0; i < c->in[0]->ndim; i++)
+		red[i] = 0;
+	for (k = 0; k < n; k++) {
+		if ((st = qr_op_axis(c, d, axes[k], c->in[0]->ndim, 0,
+				     &ax)) != QR_OK)
+			return st;
+		red[ax] = 1;
+	}
+	return QR_OK;
+}
+
+static enum qr_status
+mvn_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	int red[QR_TENSOR_MAX_DIMS];
+	enum qr_status st = mvn_axes(c, d, red);
+
+	return st != QR_OK ? st : same_infer(c, d);
+}
+
+static enum qr_status
+mvn_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	const float *xd = x->data;
+	float *y = c->out[0]->data;
+	int red[QR_TENSOR_MAX_DIMS], i;
+	int64_t ost[QR_TENSOR_MAX_DIMS], s = 1;
+	size_t n_out = 1, count = 1, k, pass;
+	double *sum, *sq;
+
+	mvn_axes(c, d, red);
+	for (i = x->ndim - 1; i >= 0; i--) {
+		if (red[i]) {
+			ost[i] = 0;
+			count *= (size_t)x->dims[i];
+		} else {
+			ost[i] = s;
+			s *= x->dims[i];
+			n_out *= (size_t)x->dims[i];
+		}
+	}
+	sum = xcalloc(n_out + 1, sizeof *sum);
+	sq = xcalloc(n_out + 1, sizeof *sq);
+	/* pass 0: sums; pass 1: write (x - mean) / sqrt(E[x^2] - mean^2) */
+	for (pass = 0; pass < 2; pass++) {
+		int64_t idx[QR_TENSOR_MAX_DIMS] = {0};
+		size_t o = 0;
+
+		for (k = 0; k < x->n_elem; k++) {
+			double v = xd[k];
+
+			if (pass == 0) {
+				sum[o] += v;
+				sq[o] += v * v;
+			} else {
+				double m = sum[o] / (double)count;
+				double var = sq[o] / (double)count - m * m;
+
+				y[k] = (float)((v - m) / sqrt(var));
+			}
+			for (i = x->ndim - 1; i >= 0; i--) {
+				o += (size_t)ost[i];
+				if (++idx[i] < x->dims[i])
+					break;
+				o -= (size_t)(ost[i] * x->dims[i]);
+				idx[i] = 0;
+			}
+		}
+	}
+	free(sum);
+	free(sq);
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_mvn = {
+	.domain = "", .name = "MeanVarianceNormalization", .since = 9,
+	.check = mvn_check, .infer = mvn_infer, .run = mvn_run,
 };

@@ -1,8 +1,9 @@
 /*
  * op_shape: operators that move or describe data without arithmetic:
  * Identity, Dropout (inference), Constant, ConstantOfShape, Shape, Size,
- * Cast, Flatten, Reshape, Transpose, Squeeze, Unsqueeze, Concat, Split,
- * Slice, Gather, Pad, Expand, Where.
+ * Cast, CastLike, Flatten, Reshape, Transpose, Squeeze, Unsqueeze, Concat,
+ * Split, Slice, Gather, GatherElements, Pad, Expand, Where, Trilu, Range,
+ * Tile, DepthToSpace, SpaceToDepth, OneHot, EyeLike.
  *
  * Data movement is dtype-agnostic (elements are copied by size), so these
  * accept every dtype with a dense in-memory form (QR_DTM_ANY).
@@ -1550,4 +1551,515 @@ where_run(struct qr_op_call *c, struct qr_diag *d)
 const struct qr_op_desc qr_op_where = {
 	.domain = "", .name = "Where", .since = 9,
 	.check = where_check, .infer = where_infer, .run = where_run,
+};
+
+/* ---- GatherElements ---- */
+
+static enum qr_status
+gather_elements_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0], *ix = c->in[1];
+	enum qr_status st;
+	int axis;
+
+	st = qr_op_axis(c, d, qr_op_attr_int(c, "axis", 0), x->ndim, 0,
+			&axis);
+	if (st != QR_OK)
+		return st;
+	if (ix->ndim != x->ndim)
+		return qr_op_errorf(c, d, QR_ESHAPE, "indices have rank %d, "
+				    "data rank %d", ix->ndim, x->ndim);
+	return qr_tensor_set_shape(c->out[0], x->dtype, ix->ndim, ix->dims,
+				   qr_op_out_name(c, 0), d);
+}
+
+static enum qr_status
+gather_elements_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0], *ix = c->in[1];
+	int64_t xs[QR_TENSOR_MAX_DIMS], idx[QR_TENSOR_MAX_DIMS] = {0};
+	size_t es = qr_dtype_size(x->dtype), k;
+	char *y = c->out[0]->data;
+	int axis, i;
+
+	qr_op_axis(c, d, qr_op_attr_int(c, "axis", 0), x->ndim, 0, &axis);
+	dense_strides(x->ndim, x->dims, xs);
+	for (k = 0; k < ix->n_elem; k++) {
+		int64_t v = get_i64(ix, k), off = 0;
+
+		if (v < -x->dims[axis] || v >= x->dims[axis])
+			return qr_op_errorf(c, d, QR_ESHAPE, "index %lld is out "
+					    "of range for axis %d of size %lld",
+					    (long long)v, axis,
+					    (long long)x->dims[axis]);
+		if (v < 0)
+			v += x->dims[axis];
+		for (i = 0; i < x->ndim; i++) {
+			int64_t p = i == axis ? v : idx[i];
+
+			if (i != axis && p >= x->dims[i])
+				return qr_op_errorf(c, d, QR_ESHAPE, "indices "
+						    "exceed data on axis %d", i);
+			off += p * xs[i];
+		}
+		copy_elem(y + k * es, (const char *)x->data + off * (int64_t)es,
+			  es);
+		for (i = ix->ndim - 1; i >= 0; i--) {
+			if (++idx[i] < ix->dims[i])
+				break;
+			idx[i] = 0;
+		}
+	}
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_gather_elements = {
+	.domain = "", .name = "GatherElements", .since = 11,
+	.check = gather_check, .infer = gather_elements_infer,
+	.run = gather_elements_run,
+};
+
+/* ---- Trilu ---- */
+
+static enum qr_status
+trilu_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st = move_check(c, d, 1, 2, 1, 1);
+
+	if (st == QR_OK)
+		st = qr_op_want_dtype(c, d, 1, QR_DTM(QR_DT_INT64));
+	return st;
+}
+
+static enum qr_status
+trilu_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	if (c->in[0]->ndim < 2)
+		return qr_op_errorf(c, d, QR_ESHAPE, "input must have rank >= "
+				    "2, not %d", c->in[0]->ndim);
+	if (qr_op_has_in(c, 1) && c->in[1]->n_elem != 1)
+		return qr_op_errorf(c, d, QR_ESHAPE, "k must hold one value");
+	return same_infer(c, d);
+}
+
+/* Keep element (i, j) of each matrix when j - i >= k (upper) or
+ * j - i <= k (lower); zero the rest. */
+static enum qr_status
+trilu_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	struct qr_tensor *y = c->out[0];
+	int upper = (int)qr_op_attr_int(c, "upper", 1);
+	int64_t k = qr_op_has_in(c, 1) ? get_i64(c->in[1], 0) : 0;
+	int64_t rows = x->dims[x->ndim - 2], cols = x->dims[x->ndim - 1];
+	size_t es = qr_dtype_size(x->dtype), n = rows * cols, b, nb;
+	int64_t i, j;
+
+	nb = n ? x->n_elem / n : 0;
+	copy_run(c, d);
+	for (b = 0; b < nb; b++)
+		for (i = 0; i < rows; i++)
+			for (j = 0; j < cols; j++)
+				if (upper ? j - i < k : j - i > k)
+					memset((char *)y->data + (b * n +
+					       (size_t)(i * cols + j)) * es, 0,
+					       es);
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_trilu = {
+	.domain = "", .name = "Trilu", .since = 14,
+	.check = trilu_check, .infer = trilu_infer, .run = trilu_run,
+};
+
+/* ---- CastLike: Cast to the dtype of a second input ---- */
+
+static enum qr_status
+castlike_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st;
+
+	if ((st = qr_op_arity(c, d, 2, 2, 1, 1)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 0, CAST_TYPES)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 1, CAST_TYPES)) != QR_OK)
+		return st;
+	c->out_dtype[0] = qr_op_dtype(c, 1);
+	return QR_OK;
+}
+
+static enum qr_status
+castlike_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	return qr_tensor_set_shape(c->out[0], c->in[1]->dtype, c->in[0]->ndim,
+				   c->in[0]->dims, qr_op_out_name(c, 0), d);
+}
+
+const struct qr_op_desc qr_op_castlike = {
+	.domain = "", .name = "CastLike", .since = 15,
+	.check = castlike_check, .infer = castlike_infer, .run = cast_run,
+};
+
+/* ---- Range ---- */
+
+static enum qr_status
+range_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st;
+	size_t i;
+
+	if ((st = qr_op_arity(c, d, 3, 3, 1, 1)) != QR_OK)
+		return st;
+	for (i = 0; i < 3; i++)
+		if ((st = qr_op_want_dtype(c, d, i, QR_DTM_FLOATS |
+					   QR_DTM_INDEX |
+					   QR_DTM(QR_DT_INT16))) != QR_OK ||
+		    (st = qr_op_same_dtype(c, d, 0, i)) != QR_OK)
+			return st;
+	c->out_dtype[0] = qr_op_dtype(c, 0);
+	return QR_OK;
+}
+
+static enum qr_status
+range_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	double start, limit, delta, n;
+	int64_t len;
+	size_t i;
+
+	for (i = 0; i < 3; i++)
+		if (c->in[i]->n_elem != 1)
+			return qr_op_errorf(c, d, QR_ESHAPE, "input %zu '%s' "
+					    "must be a scalar", i,
+					    qr_op_in_name(c, i));
+	start = qr_op_get(c->in[0], 0);
+	limit = qr_op_get(c->in[1], 0);
+	delta = qr_op_get(c->in[2], 0);
+	if (delta == 0)
+		return qr_op_errorf(c, d, QR_EGRAPH, "delta is 0");
+	n = ceil((limit - start) / delta);
+	if (!(n < 1e12))
+		return qr_op_errorf(c, d, QR_ESHAPE, "range of %g elements is "
+				    "too long", n);
+	len = n > 0 ? (int64_t)n : 0;
+	return qr_tensor_set_shape(c->out[0], c->in[0]->dtype, 1, &len,
+				   qr_op_out_name(c, 0), d);
+}
+
+static enum qr_status
+range_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	struct qr_tensor *y = c->out[0];
+	size_t i;
+
+	if (y->dtype == QR_DT_FLOAT) {
+		/* accumulate in float, as the reference does */
+		float v = (float)qr_op_get(c->in[0], 0);
+		float step = (float)qr_op_get(c->in[2], 0);
+
+		for (i = 0; i < y->n_elem; i++, v += step)
+			((float *)y->data)[i] = v;
+		return QR_OK;
+	}
+	for (i = 0; i < y->n_elem; i++)
+		qr_op_set(y, i, qr_op_get(c->in[0], 0) +
+			  (double)i * qr_op_get(c->in[2], 0));
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_range = {
+	.domain = "", .name = "Range", .since = 11,
+	.check = range_check, .infer = range_infer, .run = range_run,
+};
+
+/* ---- Tile ---- */
+
+static enum qr_status
+tile_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st = move_check(c, d, 2, 2, 1, 1);
+
+	if (st == QR_OK)
+		st = qr_op_want_dtype(c, d, 1, QR_DTM(QR_DT_INT64));
+	return st;
+}
+
+static enum qr_status
+tile_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	int64_t rep[QR_TENSOR_MAX_DIMS], dims[QR_TENSOR_MAX_DIMS];
+	enum qr_status st;
+	size_t n;
+	int i;
+
+	st = qr_op_read_ints(c, d, c->in[1], "repeats", rep,
+			     QR_TENSOR_MAX_DIMS, &n);
+	if (st != QR_OK)
+		return st;
+	if ((int)n != x->ndim)
+		return qr_op_errorf(c, d, QR_ESHAPE, "%zu repeats for rank %d",
+				    n, x->ndim);
+	for (i = 0; i < x->ndim; i++) {
+		if (rep[i] < 0)
+			return qr_op_errorf(c, d, QR_ESHAPE, "repeat %lld is "
+					    "negative", (long long)rep[i]);
+		dims[i] = x->dims[i] * rep[i];
+	}
+	return qr_tensor_set_shape(c->out[0], x->dtype, x->ndim, dims,
+				   qr_op_out_name(c, 0), d);
+}
+
+static enum qr_status
+tile_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	struct qr_tensor *y = c->out[0];
+	int64_t xs[QR_TENSOR_MAX_DIMS], idx[QR_TENSOR_MAX_DIMS] = {0};
+	size_t es = qr_dtype_size(x->dtype), k;
+	int i;
+
+	dense_strides(x->ndim, x->dims, xs);
+	for (k = 0; k < y->n_elem; k++) {
+		int64_t off = 0;
+
+		for (i = 0; i < x->ndim; i++)
+			off += (idx[i] % x->dims[i]) * xs[i];
+		copy_elem((char *)y->data + k * es, (const char *)x->data +
+			  off * (int64_t)es, es);
+		for (i = y->ndim - 1; i >= 0; i--) {
+			if (++idx[i] < y->dims[i])
+				break;
+			idx[i] = 0;
+		}
+	}
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_tile = {
+	.domain = "", .name = "Tile", .since = 6,
+	.check = tile_check, .infer = tile_infer, .run = tile_run,
+};
+
+/* ---- DepthToSpace, SpaceToDepth ---- */
+
+static enum qr_status
+d2s_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	const char *mode = qr_op_attr_str(c, "mode", "DCR");
+	enum qr_status st = move_check(c, d, 1, 1, 1, 1);
+
+	if (st != QR_OK)
+		return st;
+	if (qr_op_attr_int(c, "blocksize", 0) < 1)
+		return qr_op_errorf(c, d, QR_EGRAPH, "blocksize must be >= 1");
+	if (strcmp(mode, "DCR") != 0 && strcmp(mode, "CRD") != 0)
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "mode '%s' is not "
+				    "supported", mode);
+	return QR_OK;
+}
+
+static enum qr_status
+d2s_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	int64_t b = qr_op_attr_int(c, "blocksize", 1), dims[4];
+	int to_space = strcmp(c->node->op_type, "DepthToSpace") == 0;
+	char buf[128];
+
+	if (x->ndim != 4 || (to_space ? x->dims[1] % (b * b) != 0 :
+			     x->dims[2] % b != 0 || x->dims[3] % b != 0))
+		return qr_op_errorf(c, d, QR_ESHAPE, "input %s does not fit "
+				    "blocksize %lld",
+				    qr_shape_str(x, buf, sizeof buf),
+				    (long long)b);
+	dims[0] = x->dims[0];
+	if (to_space) {
+		dims[1] = x->dims[1] / (b * b);
+		dims[2] = x->dims[2] * b;
+		dims[3] = x->dims[3] * b;
+	} else {
+		dims[1] = x->dims[1] * b * b;
+		dims[2] = x->dims[2] / b;
+		dims[3] = x->dims[3] / b;
+	}
+	return qr_tensor_set_shape(c->out[0], x->dtype, 4, dims,
+				   qr_op_out_name(c, 0), d);
+}
+
+/*
+ * Both are one strided copy over a 6-D view of the output.
+ * DepthToSpace, output [N][C'][H][b1][W][b2] from input channel
+ * (b1*b + b2)*C' + c' (DCR) or c'*b*b + b1*b + b2 (CRD).
+ * SpaceToDepth, output [N][b1][b2][C][H'][W'] from x[n][c][h'*b+b1][w'*b+b2].
+ */
+static enum qr_status
+d2s_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0];
+	int64_t b = qr_op_attr_int(c, "blocksize", 1);
+	int64_t n = x->dims[0], ch = x->dims[1], h = x->dims[2];
+	int64_t w = x->dims[3], dims[6], st[6];
+
+	if (strcmp(c->node->op_type, "DepthToSpace") == 0) {
+		int64_t co = ch / (b * b);
+		int crd = strcmp(qr_op_attr_str(c, "mode", "DCR"), "CRD") == 0;
+		int64_t v[6] = {n, co, h, b, w, b};
+		int64_t s[6] = {ch * h * w, crd ? b * b * h * w : h * w, w,
+				crd ? b * h * w : b * co * h * w, 1,
+				crd ? h * w : co * h * w};
+
+		memcpy(dims, v, sizeof v);
+		memcpy(st, s, sizeof s);
+	} else {
+		int64_t v[6] = {n, b, b, ch, h / b, w / b};
+		int64_t s[6] = {ch * h * w, w, 1, h * w, b * w, b};
+
+		memcpy(dims, v, sizeof v);
+		memcpy(st, s, sizeof s);
+	}
+	strided_copy(c->out[0]->data, x->data, qr_dtype_size(x->dtype), 6,
+		     dims, 0, st);
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_depth_to_space = {
+	.domain = "", .name = "DepthToSpace", .since = 1,
+	.check = d2s_check, .infer = d2s_infer, .run = d2s_run,
+};
+const struct qr_op_desc qr_op_space_to_depth = {
+	.domain = "", .name = "SpaceToDepth", .since = 1,
+	.check = d2s_check, .infer = d2s_infer, .run = d2s_run,
+};
+
+/* ---- OneHot ---- */
+
+static enum qr_status
+onehot_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st;
+
+	if ((st = qr_op_arity(c, d, 3, 3, 1, 1)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 0, QR_DTM_NUMERIC)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 1, QR_DTM_NUMERIC)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 2, QR_DTM_ANY)) != QR_OK)
+		return st;
+	c->out_dtype[0] = qr_op_dtype(c, 2);
+	return QR_OK;
+}
+
+static enum qr_status
+onehot_geom(struct qr_op_call *c, struct qr_diag *d, int *axis,
+	    int64_t *depth)
+{
+	const struct qr_tensor *ix = c->in[0];
+
+	if (c->in[1]->n_elem != 1 || c->in[2]->n_elem != 2)
+		return qr_op_errorf(c, d, QR_ESHAPE, "depth must hold one "
+				    "value and values two");
+	*depth = (int64_t)qr_op_get(c->in[1], 0);
+	if (*depth < 1)
+		return qr_op_errorf(c, d, QR_ESHAPE, "depth %lld is below 1",
+				    (long long)*depth);
+	if (ix->ndim + 1 > QR_TENSOR_MAX_DIMS)
+		return qr_op_errorf(c, d, QR_ESHAPE, "rank too high");
+	return qr_op_axis(c, d, qr_op_attr_int(c, "axis", -1), ix->ndim + 1,
+			  0, axis);
+}
+
+static enum qr_status
+onehot_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *ix = c->in[0];
+	int64_t dims[QR_TENSOR_MAX_DIMS], depth;
+	enum qr_status st;
+	int axis, i, r = 0;
+
+	if ((st = onehot_geom(c, d, &axis, &depth)) != QR_OK)
+		return st;
+	for (i = 0; i <= ix->ndim; i++)
+		dims[i] = i == axis ? depth : ix->dims[r++];
+	return qr_tensor_set_shape(c->out[0], c->in[2]->dtype, ix->ndim + 1,
+				   dims, qr_op_out_name(c, 0), d);
+}
+
+static enum qr_status
+onehot_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *ix = c->in[0], *vals = c->in[2];
+	struct qr_tensor *y = c->out[0];
+	size_t es = qr_dtype_size(y->dtype), outer, inner, o, j, k;
+	const char *off_v = vals->data, *on_v = off_v + es;
+	int64_t depth;
+	int axis;
+
+	onehot_geom(c, d, &axis, &depth);
+	outer = qr_op_dims_prod(ix->dims, 0, axis);
+	inner = qr_op_dims_prod(ix->dims, axis, ix->ndim);
+	for (o = 0; o < outer; o++)
+		for (k = 0; k < (size_t)depth; k++)
+			for (j = 0; j < inner; j++) {
+				int64_t v = (int64_t)qr_op_get(ix,
+							       o * inner + j);
+
+				if (v < 0)
+					v += depth;
+				copy_elem((char *)y->data + ((o * (size_t)depth
+					  + k) * inner + j) * es,
+					  v == (int64_t)k ? on_v : off_v, es);
+			}
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_onehot = {
+	.domain = "", .name = "OneHot", .since = 9,
+	.check = onehot_check, .infer = onehot_infer, .run = onehot_run,
+};
+
+/* ---- EyeLike ---- */
+
+static enum qr_status
+eyelike_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	int64_t dt = qr_op_attr_int(c, "dtype", 0);
+	enum qr_status st;
+
+	if ((st = qr_op_arity(c, d, 1, 1, 1, 1)) != QR_OK)
+		return st;
+	if (dt != 0 && (dt >= 64 || !(QR_DTM_ANY & QR_DTM(dt))))
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "dtype %s is not "
+				    "supported", qr_dtype_name((int)dt));
+	if (dt == 0 && (st = qr_op_want_dtype(c, d, 0, QR_DTM_ANY)) != QR_OK)
+		return st;
+	c->out_dtype[0] = dt ? (int)dt : qr_op_dtype(c, 0);
+	return QR_OK;
+}
+
+static enum qr_status
+eyelike_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	int dt = (int)qr_op_attr_int(c, "dtype", c->in[0]->dtype);
+
+	if (c->in[0]->ndim != 2)
+		return qr_op_errorf(c, d, QR_ESHAPE, "input must be 2-D");
+	return qr_tensor_set_shape(c->out[0], dt, 2, c->in[0]->dims,
+				   qr_op_out_name(c, 0), d);
+}
+
+static enum qr_status
+eyelike_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	struct qr_tensor *y = c->out[0];
+	int64_t k = qr_op_attr_int(c, "k", 0), i;
+
+	if (y->nbytes > 0)
+		memset(y->data, 0, y->nbytes);
+	for (i = 0; i < y->dims[0]; i++)
+		if (i + k >= 0 && i + k < y->dims[1])
+			qr_op_set(y, (size_t)(i * y->dims[1] + i + k), 1);
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_eyelike = {
+	.domain = "", .name = "EyeLike", .since = 9,
+	.check = eyelike_check, .infer = eyelike_infer, .run = eyelike_run,
 };
