@@ -9,6 +9,9 @@
  *   qmatch.c   float <-> quant weight pairing and dequantized SQNR
  *   cle.c      cross-layer-equalization sets and blockers
  *   analysis.c qr_analysis_new/free, the order of the steps above
+ *   astats.c   streaming activation statistics, (de)quantization
+ *   amatch.c   float <-> quant activation matching (names, structure)
+ *   activations.c  qr_analysis_run_data: samples through every model
  *
  * Ownership: qr_an_* functions that return heap memory say so; everything
  * else is borrowed from the model or the graph index.
@@ -23,6 +26,7 @@
 
 struct qr_graph;
 struct qr_node;
+struct qr_tensor;
 struct qr_tensor_data;
 struct qr_value_info;
 
@@ -151,5 +155,83 @@ void qr_an_cle(struct qr_analysis *a, const struct qr_graph *g,
 	       const struct qr_an_wlayer *fl, size_t n_fl,
 	       const struct qr_analysis_opts *o);
 void qr_an_cle_free(struct qr_analysis *a);
+
+/* ---- astats.c ---- */
+
+/* A quantized tensor's parameters, read from the graph. */
+struct qr_as_qparams {
+	int dtype;               /* integer dtype (of the zero point; uint8
+				  * when absent) */
+	size_t n;                /* scale / zero point entries; 0: none */
+	float *scale;            /* n entries (heap) */
+	int32_t *zp;             /* n entries (heap) */
+	int axis;                /* axis for n > 1 */
+	double qmin, qmax;       /* integer range of dtype */
+};
+void qr_as_qparams_free(struct qr_as_qparams *p);
+void qr_as_qrange(int dtype, double *lo, double *hi);
+/* t as floats into out (t->n_elem entries), dequantized with p (may be
+ * NULL) when t is an integer tensor. 0 for unreadable dtypes. */
+int qr_as_to_float(const struct qr_tensor *t, const struct qr_as_qparams *p,
+		   float *out);
+/* x written into t in t's domain (float copy, or quantized with p). 0 for
+ * dtypes it cannot write. */
+int qr_as_from_float(struct qr_tensor *t, const struct qr_as_qparams *p,
+		     const float *x);
+/* Float values outside the range p represents (half a step of slack). */
+uint64_t qr_as_saturated(const struct qr_as_qparams *p, const float *x,
+			 size_t n, const int64_t *dims, int ndim);
+
+/* Shared histogram range of x and y (y may be NULL), padded by 5%. */
+void qr_as_hist_range(const float *x, const float *y, size_t n, double *lo,
+		      double *hi);
+void qr_as_hist_add(double lo, double hi, uint64_t *bins, size_t nbins,
+		    uint64_t *under, uint64_t *over, const float *v,
+		    size_t n);
+
+/* Per-channel min/max/mean of an activation, over samples. */
+struct qr_as_chan {
+	size_t ch;               /* channels (0 before the first sample) */
+	float *mn, *mx;          /* per channel */
+	double *sum;             /* per channel, finite values */
+	uint64_t *cnt;           /* per channel, finite values */
+	double min, max;         /* whole tensor */
+};
+int qr_as_channel_axis(int ndim);
+int qr_as_chan_add(struct qr_as_chan *c, const float *x, const int64_t *dims,
+		   int ndim);
+void qr_as_chan_free(struct qr_as_chan *c);
+
+/* ---- amatch.c ---- */
+
+/* A float tensor and the candidate tensor that holds the same value. */
+struct qr_am_pair {
+	const char *f;           /* float tensor (borrowed from the model) */
+	const char *q;           /* candidate tensor compared with it */
+	enum qr_match how;
+	char *reason;            /* heap */
+	size_t n_also;           /* tensors of q's Q/DQ chain computed after
+				  * q: the local run overwrites them too */
+	const char **also;       /* heap array of borrowed names */
+	long fpos;               /* float topological position; -1 input */
+};
+struct qr_am_unmatched {
+	const char *f;           /* float tensor (borrowed) */
+	char *reason;            /* heap */
+	long fpos;
+};
+struct qr_am {
+	size_t n;
+	struct qr_am_pair *pairs;    /* by fpos */
+	size_t n_un;
+	struct qr_am_unmatched *un;  /* by fpos */
+};
+void qr_am_match(const struct qr_graph *fg, const struct qr_graph *qg,
+		 struct qr_am *out);
+void qr_am_free(struct qr_am *m);
+/* The scale and zero point behind tensor name of g (from its producer,
+ * through pass-through ops, or from a Q/DQ consumer). 0 when none. */
+int qr_am_qparams(const struct qr_graph *g, const char *name,
+		  struct qr_as_qparams *p);
 
 #endif

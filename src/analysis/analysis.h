@@ -29,6 +29,7 @@
 #include "util/util.h"
 
 struct qr_model;
+struct qr_tensor;
 
 /* Quantization format of a model (DESIGN.md report.json models[].format). */
 enum qr_qformat {
@@ -206,6 +207,140 @@ struct qr_analysis_opts {
 	double tukey_k;         /* fence multiplier (1.5) */
 };
 
+/* ---- activations: representative data through every model ---- */
+
+#define QR_ACT_HIST_BINS 64      /* shared float/quant histogram bins */
+
+/* Flags of a matched activation (struct qr_act_pair.flags). */
+enum {
+	QR_ACT_FLAG_COSINE = 1,      /* mean cosine below the threshold */
+	QR_ACT_FLAG_SQNR = 2,        /* cumulative SQNR below the threshold */
+	QR_ACT_FLAG_RMSE_SCALE = 4,  /* local rmse/scale above 0.7 */
+	QR_ACT_FLAG_SATURATION = 8,  /* over 1% of float values outside the
+				      * quantized range */
+	QR_ACT_FLAG_NONFINITE = 16,  /* NaN or Inf in either tensor */
+	QR_ACT_FLAG_SHAPE = 32,      /* element counts differ: not compared */
+};
+
+/* A float activation that some candidate's tensor was matched to, with
+ * the float model's own statistics (shared by all candidates). */
+struct qr_act_tensor {
+	char *name;             /* float tensor name */
+	char *layer;            /* producing node name ("" for a graph input) */
+	char *op;               /* its op type ("input" for a graph input) */
+	int depth;              /* topological position of the producer; -1
+				 * for a graph input */
+	char *shape;            /* "[1,64,56,56]", as in the first sample */
+	size_t channels;        /* ch_* entries: axis 1 for rank >= 3, the
+				 * last axis for rank 2, 1 otherwise */
+	float *ch_min;          /* per channel, over all samples */
+	float *ch_max;
+	float *ch_mean;
+	double min, max;        /* over the whole tensor and all samples */
+	uint64_t n_values;      /* elements seen, all samples */
+};
+
+/* One float tensor compared with its counterpart in one candidate. All
+ * sums run over every sample ("samples concatenated"). */
+struct qr_act_pair {
+	size_t quant;           /* candidate index (0-based) */
+	size_t tensor;          /* index into qr_analysis.act_tensors */
+	char *quant_tensor;     /* the candidate's tensor compared */
+	char *quant_dtype;      /* its dtype: "uint8", "float", ... */
+	enum qr_match match;    /* name or structure */
+	char *match_reason;     /* "name X -> X_DequantizeLinear_Output" */
+	size_t samples;         /* samples compared */
+	double cosine_mean;     /* cosine per sample, mean over samples */
+	double cosine_min;      /*   minimum over samples */
+	double mse;             /* mean (x-y)^2 */
+	double max_abs;         /* max |x-y| */
+	double norm_l2;         /* ||x-y|| / ||x|| */
+	double sqnr_db;         /* 10 log10(sum x^2 / sum (x-y)^2); +inf exact */
+	double local_cosine_mean; /* the same with every input taken from the */
+	double local_cosine_min;  /* float model (the local run) */
+	double local_mse;
+	double local_sqnr_db;
+	uint64_t nan_float, inf_float; /* non-finite values in x */
+	uint64_t nan_quant, inf_quant; /* non-finite values in y */
+	int has_qparams;        /* 1: the quantized tensor has a scale */
+	double scale;           /* its scale (per tensor; the first of a
+				 * per-channel one) */
+	double zero_point;      /* its zero point */
+	double qmin, qmax;      /* integer range of its dtype */
+	double saturation;      /* fraction of float values more than half a
+				 * step outside [(qmin-zp)s, (qmax-zp)s] */
+	double rmse_over_scale; /* sqrt(local mse) / scale; about 0.289 =
+				 * 1/sqrt(12) when only rounding is lost */
+	double hist_lo, hist_hi; /* shared bin range (first sample, padded) */
+	uint64_t hist_float[QR_ACT_HIST_BINS]; /* float values per bin */
+	uint64_t hist_quant[QR_ACT_HIST_BINS]; /* quantized values per bin */
+	uint64_t under_float, over_float; /* outside [hist_lo, hist_hi] */
+	uint64_t under_quant, over_quant;
+	int flags;              /* QR_ACT_FLAG_* */
+};
+
+/* A graph output of the float model compared with a candidate's output
+ * at the same position. */
+struct qr_act_output {
+	size_t quant;           /* candidate index */
+	char *name;             /* float output name */
+	char *quant_name;       /* candidate output name */
+	size_t samples;         /* entries in the per-sample arrays */
+	double *cosine;         /* per sample */
+	double *sqnr_db;        /* per sample */
+	double cosine_mean, cosine_min;
+	double sqnr_total_db;   /* samples concatenated */
+	int classifier;         /* rank 2 with last dim > 1 */
+	size_t rows;            /* classifier rows compared (batch x samples) */
+	size_t agree;           /* rows with the same top-1 class */
+	size_t labeled;         /* rows with a label */
+	size_t float_correct;   /* labeled rows the float model got right */
+	size_t quant_correct;   /* labeled rows the candidate got right */
+};
+
+/* A float tensor a candidate has no counterpart for. */
+struct qr_act_unmatched {
+	size_t quant;           /* candidate index */
+	char *tensor;           /* float tensor name */
+	char *layer;            /* its producer */
+	char *reason;           /* why */
+};
+
+/* How the data run went for one candidate. */
+struct qr_act_run {
+	char *path;             /* candidate path */
+	int ran;                /* 1 when its activations were compared */
+	char *why;              /* ran == 0: the reason (engine, shapes) */
+	size_t n_pairs;         /* matched tensors */
+	size_t n_name;          /*   by name */
+	size_t n_structure;     /*   by structure */
+	size_t n_flagged;       /* pairs with a threshold flag */
+	long born;              /* pair (index into act_pairs) after which
+				 * cumulative SQNR drops most, or -1 */
+	double born_drop_db;    /* that drop, dB (SQNR capped at 100 dB) */
+	long worst_local;       /* pair with the lowest local SQNR, or -1 */
+	double seconds;         /* time in its runs */
+};
+
+/* The representative data and what the run found. */
+struct qr_act_data {
+	int ran;                /* 1 when samples went through the models */
+	char *why;              /* ran == 0 and set: the reason (the float
+				 * model cannot run) */
+	char *source;           /* "random", "images", "npy", "pb" */
+	char *preprocessing;    /* one line, or NULL */
+	size_t samples;         /* samples run */
+	char **sample_names;    /* per sample */
+	int *labels;            /* per sample, -1 without a label */
+	size_t n_classes;
+	char **classes;         /* class names, label order */
+	size_t n_warnings;
+	char **warnings;        /* data problems (skipped files) */
+	double cos_threshold;   /* flags: mean cosine below */
+	double sqnr_threshold;  /* flags: SQNR below, dB */
+	double seconds;         /* wall time of the data run */
+};
+
 struct qr_analysis {
 	size_t n_models;                  /* 1 + number of candidates */
 	struct qr_model_summary *models;  /* [0] float, [1..] candidates */
@@ -222,6 +357,17 @@ struct qr_analysis {
 	size_t n_cle_blockers;
 	struct qr_cle_blocker *cle_blockers;
 	double seconds;                   /* time spent analysing */
+	/* activations (qr_analysis_run_data; empty until it runs) */
+	struct qr_act_data data;          /* the data and its run */
+	size_t n_act_tensors;
+	struct qr_act_tensor *act_tensors; /* matched float tensors, by depth */
+	size_t n_act_pairs;
+	struct qr_act_pair *act_pairs;    /* by candidate, then depth */
+	size_t n_act_outputs;
+	struct qr_act_output *act_outputs; /* by candidate, then output */
+	size_t n_act_unmatched;
+	struct qr_act_unmatched *act_unmatched;
+	struct qr_act_run *act_runs;      /* n_quant entries, or NULL */
 };
 
 /* Analyse the float model and n_quant candidates (quant may be NULL when
@@ -234,6 +380,77 @@ enum qr_status qr_analysis_new(const struct qr_model *fmodel,
 			       const struct qr_analysis_opts *opts,
 			       struct qr_analysis **out, struct qr_diag *d);
 void qr_analysis_free(struct qr_analysis *a);
+
+/*
+ * The next sample for qr_analysis_run_data: *inputs gets *n_inputs tensors
+ * named after the float model's graph inputs (borrowed until the next
+ * call), *label a class index or -1, *name a display name. *n_inputs == 0
+ * ends the data. A status other than QR_OK stops the run with it.
+ */
+typedef enum qr_status (*qr_sample_fn)(void *user,
+				       struct qr_tensor *const **inputs,
+				       size_t *n_inputs, int *label,
+				       const char **name, struct qr_diag *d);
+/* Called after each model run: done of total (samples x models). */
+typedef void (*qr_progress_fn)(size_t done, size_t total, void *user);
+
+struct qr_act_opts {
+	qr_sample_fn next;       /* the data */
+	void *user;              /* for next */
+	size_t samples;          /* samples expected (progress total) */
+	const char *source;      /* "random", "images", ... (copied) */
+	const char *preprocessing; /* one line (copied), or NULL */
+	const char *const *classes; /* class names (copied), or NULL */
+	size_t n_classes;
+	size_t warn_first;       /* d's warnings from this index on are data
+				  * warnings (copied into data.warnings) */
+	double cos_threshold;    /* flag layers below (0.99) */
+	double sqnr_threshold;   /* flag layers below, dB (20) */
+	int n_threads;           /* threads per op (0: 1) */
+	qr_progress_fn progress; /* may be NULL */
+	void *progress_user;
+};
+
+/*
+ * Run the data through the float model and each candidate, one sample at
+ * a time, and fill a's activation fields: matched tensors (by name, then
+ * structure), streaming similarity per tensor (cumulative, and local with
+ * every matched input replaced by the float model's value), histograms,
+ * per-channel float ranges, output comparison and top-1. Nothing of a
+ * sample is kept after it (statistics only). a comes from qr_analysis_new
+ * for the same models.
+ * Returns QR_OK; QR_EPARTIAL when a model could not run (unsupported op,
+ * or a failure inside the graph): a->data.why or a->act_runs[k].why says
+ * why and the rest is filled; the feed's status (bad data), or QR_ESHAPE
+ * / QR_EUSAGE when the data does not fit the float model's inputs.
+ */
+enum qr_status qr_analysis_run_data(struct qr_analysis *a,
+				    const struct qr_model *fmodel,
+				    const struct qr_model *const *quant,
+				    size_t n_quant,
+				    const struct qr_act_opts *o,
+				    struct qr_diag *d);
+
+/* Float <-> quantized activation matching for one candidate (amatch.c). */
+struct qr_act_match_pair {
+	char *ftensor;           /* float tensor */
+	char *qtensor;           /* candidate tensor compared with it */
+	enum qr_match match;     /* name or structure */
+	char *reason;            /* how it was found */
+};
+struct qr_act_match {
+	size_t n;
+	struct qr_act_match_pair *pairs; /* in float topological order */
+	size_t n_unmatched;
+	char **unmatched;        /* float tensors left, "name: reason" */
+};
+/* Match the float model's activations with the candidate's. *out is a
+ * new result freed with qr_act_match_free. Errors: QR_EGRAPH from the
+ * graph index. */
+enum qr_status qr_act_match_new(const struct qr_model *fmodel,
+				const struct qr_model *qmodel,
+				struct qr_act_match **out, struct qr_diag *d);
+void qr_act_match_free(struct qr_act_match *m);
 
 /* ---- maths on literal arrays (exported for tests) ---- */
 
@@ -253,6 +470,31 @@ double qr_tukey_fence(const float *v, size_t n, double k, double *q1,
  * scale per slice along axis. +inf when the error is 0. */
 double qr_sqnr_sym(const float *w, const int64_t *dims, int ndim, int axis,
 		   int per_channel, int bits);
+/* Cosine similarity of x and y: sum xy / (||x|| ||y||), in double; 1 when
+ * both are all zero, 0 when only one is. Non-finite pairs are skipped. */
+double qr_cosine(const float *x, const float *y, size_t n);
+
+/* Streaming comparison of a float tensor x with its counterpart y, one
+ * sample at a time (astats.c). Zero-initialise, then add samples. */
+struct qr_cmp_acc {
+	size_t samples;          /* samples added */
+	uint64_t n;              /* finite element pairs summed */
+	double sxx;              /* sum x^2 */
+	double see;              /* sum (x-y)^2 */
+	double max_abs;          /* max |x-y| */
+	double cos_sum;          /* sum of per-sample cosines */
+	double cos_min;          /* min per-sample cosine */
+	uint64_t nan_x, inf_x, nan_y, inf_y; /* non-finite counts */
+};
+void qr_cmp_add(struct qr_cmp_acc *a, const float *x, const float *y,
+		size_t n);
+/* Results: mean cosine, SQNR 10 log10(sxx/see) (+inf when see is 0),
+ * MSE, ||x-y||/||x||. NaN before any sample. */
+double qr_cmp_cosine_mean(const struct qr_cmp_acc *a);
+double qr_cmp_sqnr_db(const struct qr_cmp_acc *a);
+double qr_cmp_mse(const struct qr_cmp_acc *a);
+double qr_cmp_norm_l2(const struct qr_cmp_acc *a);
+
 /* SQNR in dB of y against reference x: 10 log10(sum x^2 / sum (x-y)^2). */
 double qr_sqnr_db(const float *x, const float *y, size_t n);
 /* CLE pair: s[i] = sqrt(r1[i]/r2[i]) (Nagel et al. 2019); channels with a

@@ -262,6 +262,7 @@ static void
 print_profile(struct qr_exec *e)
 {
 	const struct qr_exec_prof *p;
+	struct qr_exec_mem mem;
 	double total = 0;
 	size_t n, i;
 
@@ -277,6 +278,9 @@ print_profile(struct qr_exec *e)
 			p[i].calls ? p[i].seconds * 1e6 / (double)p[i].calls :
 			0.0);
 	fprintf(stderr, "%-24s %8s %12.3f\n", "total", "", total * 1e3);
+	qr_exec_mem(e, &mem);
+	fprintf(stderr, "peak activation memory: %.2f MiB\n",
+		(double)mem.peak_bytes / (1024.0 * 1024.0));
 }
 
 static enum qr_status

@@ -132,6 +132,7 @@ qr_tensor_wrap(const struct qr_tensor_data *c)
 	return t;
 }
 
+/* Free t and, when it owns them, its data. NULL is a no-op. */
 void
 qr_tensor_free(struct qr_tensor *t)
 {

@@ -25,6 +25,7 @@ qr_op_errorf(const struct qr_op_call *c, struct qr_diag *d, enum qr_status st,
 			 c->node->op_type, msg);
 }
 
+/* Input / output tensor names of the node, "" when absent. */
 const char *
 qr_op_in_name(const struct qr_op_call *c, size_t i)
 {
@@ -37,6 +38,7 @@ qr_op_out_name(const struct qr_op_call *c, size_t i)
 	return i < c->node->n_out ? c->node->out[i] : "";
 }
 
+/* 1 when input i is present and not "". */
 int
 qr_op_has_in(const struct qr_op_call *c, size_t i)
 {
@@ -67,6 +69,7 @@ qr_op_arity(const struct qr_op_call *c, struct qr_diag *d, size_t min_in,
 
 /* ---- attributes ---- */
 
+/* Attribute getters: see op-int.h; thin wrappers over onnx.h's. */
 int64_t
 qr_op_attr_int(const struct qr_op_call *c, const char *name, int64_t dflt)
 {
@@ -119,6 +122,8 @@ qr_op_has_attr(const struct qr_op_call *c, const char *name)
 
 /* ---- dtypes ---- */
 
+/* Input i's dtype: the tensor's when one is there (constants at load,
+ * every input at run time), else what load-time propagation knew. */
 int
 qr_op_dtype(const struct qr_op_call *c, size_t i)
 {
@@ -160,6 +165,7 @@ qr_op_same_dtype(const struct qr_op_call *c, struct qr_diag *d, size_t i,
 			    qr_dtype_name(b));
 }
 
+/* IEEE binary16 bits to float (exact). */
 float
 qr_op_f16_to_f32(uint16_t h)
 {
@@ -217,6 +223,7 @@ qr_op_f32_to_f16(float f)
 	}
 }
 
+/* bfloat16 bits to float (exact). */
 float
 qr_op_bf16_to_f32(uint16_t h)
 {
@@ -240,6 +247,7 @@ qr_op_f32_to_bf16(float f)
 	return (uint16_t)(x >> 16);
 }
 
+/* Element i of t as double; t's dtype must have been accepted by check. */
 double
 qr_op_get(const struct qr_tensor *t, size_t i)
 {
@@ -267,6 +275,7 @@ qr_op_get(const struct qr_tensor *t, size_t i)
 	return 0;
 }
 
+/* Store v as element i of t, converting as C does (bool: v != 0). */
 void
 qr_op_set(struct qr_tensor *t, size_t i, double v)
 {
@@ -297,6 +306,7 @@ qr_op_set(struct qr_tensor *t, size_t i, double v)
 
 /* ---- shapes and axes ---- */
 
+/* See op-int.h: axis in [-rank, rank) (or rank with allow_end). */
 enum qr_status
 qr_op_axis(const struct qr_op_call *c, struct qr_diag *d, int64_t axis,
 	   int rank, int allow_end, int *out)
@@ -309,6 +319,8 @@ qr_op_axis(const struct qr_op_call *c, struct qr_diag *d, int64_t axis,
 	return QR_OK;
 }
 
+/* Copy a 1-D or scalar int32/int64 tensor into dst (max entries);
+ * QR_EGRAPH naming `what` and the tensor otherwise. */
 enum qr_status
 qr_op_read_ints(const struct qr_op_call *c, struct qr_diag *d,
 		const struct qr_tensor *t, const char *what, int64_t *dst,
@@ -338,6 +350,7 @@ qr_op_read_ints(const struct qr_op_call *c, struct qr_diag *d,
 	return QR_OK;
 }
 
+/* Product of dims[from..to), 1 when empty. */
 size_t
 qr_op_dims_prod(const int64_t *dims, int from, int to)
 {
@@ -349,6 +362,7 @@ qr_op_dims_prod(const int64_t *dims, int from, int to)
 	return p;
 }
 
+/* 1 when t has exactly shape (ndim, dims). */
 int
 qr_op_same_shape(const struct qr_tensor *t, int ndim, const int64_t *dims)
 {
@@ -364,6 +378,8 @@ qr_op_same_shape(const struct qr_tensor *t, int ndim, const int64_t *dims)
 
 /* ---- broadcasting ---- */
 
+/* numpy broadcast of n shapes (NULL entries skipped) into (*ndim, dims);
+ * QR_ESHAPE naming the node and the two shapes that clash. */
 enum qr_status
 qr_op_broadcast_shape(const struct qr_op_call *c, struct qr_diag *d,
 		      struct qr_tensor *const *in, size_t n, int *ndim,
@@ -405,6 +421,12 @@ qr_op_broadcast_shape(const struct qr_op_call *c, struct qr_diag *d,
 	return QR_OK;
 }
 
+/*
+ * Set b up to walk (ndim, dims) with n inputs broadcast to it: strides per
+ * input (0 on broadcast axes), size-1 axes dropped, then neighbouring axes
+ * merged while every input's strides allow it, so the inner run is as long
+ * as possible.
+ */
 void
 qr_bcast_init(struct qr_bcast *b, int ndim, const int64_t *dims,
 	      struct qr_tensor *const *in, size_t n)
@@ -471,6 +493,8 @@ qr_bcast_init(struct qr_bcast *b, int ndim, const int64_t *dims,
 			b->inner = 0;
 }
 
+/* Advance to the next inner run (odometer over the outer axes, offsets
+ * updated incrementally); 0 when the walk is over. */
 int
 qr_bcast_next(struct qr_bcast *b)
 {

@@ -217,6 +217,8 @@ step_free(struct step *s)
 	free(s->release);
 }
 
+/* Free e, its activations and the ops' prepared state; NULL is a no-op.
+ * The model is not freed. */
 void
 qr_exec_free(struct qr_exec *e)
 {
@@ -475,6 +477,7 @@ exec_build(struct qr_exec *e, struct qr_unsupported **u, size_t *n_u,
 	return QR_OK;
 }
 
+/* Free a list from qr_exec_unsupported; NULL is a no-op. */
 void
 qr_unsupported_free(struct qr_unsupported *u, size_t n)
 {
@@ -576,6 +579,7 @@ out:
 	return st;
 }
 
+/* The names callers must feed, in graph order (borrowed from the model). */
 const char *const *
 qr_exec_inputs(const struct qr_exec *e, size_t *n)
 {
@@ -714,6 +718,12 @@ step_exec(struct qr_exec *e, struct step *s, struct qr_diag *d)
 	return s->desc->run(&s->call, d);
 }
 
+/*
+ * See run.h. Binds the inputs, then per step: fill the inputs, re-check
+ * dtypes if load could not, infer, allocate from the pool, run, time,
+ * call the hook, release what this step used last. On failure every
+ * activation of the run is released.
+ */
 enum qr_status
 qr_exec_run(struct qr_exec *e, struct qr_tensor *const *inputs,
 	    size_t n_inputs, qr_hook_fn hook, void *user, struct qr_diag *d)
@@ -732,6 +742,12 @@ qr_exec_run(struct qr_exec *e, struct qr_tensor *const *inputs,
 			st = qr_errorf(d, QR_EUSAGE, "model '%s': no graph "
 				       "input named '%s'", e->m->path,
 				       t->name ? t->name : "(null)");
+			goto out;
+		}
+		if (e->vals[v].cur != NULL) {
+			st = qr_errorf(d, QR_EUSAGE, "model '%s': graph input "
+				       "'%s' is given twice", e->m->path,
+				       t->name);
 			goto out;
 		}
 		st = check_input(e, &e->vals[v], t, syms, &n_syms, d);
@@ -793,6 +809,7 @@ out:
 	return st;
 }
 
+/* The last run's graph outputs (borrowed until the next run). */
 struct qr_tensor *const *
 qr_exec_outputs(const struct qr_exec *e, size_t *n)
 {
@@ -816,6 +833,8 @@ tensor_copy(const struct qr_tensor *t)
 	return c;
 }
 
+/* Move output i to the caller: an activation's buffer is handed over, an
+ * input or constant output is copied. NULL when already taken. */
 struct qr_tensor *
 qr_exec_output_take(struct qr_exec *e, size_t i)
 {
@@ -840,6 +859,8 @@ qr_exec_output_take(struct qr_exec *e, size_t i)
 	return t;
 }
 
+/* A kept tensor (graph output or opts.keep) or a constant, by name;
+ * borrowed. */
 struct qr_tensor *
 qr_exec_tensor_get(const struct qr_exec *e, const char *name)
 {
@@ -850,6 +871,10 @@ qr_exec_tensor_get(const struct qr_exec *e, const char *name)
 	return e->vals[v].cur;
 }
 
+/*
+ * See run.h. Uses the node's prepared state; outputs are fresh owned
+ * tensors, never pool buffers, so they outlive later runs.
+ */
 enum qr_status
 qr_exec_run_node(struct qr_exec *e, size_t node, struct qr_tensor *const *inputs,
 		 struct qr_tensor **outputs, struct qr_diag *d)
@@ -938,6 +963,7 @@ prof_cmp(const void *a, const void *b)
 	return (x->seconds < y->seconds) - (x->seconds > y->seconds);
 }
 
+/* Per-op-type timings, most time first (borrowed until the next call). */
 const struct qr_exec_prof *
 qr_exec_profile(struct qr_exec *e, size_t *n)
 {
@@ -952,6 +978,7 @@ qr_exec_profile(struct qr_exec *e, size_t *n)
 	return e->prof_sorted;
 }
 
+/* Current and peak activation memory (see struct qr_exec_mem). */
 void
 qr_exec_mem(const struct qr_exec *e, struct qr_exec_mem *out)
 {

@@ -264,6 +264,7 @@ out:
 	return st;
 }
 
+/* Map path and parse it (qr_npy_parse); QR_EIO when it cannot be read. */
 enum qr_status
 qr_npy_read(const char *path, const char *name, struct qr_tensor **out,
 	    struct qr_diag *d)

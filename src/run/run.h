@@ -101,7 +101,8 @@ const char *const *qr_exec_inputs(const struct qr_exec *e, size_t *n);
  * dtype and rank, and fixed dims; symbolic dims (e.g. "batch") are bound
  * from the first input using them and must agree across inputs. hook (may
  * be NULL) is called after each node with user. Errors:
- *   QR_EUSAGE  a graph input is missing, or a tensor names no graph input
+ *   QR_EUSAGE  a graph input is missing or given twice, or a tensor names
+ *              no graph input
  *   QR_ESHAPE  an input's dtype, rank or dims differ from the declaration;
  *              shapes that disagree inside the graph (naming the node)
  *   others     from ops, or the hook's status
@@ -117,8 +118,8 @@ struct qr_tensor *const *qr_exec_outputs(const struct qr_exec *e, size_t *n);
 /* Output i of the last run, moved to the caller (who frees it with
  * qr_tensor_free); later calls for i give a copy-free NULL. */
 struct qr_tensor *qr_exec_output_take(struct qr_exec *e, size_t i);
-/* A graph output or kept tensor (opts.keep) of the last run, or an input,
- * by name; NULL when it is neither or was not computed. Borrowed. */
+/* A graph output or kept tensor (opts.keep) of the last run, or a
+ * constant, by name; NULL otherwise. Borrowed until the next run. */
 struct qr_tensor *qr_exec_tensor_get(const struct qr_exec *e,
 				     const char *name);
 

@@ -1,0 +1,471 @@
+/*
+ * astats: streaming statistics of activations, updated one sample at a
+ * time with O(tensor) work and O(1) (or O(channels)) memory per tensor:
+ * float-vs-quant comparison sums, shared histograms, per-channel ranges,
+ * and int8/uint8 (de)quantization with a tensor's scale and zero point.
+ *
+ * Formulas:
+ *   cosine  = sum xy / (||x|| ||y||), per sample (MCT's similarity)
+ *   SQNR    = 10 log10(sum x^2 / sum (x-y)^2) with all samples
+ *             concatenated, i.e. 20 log10(||x|| / ||x-y||) (ONNX Runtime's
+ *             qdq_loss_debug compute_signal_to_quantization_noice_ratio)
+ *   quantize   q = saturate(round_half_even(x / s) + zp)   (ONNX
+ *   dequantize x = (q - zp) s                               QuantizeLinear)
+ */
+#include "analysis/analysis-int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/tensor.h"
+#include "onnx/onnx.h"
+
+double
+qr_cosine(const float *x, const float *y, size_t n)
+{
+	double sxy = 0, sxx = 0, syy = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		double a = x[i], b = y[i];
+
+		if (!isfinite(a) || !isfinite(b))
+			continue;
+		sxy += a * b;
+		sxx += a * a;
+		syy += b * b;
+	}
+	if (sxx == 0 && syy == 0)
+		return 1.0;
+	if (sxx == 0 || syy == 0)
+		return 0.0;
+	return sxy / (sqrt(sxx) * sqrt(syy));
+}
+
+/* One sample: sums over finite pairs, non-finite counts, the sample's
+ * cosine. */
+void
+qr_cmp_add(struct qr_cmp_acc *a, const float *x, const float *y, size_t n)
+{
+	double sxy = 0, sxx = 0, syy = 0, see = 0, mx = a->max_abs, cs;
+	uint64_t good = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		double u = x[i], v = y[i], e;
+
+		if (!isfinite(u) || !isfinite(v)) {
+			a->nan_x += isnan(u);
+			a->inf_x += isinf(u);
+			a->nan_y += isnan(v);
+			a->inf_y += isinf(v);
+			continue;
+		}
+		e = u - v;
+		sxy += u * v;
+		sxx += u * u;
+		syy += v * v;
+		see += e * e;
+		if (fabs(e) > mx)
+			mx = fabs(e);
+		good++;
+	}
+	if (sxx == 0 && syy == 0)
+		cs = 1.0;
+	else if (sxx == 0 || syy == 0)
+		cs = 0.0;
+	else
+		cs = sxy / (sqrt(sxx) * sqrt(syy));
+	a->sxx += sxx;
+	a->see += see;
+	a->max_abs = mx;
+	a->n += good;
+	a->cos_sum += cs;
+	a->cos_min = a->samples == 0 || cs < a->cos_min ? cs : a->cos_min;
+	a->samples++;
+}
+
+double
+qr_cmp_cosine_mean(const struct qr_cmp_acc *a)
+{
+	return a->samples ? a->cos_sum / (double)a->samples : NAN;
+}
+
+double
+qr_cmp_sqnr_db(const struct qr_cmp_acc *a)
+{
+	if (a->samples == 0)
+		return NAN;
+	if (a->see == 0)
+		return INFINITY;
+	if (a->sxx == 0)
+		return -INFINITY;
+	return 10.0 * log10(a->sxx / a->see);
+}
+
+double
+qr_cmp_mse(const struct qr_cmp_acc *a)
+{
+	return a->n ? a->see / (double)a->n : NAN;
+}
+
+double
+qr_cmp_norm_l2(const struct qr_cmp_acc *a)
+{
+	if (a->samples == 0)
+		return NAN;
+	if (a->sxx == 0)
+		return a->see == 0 ? 0.0 : INFINITY;
+	return sqrt(a->see / a->sxx);
+}
+
+/*
+ * The shared histogram range: min and max over the finite values of x
+ * and y (the first sample), padded by 5% of the span on each side so
+ * later samples that reach a little further still land in a bin; a
+ * constant tensor gets +-0.5 (+-5% of |v|). Values outside go to the
+ * under/overflow counts.
+ */
+void
+qr_as_hist_range(const float *x, const float *y, size_t n, double *lo,
+		 double *hi)
+{
+	double mn = INFINITY, mx = -INFINITY, pad;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (isfinite(x[i])) {
+			mn = x[i] < mn ? x[i] : mn;
+			mx = x[i] > mx ? x[i] : mx;
+		}
+		if (y != NULL && isfinite(y[i])) {
+			mn = y[i] < mn ? y[i] : mn;
+			mx = y[i] > mx ? y[i] : mx;
+		}
+	}
+	if (!(mn <= mx)) {
+		mn = 0;
+		mx = 0;
+	}
+	pad = (mx - mn) * 0.05;
+	if (pad == 0)
+		pad = mx != 0 ? fabs(mx) * 0.05 : 0.5;
+	*lo = mn - pad;
+	*hi = mx + pad;
+}
+
+/* Count the finite values of v into nbins bins over [lo, hi] (hi itself
+ * goes in the last bin). */
+void
+qr_as_hist_add(double lo, double hi, uint64_t *bins, size_t nbins,
+	       uint64_t *under, uint64_t *over, const float *v, size_t n)
+{
+	double k = nbins / (hi - lo);
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		double t = v[i];
+		long b;
+
+		if (!isfinite(t))
+			continue;
+		if (t < lo) {
+			(*under)++;
+			continue;
+		}
+		if (t > hi) {
+			(*over)++;
+			continue;
+		}
+		b = (long)((t - lo) * k);
+		if (b >= (long)nbins)
+			b = (long)nbins - 1;
+		bins[b]++;
+	}
+}
+
+/* The channel axis of an activation: 1 for rank >= 3 (NCHW), the last
+ * axis for rank 2 ([batch, features]), none (-1) otherwise. */
+int
+qr_as_channel_axis(int ndim)
+{
+	if (ndim >= 3)
+		return 1;
+	if (ndim == 2)
+		return 1;
+	return -1;
+}
+
+/* Add one sample to per-channel min/max/sum; fixes the channel count on
+ * the first sample. Returns 0 when dims disagree with it (skipped). */
+int
+qr_as_chan_add(struct qr_as_chan *c, const float *x, const int64_t *dims,
+	       int ndim)
+{
+	int axis = qr_as_channel_axis(ndim);
+	size_t outer, ch, inner, o, k, i;
+
+	if (axis < 0) {
+		outer = 1;
+		ch = 1;
+		for (inner = 1, k = 0; k < (size_t)ndim; k++)
+			inner *= (size_t)dims[k];
+	} else {
+		qr_an_split(dims, ndim, axis, &outer, &ch, &inner);
+	}
+	if (c->ch == 0) {
+		c->ch = ch;
+		c->mn = xmalloc((ch ? ch : 1) * sizeof *c->mn);
+		c->mx = xmalloc((ch ? ch : 1) * sizeof *c->mx);
+		c->sum = xcalloc(ch ? ch : 1, sizeof *c->sum);
+		c->cnt = xcalloc(ch ? ch : 1, sizeof *c->cnt);
+		for (k = 0; k < ch; k++) {
+			c->mn[k] = INFINITY;
+			c->mx[k] = -INFINITY;
+		}
+		c->min = INFINITY;
+		c->max = -INFINITY;
+	}
+	if (ch != c->ch)
+		return 0;
+	for (o = 0; o < outer; o++) {
+		for (k = 0; k < ch; k++) {
+			const float *p = x + (o * ch + k) * inner;
+			float mn = c->mn[k], mx = c->mx[k];
+			double s = 0;
+			uint64_t m = 0;
+
+			for (i = 0; i < inner; i++) {
+				if (!isfinite(p[i]))
+					continue;
+				mn = p[i] < mn ? p[i] : mn;
+				mx = p[i] > mx ? p[i] : mx;
+				s += p[i];
+				m++;
+			}
+			c->mn[k] = mn;
+			c->mx[k] = mx;
+			c->sum[k] += s;
+			c->cnt[k] += m;
+			if (mn < c->min)
+				c->min = mn;
+			if (mx > c->max)
+				c->max = mx;
+		}
+	}
+	return 1;
+}
+
+void
+qr_as_chan_free(struct qr_as_chan *c)
+{
+	free(c->mn);
+	free(c->mx);
+	free(c->sum);
+	free(c->cnt);
+	memset(c, 0, sizeof *c);
+}
+
+/* Integer range of dtype (int8, uint8, int16, uint16, int32, 4-bit). */
+void
+qr_as_qrange(int dtype, double *lo, double *hi)
+{
+	switch (dtype) {
+	case QR_DT_UINT8:
+		*lo = 0, *hi = 255;
+		break;
+	case QR_DT_INT8:
+		*lo = -128, *hi = 127;
+		break;
+	case QR_DT_UINT16:
+		*lo = 0, *hi = 65535;
+		break;
+	case QR_DT_INT16:
+		*lo = -32768, *hi = 32767;
+		break;
+	case QR_DT_UINT4:
+		*lo = 0, *hi = 15;
+		break;
+	case QR_DT_INT4:
+		*lo = -8, *hi = 7;
+		break;
+	case QR_DT_INT32:
+		*lo = -2147483648.0, *hi = 2147483647.0;
+		break;
+	default:
+		*lo = -INFINITY, *hi = INFINITY;
+		break;
+	}
+}
+
+/* Index of the scale/zero point that element i uses. */
+static size_t
+qp_index(const struct qr_as_qparams *p, size_t i, size_t inner)
+{
+	return p->n > 1 ? (i / inner) % p->n : 0;
+}
+
+/* Elements per step of the quantization axis for a tensor of dims. */
+static size_t
+qp_inner(const struct qr_as_qparams *p, const int64_t *dims, int ndim)
+{
+	size_t inner = 1;
+	int k, axis = p->axis < 0 ? p->axis + ndim : p->axis;
+
+	for (k = axis + 1; k < ndim; k++)
+		inner *= (size_t)dims[k];
+	return inner ? inner : 1;
+}
+
+/* t's elements as floats into out (n_elem entries), dequantized with p
+ * when t is an integer tensor and p has a scale. Returns 0 for dtypes it
+ * cannot read (strings). */
+int
+qr_as_to_float(const struct qr_tensor *t, const struct qr_as_qparams *p,
+	       float *out)
+{
+	size_t n = t->n_elem, i, inner;
+	int deq = p != NULL && p->n > 0 && t->dtype != QR_DT_FLOAT &&
+		  t->dtype != QR_DT_DOUBLE && t->dtype != QR_DT_FLOAT16 &&
+		  t->dtype != QR_DT_BFLOAT16;
+
+	if (t->dtype == QR_DT_FLOAT) {
+		if (n)
+			memcpy(out, t->data, n * sizeof *out);
+		return 1;
+	}
+	if (t->dtype == QR_DT_UINT8) {
+		const uint8_t *q = t->data;
+
+		for (i = 0; i < n; i++)
+			out[i] = q[i];
+	} else if (t->dtype == QR_DT_INT8) {
+		const int8_t *q = t->data;
+
+		for (i = 0; i < n; i++)
+			out[i] = q[i];
+	} else {
+		struct qr_tensor_data v = {0};
+
+		v.name = t->name;
+		v.dtype = t->dtype;
+		v.ndim = t->ndim;
+		memcpy(v.dims, t->dims, sizeof v.dims);
+		v.n_elem = n;
+		v.data = t->data;
+		v.nbytes = t->nbytes;
+		if (qr_tensor_to_f32(&v, out, NULL) != QR_OK)
+			return 0;
+	}
+	if (!deq)
+		return 1;
+	inner = qp_inner(p, t->dims, t->ndim);
+	if (p->n == 1) {
+		float s = p->scale[0], z = (float)p->zp[0];
+
+		for (i = 0; i < n; i++)
+			out[i] = (out[i] - z) * s;
+	} else {
+		for (i = 0; i < n; i++) {
+			size_t c = qp_index(p, i, inner);
+
+			out[i] = (out[i] - (float)p->zp[c]) * p->scale[c];
+		}
+	}
+	return 1;
+}
+
+/* Round half to even, as ONNX QuantizeLinear does. */
+static double
+rne(double v)
+{
+	double r = floor(v), f = v - r;
+
+	if (f > 0.5 || (f == 0.5 && fmod(r, 2.0) != 0))
+		r += 1;
+	return r;
+}
+
+/* Write x (t->n_elem floats) into t in t's own domain: a float tensor
+ * gets the values, an integer tensor q = saturate(rne(x / s) + zp) with
+ * p (without p: rne(x), saturated). Other dtypes are left alone (0). */
+int
+qr_as_from_float(struct qr_tensor *t, const struct qr_as_qparams *p,
+		 const float *x)
+{
+	size_t n = t->n_elem, i, inner;
+	double lo, hi;
+
+	if (t->dtype == QR_DT_FLOAT) {
+		if (n && t->data != x)
+			memcpy(t->data, x, n * sizeof *x);
+		return 1;
+	}
+	if (t->dtype != QR_DT_UINT8 && t->dtype != QR_DT_INT8 &&
+	    t->dtype != QR_DT_UINT16 && t->dtype != QR_DT_INT16 &&
+	    t->dtype != QR_DT_INT32)
+		return 0;
+	qr_as_qrange(t->dtype, &lo, &hi);
+	inner = p != NULL ? qp_inner(p, t->dims, t->ndim) : 1;
+	for (i = 0; i < n; i++) {
+		double v = x[i], q;
+
+		if (p != NULL && p->n > 0) {
+			size_t c = qp_index(p, i, inner);
+
+			v = (float)(x[i] / p->scale[c]);
+			q = isnan(v) ? (double)p->zp[c] : rne(v) + p->zp[c];
+		} else {
+			q = isnan(v) ? 0 : rne(v);
+		}
+		q = q < lo ? lo : q > hi ? hi : q;
+		switch (t->dtype) {
+		case QR_DT_UINT8:
+			((uint8_t *)t->data)[i] = (uint8_t)q;
+			break;
+		case QR_DT_INT8:
+			((int8_t *)t->data)[i] = (int8_t)q;
+			break;
+		case QR_DT_UINT16:
+			((uint16_t *)t->data)[i] = (uint16_t)q;
+			break;
+		case QR_DT_INT16:
+			((int16_t *)t->data)[i] = (int16_t)q;
+			break;
+		default:
+			((int32_t *)t->data)[i] = (int32_t)q;
+			break;
+		}
+	}
+	return 1;
+}
+
+/* Float values of x (n, shaped dims) more than half a step outside the
+ * range p can represent: [(qmin - zp) s - s/2, (qmax - zp) s + s/2]. */
+uint64_t
+qr_as_saturated(const struct qr_as_qparams *p, const float *x, size_t n,
+		const int64_t *dims, int ndim)
+{
+	size_t inner = qp_inner(p, dims, ndim), i;
+	uint64_t cnt = 0;
+
+	for (i = 0; i < n; i++) {
+		size_t c = qp_index(p, i, inner);
+		double s = p->scale[c];
+		double lo = (p->qmin - p->zp[c]) * s - s / 2;
+		double hi = (p->qmax - p->zp[c]) * s + s / 2;
+
+		if (isfinite(x[i]) && (x[i] < lo || x[i] > hi))
+			cnt++;
+	}
+	return cnt;
+}
+
+void
+qr_as_qparams_free(struct qr_as_qparams *p)
+{
+	free(p->scale);
+	free(p->zp);
+	memset(p, 0, sizeof *p);
+}

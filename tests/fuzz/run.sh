@@ -1,0 +1,117 @@
+#!/bin/sh
+# Build and run every libFuzzer harness for a bounded time.
+#
+#   tests/fuzz/run.sh [SECONDS_PER_HARNESS [OUTDIR]]
+#
+# SECONDS defaults to 60 (CI: 5 harnesses x 60 s plus ~1 min of build);
+# OUTDIR to $QR_FUZZ_DIR or /tmp/qr-fuzz. Seed corpora come from Debian's
+# libonnx-testdata (model.onnx, input_*.pb), samples/ (*.onnx, *.npy,
+# digits/*/*.png), tests/data, tests/fuzz/seeds and tests/fuzz/regress;
+# what the fuzzers find grows OUTDIR/corpus/<harness>, which later runs
+# reuse. Crashes, hangs and OOMs are saved as OUTDIR/artifacts/<harness>/
+# crash-*|timeout-*|oom-*|leak-*: minimize one with
+#   OUTDIR/fuzz_<h> -minimize_crash=1 -runs=10000 ARTIFACT
+# and add the result to tests/fuzz/regress/<h>/ (tests/test_fuzz_regress
+# replays that folder in `make check`).
+#
+# Prints one line per harness (executions, crashes) and exits 1 when any
+# harness crashed. FUZZ_HARNESSES="onnx exec" runs only those; FUZZ_ARGS
+# adds libFuzzer flags.
+set -u
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+secs=${1:-60}
+out=${2:-${QR_FUZZ_DIR:-/tmp/qr-fuzz}}
+testdata=${ONNX_TESTDATA:-/usr/share/libonnx-testdata/data}
+
+case $secs in
+''|*[!0-9]*) echo "usage: tests/fuzz/run.sh [SECONDS_PER_HARNESS [OUTDIR]]" >&2
+	exit 1 ;;
+esac
+
+"$top/tests/fuzz/build.sh" "$out" || exit 1
+out=$(cd "$out" && pwd)
+harnesses=${FUZZ_HARNESSES:-$(cat "$out/harnesses")}
+
+# Copy files into a seed folder under their content hash (no duplicates).
+seed() {
+	dir=$1
+	shift
+	for f in "$@"; do
+		[ -f "$f" ] || continue
+		cp "$f" "$dir/$(sha1sum <"$f" | cut -c1-40)"
+	done
+}
+
+seed_dir() {
+	h=$1
+	dir="$out/seeds/$h"
+	rm -rf "$dir"
+	mkdir -p "$dir" "$out/corpus/$h" "$out/artifacts/$h"
+	case $h in
+	onnx|exec)
+		if [ -d "$testdata" ]; then
+			find "$testdata" -name model.onnx -size -1024k |
+				while read -r f; do seed "$dir" "$f"; done
+		fi
+		seed "$dir" "$top"/samples/*.onnx
+		find "$top/tests/data" -name '*.onnx' |
+			while read -r f; do seed "$dir" "$f"; done ;;
+	pb)
+		if [ -d "$testdata" ]; then
+			find "$testdata" -name 'input_*.pb' -size -256k |
+				while read -r f; do seed "$dir" "$f"; done
+		fi
+		find "$top/tests/data" -name '*.pb' |
+			while read -r f; do seed "$dir" "$f"; done ;;
+	npy)
+		seed "$dir" "$top"/samples/*.npy
+		find "$top/tests/data" -name '*.npy' |
+			while read -r f; do seed "$dir" "$f"; done ;;
+	image)
+		seed "$dir" "$top"/samples/digits/*/*.png
+		find "$top/tests/data" -name '*.png' -o -name '*.jpg' \
+			-o -name '*.jpeg' -o -name '*.bmp' |
+			while read -r f; do seed "$dir" "$f"; done ;;
+	esac
+	for extra in "$top/tests/fuzz/seeds/$h" "$top/tests/fuzz/regress/$h"; do
+		[ -d "$extra" ] && seed "$dir" "$extra"/*
+	done
+	echo "$dir"
+}
+
+failed=0
+total_execs=0
+for h in $harnesses; do
+	seeds=$(seed_dir "$h")
+	log="$out/logs/fuzz_$h.log"
+	mkdir -p "$out/logs"
+	n_before=$(ls "$out/artifacts/$h" | wc -l)
+	start=$(date +%s)
+	# Sanitizer reports stop the harness; libFuzzer saves the input.
+	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
+	UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1} \
+	"$out/fuzz_$h" -max_total_time="$secs" -rss_limit_mb=2048 \
+		-timeout=10 -print_final_stats=1 \
+		-artifact_prefix="$out/artifacts/$h/" ${FUZZ_ARGS:-} \
+		"$out/corpus/$h" "$seeds" >"$log" 2>&1
+	rc=$?
+	end=$(date +%s)
+	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" |
+		tail -n 1)
+	execs=${execs:-0}
+	total_execs=$((total_execs + execs))
+	crashes=$(( $(ls "$out/artifacts/$h" | wc -l) - n_before ))
+	[ "$rc" -ne 0 ] && [ "$crashes" -eq 0 ] && crashes=1
+	corpus=$(ls "$out/corpus/$h" | wc -l)
+	printf 'fuzz_%s: %s executions in %s s, corpus %s, %s crashes\n' \
+		"$h" "$execs" "$((end - start))" "$corpus" "$crashes"
+	if [ "$crashes" -ne 0 ]; then
+		failed=1
+		grep -m 3 -E 'ERROR: |SUMMARY: |runtime error|broken at' "$log" |
+			sed 's/^/    /'
+		echo "    log: $log; artifacts: $out/artifacts/$h/"
+	fi
+done
+echo "fuzz: $total_execs executions in all"
+exit $failed
