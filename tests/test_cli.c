@@ -350,6 +350,95 @@ out:
 	free(charts);
 }
 
+/* report.json after --data samples/digits (30 labelled images) with
+ * --quant digits_qdq.onnx: activations[] and outputs[] against the numpy
+ * reference runner of tests/data/make_expected.py ("agreement"). */
+static void
+check_activations(const char *out)
+{
+	static const char *const akeys[] = {"quant", "tensor", "quant_tensor",
+		"match", "cosine_mean", "cosine_min", "mse", "sqnr_db",
+		"local_sqnr_db", "max_abs", "histogram", "ch_min", "ch_max",
+		"ch_mean", "scale", "zero_point", "saturation",
+		"rmse_over_scale", "flags", NULL};
+	static const char *const okeys[] = {"quant", "name", "cosine_mean",
+		"sqnr_db", "top1_agreement", "accuracy", "cosine",
+		"sqnr_db_per_sample", NULL};
+	char *jpath = qr_path_join(out, "report.json");
+	char *epath = src("tests/data/expected_digits.json");
+	char *apath = qr_path_join(out, "activations.html");
+	cJSON *j = load_json(jpath), *e = load_json(epath);
+	const cJSON *acts, *want, *o, *ds, *ea;
+	int n_local = 0, n = 0;
+	char *html = NULL;
+	size_t len;
+
+	if (!ok(j != NULL && e != NULL, "report.json and expected parse"))
+		goto out;
+	ea = cJSON_GetObjectItem(e, "activations");
+	ds = cJSON_GetObjectItem(j, "dataset");
+	ok(ds && strcmp(cJSON_GetObjectItem(ds, "source")->valuestring,
+			"images") == 0 && num(ds, "samples") == 30,
+	   "dataset: 30 images");
+	ok(cJSON_GetArraySize(cJSON_GetObjectItem(ds, "classes")) == 10,
+	   "dataset: 10 classes from the subfolders");
+	acts = cJSON_GetObjectItem(j, "activations");
+	ok(cJSON_GetArraySize(acts) ==
+	   cJSON_GetArraySize(cJSON_GetObjectItem(ea, "pairs")),
+	   "activations[]: %d matched tensors",
+	   cJSON_GetArraySize(cJSON_GetObjectItem(ea, "pairs")));
+	cJSON_ArrayForEach(want, cJSON_GetObjectItem(ea, "pairs")) {
+		const char *t = cJSON_GetObjectItem(want, "tensor")->valuestring;
+		const cJSON *got = find_by(acts, "tensor", t);
+		double rt = 1e-4;
+
+		if (!ok(got != NULL, "activations[] has %s", t))
+			continue;
+		n++;
+		ok(has_keys(got, akeys), "%s has every activations[] key", t);
+		ok(strcmp(cJSON_GetObjectItem(got, "quant_tensor")->valuestring,
+			  cJSON_GetObjectItem(want, "quant_tensor")->valuestring) == 0 &&
+		   strcmp(cJSON_GetObjectItem(got, "match")->valuestring,
+			  "name") == 0, "%s matched by name to %s", t,
+		   cJSON_GetObjectItem(want, "quant_tensor")->valuestring);
+		ok_near(num(got, "cosine_mean"), num(want, "cosine_mean"),
+			rt * num(want, "cosine_mean"), "cosine_mean agrees");
+		ok_near(num(got, "cosine_min"), num(want, "cosine_min"),
+			rt * num(want, "cosine_min"), "cosine_min agrees");
+		ok_near(num(got, "sqnr_db"), num(want, "sqnr_db"),
+			rt * fabs(num(want, "sqnr_db")), "sqnr_db agrees");
+		ok_near(num(got, "local_sqnr_db"), num(want, "local_sqnr_db"),
+			rt * fabs(num(want, "local_sqnr_db")),
+			"local_sqnr_db agrees");
+		n_local += num(got, "local_sqnr_db") >= num(got, "sqnr_db") - 1e-9;
+	}
+	ok(n > 0 && n_local >= n - 1, "local SQNR >= cumulative for %d of %d "
+	   "layers", n_local, n);
+	o = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "outputs"), 0);
+	want = cJSON_GetObjectItem(ea, "output");
+	ok(o != NULL && has_keys(o, okeys), "outputs[0] has its keys");
+	ok(o && cJSON_GetArraySize(cJSON_GetObjectItem(o, "cosine")) == 30,
+	   "outputs[0]: a cosine per sample");
+	ok_near(num(o, "top1_agreement"), num(want, "top1_agreement"), 1e-9,
+		"top-1 agreement as the reference");
+	ok_near(num(o, "accuracy"), num(want, "accuracy"), 1e-9,
+		"candidate accuracy as the reference");
+	ok_near(num(o, "float_accuracy"), num(want, "float_accuracy"), 1e-9,
+		"float accuracy as the reference");
+	ok(num(o, "float_accuracy") >= 0.9, "float accuracy on the 30 "
+	   "digits is high (%g)", num(o, "float_accuracy"));
+	ok(qr_read_file(apath, &html, &len, NULL) == QR_OK &&
+	   strstr(html, "act-sqnr-q1") != NULL,
+	   "activations.html written with the local vs cumulative chart");
+	free(html);
+out:
+	cJSON_Delete(j);
+	cJSON_Delete(e);
+	free(jpath);
+	free(epath);
+	free(apath);
+}
+
 /* Bad input: exit code, one line naming `needle`, and no report left. */
 static void
 check_bad(const char *what, const char *const *args, int want_rc,
@@ -395,6 +484,41 @@ main(void)
 	ok(rc == 0, "sample report: exit 0 (got %d: %s)", rc, last_err);
 	ok(exists(index), "index.html written");
 	check_report(out);
+
+	/* Real data: labelled images through float and QDQ. */
+	{
+		char *digits = src("samples/digits");
+		char *aout = tmp("act");
+
+		rc = run((const char *[]){"--float", fmodel, "--quant", qmodel,
+					  "-o", aout, "--quiet", "--data",
+					  digits, "--samples", "30", "--scale",
+					  "0.00392156862745098", "--mean", "0.5",
+					  "--std", "0.5", NULL});
+		ok(rc == 0, "report with --data samples/digits: exit 0 (got "
+		   "%d: %s)", rc, last_err);
+		check_activations(aout);
+		free(aout);
+		free(digits);
+	}
+	{
+		char *jpath = qr_path_join(out, "report.json");
+		cJSON *j = load_json(jpath);
+		const cJSON *ds = j ? cJSON_GetObjectItem(j, "dataset") : NULL;
+		char *idx = NULL;
+		size_t ilen;
+
+		ok(ds && strcmp(cJSON_GetObjectItem(ds, "source")->valuestring,
+				"random") == 0 && num(ds, "samples") == 20,
+		   "no --data: 20 random samples");
+		ok(qr_read_file(index, &idx, &ilen, NULL) == QR_OK &&
+		   strstr(idx, "random") != NULL &&
+		   strstr(idx, "not representative") != NULL,
+		   "index.html says plainly that the data was random");
+		free(idx);
+		cJSON_Delete(j);
+		free(jpath);
+	}
 
 	/* Running again replaces the report in place. */
 	rc = run((const char *[]){"--float", fmodel, "-o", out, "--quiet",
@@ -446,6 +570,34 @@ main(void)
 		   "weight shape mismatch: message names node and shape");
 		free(dt);
 		free(shape);
+	}
+	{
+		char *uns = src("tests/data/activations/unsupported.onnx");
+		char *pout = tmp("partial"), *pjson = tmp("partial/report.json");
+		cJSON *j;
+
+		check_bad("missing --data",
+			  (const char *[]){"--float", fmodel, "--quant", qmodel,
+					   "--data", "/nonexistent", "-o", bad,
+					   NULL}, 2, "/nonexistent", bad);
+		rc = run((const char *[]){"--float", uns, "--quant", uns, "-o",
+					  pout, NULL});
+		ok(rc == 4, "a model the engine cannot run: exit 4 (got %d)",
+		   rc);
+		ok(strstr(last_err, "partial report") != NULL &&
+		   strstr(last_err, "Einsum") != NULL,
+		   "partial: stderr names the op (%s)", last_err);
+		j = load_json(pjson);
+		ok(j != NULL && cJSON_GetArraySize(cJSON_GetObjectItem(j,
+							"weights")) == 1,
+		   "partial: the weight report is still written");
+		ok(j != NULL && cJSON_IsString(cJSON_GetObjectItem(
+			   cJSON_GetObjectItem(j, "dataset"), "error")),
+		   "partial: dataset.error says why no activation was compared");
+		cJSON_Delete(j);
+		free(uns);
+		free(pout);
+		free(pjson);
 	}
 	outfile = tmp("a-file");
 	qr_write_file(outfile, "keep me", 7, NULL);

@@ -203,9 +203,10 @@ test_conv_f32(void)
 			w[i] = rnd_f();
 		for (i = 0; i < p.c_out; i++)
 			b[i] = rnd_f();
-		pk = qr_conv_f32_pack_new(&p, w);
-		ws = xmalloc(qr_conv_f32_workspace(pk) + 1);
-		qr_conv_f32_run(pk, x, t % 2 ? b : NULL, y, ws);
+		pk = qr_conv_f32_pack_new(p.c_out, p.c_in, p.kh, p.kw, p.group,
+					  w);
+		ws = xmalloc(qr_conv_f32_workspace(pk, &p, 1 + t % 3) + 1);
+		qr_conv_f32_run(pk, &p, x, t % 2 ? b : NULL, y, ws, 1 + t % 3);
 		conv_ref(&p, x, w, t % 2 ? b : NULL, r);
 		if (!ok(near_all(y, r, ny, 1e-5f, &bad),
 			"conv f32 %s #%d: n%zu c%zu->%zu g%zu %zux%zu k%zux%zu s%zu,%zu d%zu,%zu p%zu,%zu,%zu,%zu",
@@ -254,9 +255,10 @@ test_convt_f32(void)
 			w[i] = rnd_f();
 		for (i = 0; i < p.c_out; i++)
 			b[i] = rnd_f();
-		pk = qr_convt_f32_pack_new(&p, w);
-		ws = xmalloc(qr_conv_f32_workspace(pk) + 1);
-		qr_convt_f32_run(pk, x, b, y, ws);
+		pk = qr_convt_f32_pack_new(p.c_out, p.c_in, p.kh, p.kw,
+					   p.group, w);
+		ws = xmalloc(qr_conv_f32_workspace(pk, &p, 1) + 1);
+		qr_convt_f32_run(pk, &p, x, b, y, ws, 1);
 		convt_ref(&p, x, w, b, r);
 		if (!ok(near_all(y, r, ny, 1e-5f, &bad),
 			"convtranspose f32 #%d: c%zu->%zu g%zu %zux%zu k%zux%zu s%zu,%zu d%zu,%zu",
@@ -378,8 +380,9 @@ test_qconv(void)
 			scale[i] = qr_requant_scale(0.02f + 0.001f * (float)rnd_int(0, 9),
 						    0.001f * (float)rnd_int(1, 20), 0.5f);
 		}
-		pk = qr_qconv_pack_new(&p, w, wsg, wz, per_ch ? p.c_out : 1);
-		wsp = xmalloc(qr_qconv_workspace(pk));
+		pk = qr_qconv_pack_new(p.c_out, p.c_in, p.kh, p.kw, p.group, w,
+				       wsg, wz, per_ch ? p.c_out : 1);
+		wsp = xmalloc(qr_qconv_workspace(pk, &p, 3));
 		q.x_signed = xs;
 		q.x_zp = xz;
 		q.bias = bias;
@@ -389,12 +392,13 @@ test_qconv(void)
 		q.y_zp = ys ? rnd_int(-10, 10) : rnd_int(100, 150);
 		qconv_ref(&p, x, xs, xz, w, wsg, wz, per_ch ? p.c_out : 1, acc);
 
+		/* fast paths on 3 threads, portable ones on 1 */
 		qr_kernels_force_portable(0);
-		qr_qconv_run(pk, x, &q, y, wsp);
-		qr_qconv_run_s32(pk, x, xs, xz, y32, wsp);
+		qr_qconv_run(pk, &p, x, &q, y, wsp, 3);
+		qr_qconv_run_s32(pk, &p, x, xs, xz, y32, wsp, 3);
 		qr_kernels_force_portable(1);
-		qr_qconv_run(pk, x, &q, yp, wsp);
-		qr_qconv_run_s32(pk, x, xs, xz, y32p, wsp);
+		qr_qconv_run(pk, &p, x, &q, yp, wsp, 1);
+		qr_qconv_run_s32(pk, &p, x, xs, xz, y32p, wsp, 1);
 		qr_kernels_force_portable(0);
 		for (i = 0; i < ny; i++) {
 			size_t co = (i / ohw) % p.c_out;
@@ -463,10 +467,10 @@ test_qgemm(void)
 		for (i = 0; i < n; i++)
 			bz[i] = bs ? rnd_int(-128, 127) : rnd_int(0, 255);
 		pk = qr_qgemm_pack_new(b, bs, tb, k, n, bz, nzp);
-		ws = xmalloc(qr_qgemm_workspace(pk, m));
-		qr_qgemm_run(pk, a, as, az, m, c, n + 3, ws);
+		ws = xmalloc(qr_qgemm_workspace(pk, m, 2));
+		qr_qgemm_run(pk, a, as, az, m, c, n + 3, ws, 2);
 		qr_kernels_force_portable(1);
-		qr_qgemm_run(pk, a, as, az, m, c2, n + 3, ws);
+		qr_qgemm_run(pk, a, as, az, m, c2, n + 3, ws, 1);
 		qr_kernels_force_portable(0);
 		for (i = 0; i < m; i++)
 			for (j = 0; j < n; j++) {
@@ -889,6 +893,67 @@ test_broadcast(void)
 	   "[2] does not broadcast to [2,3]");
 }
 
+/* The SIMD paths of quantize, dequantize, QLinearAdd and requantize give
+ * the portable paths' bits on long rows (tails included), with values at
+ * the clamps, ties and NaN. */
+static void
+test_simd_matches_portable(void)
+{
+	enum { N = 1000 + 7 };
+	static float x[N], yf[2][N];
+	static uint8_t a[N], b[N], y8[2][N];
+	static int32_t acc[N];
+	float s = 0.05f;
+	int32_t z = 3;
+	int sg, pass;
+	size_t i;
+
+	for (i = 0; i < N; i++) {
+		x[i] = rnd_f() * 10.0f;
+		a[i] = (uint8_t)rnd_int(0, 255);
+		b[i] = (uint8_t)rnd_int(0, 255);
+		acc[i] = rnd_int(-100000, 100000);
+	}
+	x[0] = NAN;
+	x[1] = 0.025f;  /* tie: 0.5 */
+	x[2] = -0.075f; /* tie: -1.5 */
+	x[3] = 1e30f;
+	x[4] = -1e30f;
+	acc[5] = INT32_MAX;
+	for (sg = 0; sg < 2; sg++) {
+		enum qr_qtype t = sg ? QR_QT_S8 : QR_QT_U8;
+
+		for (pass = 0; pass < 2; pass++) {
+			qr_kernels_force_portable(pass);
+			qr_quantize_f32(x, 1, 1, N, &s, &z, t, y8[pass]);
+		}
+		ok(memcmp(y8[0], y8[1], N) == 0, "quantize %s: simd = portable",
+		   sg ? "s8" : "u8");
+		for (pass = 0; pass < 2; pass++) {
+			qr_kernels_force_portable(pass);
+			qr_dequantize_f32(a, t, 1, 1, N, &s, &z, yf[pass]);
+		}
+		ok(memcmp(yf[0], yf[1], sizeof yf[0]) == 0,
+		   "dequantize %s: simd = portable", sg ? "s8" : "u8");
+		for (pass = 0; pass < 2; pass++) {
+			qr_kernels_force_portable(pass);
+			qr_qlinear_add(a, 1, 0.02f, sg ? -5 : 120, b, 1, 0.03f,
+				       sg ? 7 : 130, 0.04f, sg ? 1 : 128, t,
+				       y8[pass], N);
+		}
+		ok(memcmp(y8[0], y8[1], N) == 0,
+		   "qlinear add %s: simd = portable", sg ? "s8" : "u8");
+		for (pass = 0; pass < 2; pass++) {
+			qr_kernels_force_portable(pass);
+			qr_requantize_row(acc, N, 17, 0.001f, sg ? -3 : 100, sg,
+					  y8[pass]);
+		}
+		ok(memcmp(y8[0], y8[1], N) == 0,
+		   "requantize %s: simd = portable", sg ? "s8" : "u8");
+	}
+	qr_kernels_force_portable(0);
+}
+
 int
 main(void)
 {
@@ -903,6 +968,7 @@ main(void)
 	test_quantize();
 	test_dynamic_quant();
 	test_qlinear_eltwise();
+	test_simd_matches_portable();
 	test_pool();
 	test_qgap();
 	test_resize();

@@ -202,6 +202,11 @@ int qr_as_chan_add(struct qr_as_chan *c, const float *x, const int64_t *dims,
 		   int ndim);
 void qr_as_chan_free(struct qr_as_chan *c);
 
+/* ---- activations.c ---- */
+
+/* Free the activation fields of a (qr_analysis_free calls it). */
+void qr_an_act_free(struct qr_analysis *a);
+
 /* ---- amatch.c ---- */
 
 /* A float tensor and the candidate tensor that holds the same value. */

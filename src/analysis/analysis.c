@@ -156,5 +156,6 @@ qr_analysis_free(struct qr_analysis *a)
 		free(a->unmatched[i]);
 	free(a->unmatched);
 	qr_an_cle_free(a);
+	qr_an_act_free(a);
 	free(a);
 }

@@ -12,6 +12,10 @@
  *     dequantized weights' SQNR and clipping;
  *   - cross-layer-equalization sets and blockers;
  *   - memory and compression per layer.
+ * qr_analysis_run_data (issue 4) then runs representative data through
+ * the float model and every candidate, one sample at a time, and adds the
+ * activation comparison: matched tensors (amatch.c), streaming statistics
+ * (astats.c), local vs cumulative error (activations.c).
  *
  * Ownership: qr_analysis_new returns a result the caller frees with
  * qr_analysis_free. Strings in it are copies owned by the result (so the
@@ -252,6 +256,7 @@ struct qr_act_pair {
 	size_t samples;         /* samples compared */
 	double cosine_mean;     /* cosine per sample, mean over samples */
 	double cosine_min;      /*   minimum over samples */
+	double cosine_max;      /*   maximum over samples */
 	double mse;             /* mean (x-y)^2 */
 	double max_abs;         /* max |x-y| */
 	double norm_l2;         /* ||x-y|| / ||x|| */
@@ -484,6 +489,7 @@ struct qr_cmp_acc {
 	double max_abs;          /* max |x-y| */
 	double cos_sum;          /* sum of per-sample cosines */
 	double cos_min;          /* min per-sample cosine */
+	double cos_max;          /* max per-sample cosine */
 	uint64_t nan_x, inf_x, nan_y, inf_y; /* non-finite counts */
 };
 void qr_cmp_add(struct qr_cmp_acc *a, const float *x, const float *y,

@@ -83,6 +83,7 @@ qr_cmp_add(struct qr_cmp_acc *a, const float *x, const float *y, size_t n)
 	a->n += good;
 	a->cos_sum += cs;
 	a->cos_min = a->samples == 0 || cs < a->cos_min ? cs : a->cos_min;
+	a->cos_max = a->samples == 0 || cs > a->cos_max ? cs : a->cos_max;
 	a->samples++;
 }
 

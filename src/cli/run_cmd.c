@@ -8,9 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "graph/tensor.h"
+#include "kernels/kernels.h"
 #include "onnx/onnx.h"
 #include "run/run.h"
 #include "util/util.h"
@@ -34,6 +36,12 @@ static const char run_usage[] =
 "  -o, --output DIR       output folder (created if needed)\n"
 "      --dump-all         also write every intermediate tensor\n"
 "      --profile          print time per op type to stderr\n"
+"      --threads N        threads the kernels split work over (default:\n"
+"                         the number of online CPUs; OpenBLAS itself\n"
+"                         runs single-threaded inside them)\n"
+"      --repeat N         after 2 warm-up runs, time N runs and print\n"
+"                         \"MEDIAN_MS MIN_MS\" to stderr (with --profile,\n"
+"                         the profile covers the N timed runs)\n"
 "  -h, --help             show this help and exit\n"
 "\n"
 "Exit codes: 0 ok, 1 usage error, 2 bad input (model, input file or\n"
@@ -48,6 +56,8 @@ struct run_opts {
 	const char *outdir;
 	int dump_all;
 	int profile;
+	int threads;                  /* --threads, 0: online CPUs */
+	int repeat;                   /* --repeat, 0: one plain run */
 };
 
 /* Names already given a file in the output folder. */
@@ -158,12 +168,14 @@ static enum qr_status
 parse_run_args(int argc, char **argv, struct run_opts *o, int *help,
 	       struct qr_diag *d)
 {
-	enum { OPT_DUMP = 256, OPT_PROFILE };
+	enum { OPT_DUMP = 256, OPT_PROFILE, OPT_THREADS, OPT_REPEAT };
 	static const struct option longopts[] = {
 		{"input", required_argument, NULL, 'i'},
 		{"output", required_argument, NULL, 'o'},
 		{"dump-all", no_argument, NULL, OPT_DUMP},
 		{"profile", no_argument, NULL, OPT_PROFILE},
+		{"threads", required_argument, NULL, OPT_THREADS},
+		{"repeat", required_argument, NULL, OPT_REPEAT},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -189,6 +201,23 @@ parse_run_args(int argc, char **argv, struct run_opts *o, int *help,
 		case OPT_PROFILE:
 			o->profile = 1;
 			break;
+		case OPT_THREADS:
+		case OPT_REPEAT: {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			if (*optarg == '\0' || *end != '\0' || v < 1 ||
+			    v > (c == OPT_THREADS ? 256 : 1000000))
+				return qr_errorf(d, QR_EUSAGE, "--%s '%s': "
+						 "expected a positive count",
+						 c == OPT_THREADS ? "threads" :
+						 "repeat", optarg);
+			if (c == OPT_THREADS)
+				o->threads = (int)v;
+			else
+				o->repeat = (int)v;
+			break;
+		}
 		case 'h':
 			*help = 1;
 			return QR_OK;
@@ -258,29 +287,71 @@ load_inputs(const struct run_opts *o, const struct qr_exec *e,
 	return QR_OK;
 }
 
+/* Time per op type, per run, over the runs the profile covers. */
 static void
-print_profile(struct qr_exec *e)
+print_profile(struct qr_exec *e, int runs)
 {
 	const struct qr_exec_prof *p;
 	struct qr_exec_mem mem;
-	double total = 0;
+	double total = 0, r = runs > 0 ? runs : 1;
 	size_t n, i;
 
 	p = qr_exec_profile(e, &n);
 	for (i = 0; i < n; i++)
 		total += p[i].seconds;
-	fprintf(stderr, "%-24s %8s %12s %7s %12s\n", "op type", "calls",
-		"total ms", "share", "mean us");
+	fprintf(stderr, "%-24s %8s %12s %7s %12s\n", "op type", "calls/run",
+		"ms/run", "share", "mean us");
 	for (i = 0; i < n; i++)
-		fprintf(stderr, "%-24s %8zu %12.3f %6.1f%% %12.1f\n",
-			p[i].op_type, p[i].calls, p[i].seconds * 1e3,
+		fprintf(stderr, "%-24s %8.0f %12.3f %6.1f%% %12.1f\n",
+			p[i].op_type, (double)p[i].calls / r,
+			p[i].seconds * 1e3 / r,
 			total > 0 ? 100 * p[i].seconds / total : 0.0,
 			p[i].calls ? p[i].seconds * 1e6 / (double)p[i].calls :
 			0.0);
-	fprintf(stderr, "%-24s %8s %12.3f\n", "total", "", total * 1e3);
+	fprintf(stderr, "%-24s %8s %12.3f\n", "total", "", total * 1e3 / r);
 	qr_exec_mem(e, &mem);
 	fprintf(stderr, "peak activation memory: %.2f MiB\n",
 		(double)mem.peak_bytes / (1024.0 * 1024.0));
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * --repeat: one more warm-up run (the first, plain run was the other),
+ * then o->repeat timed runs without a hook; prints "MEDIAN_MS MIN_MS" to
+ * stderr. The profile, if any, is reset so it covers the timed runs.
+ */
+static enum qr_status
+time_runs(const struct run_opts *o, struct qr_exec *e,
+	  struct qr_tensor *const *ins, struct qr_diag *d)
+{
+	double *ms = xcalloc((size_t)o->repeat, sizeof *ms);
+	enum qr_status st;
+	int i;
+
+	st = qr_exec_run(e, ins, o->n_in, NULL, NULL, d);
+	if (st != QR_OK)
+		goto out;
+	qr_exec_profile_reset(e);
+	for (i = 0; i < o->repeat; i++) {
+		double t0 = qr_now();
+
+		st = qr_exec_run(e, ins, o->n_in, NULL, NULL, d);
+		if (st != QR_OK)
+			goto out;
+		ms[i] = (qr_now() - t0) * 1e3;
+	}
+	qsort(ms, (size_t)o->repeat, sizeof *ms, cmp_double);
+	fprintf(stderr, "%.3f %.3f\n", ms[o->repeat / 2], ms[0]);
+out:
+	free(ms);
+	return st;
 }
 
 static enum qr_status
@@ -301,6 +372,16 @@ run_main(const struct run_opts *o, struct qr_diag *d)
 	if (st != QR_OK)
 		goto out;
 	eo.profile = o->profile;
+	eo.n_threads = o->threads;
+	if (eo.n_threads < 1) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		eo.n_threads = n > 0 && n <= 256 ? (int)n : 1;
+	}
+	/* the kernels' pool splits every conv GEMM into single-threaded
+	 * sgemm calls; OpenBLAS threads of its own would spin on the same
+	 * cores between nodes */
+	qr_kernels_set_blas_threads(1);
 	st = qr_exec_new(m, &eo, &e, d);
 	if (st != QR_OK)
 		goto out;
@@ -319,6 +400,8 @@ run_main(const struct run_opts *o, struct qr_diag *d)
 			st = qr_errorf(d, ctx.d.status, "%s", ctx.d.msg);
 		goto out;
 	}
+	if (o->repeat > 0 && (st = time_runs(o, e, ins, d)) != QR_OK)
+		goto out;
 	gd = &m->graph;
 	outs = qr_exec_outputs(e, &n_out);
 	for (i = 0; i < n_out; i++) {
@@ -328,7 +411,7 @@ run_main(const struct run_opts *o, struct qr_diag *d)
 			goto out;
 	}
 	if (o->profile)
-		print_profile(e);
+		print_profile(e, o->repeat > 0 ? o->repeat : 1);
 out:
 	for (i = 0; i < o->n_in; i++)
 		qr_tensor_free(ins[i]);

@@ -9,11 +9,27 @@
 
 #define TENSOR_ALIGN 64
 
+static size_t max_bytes = QR_TENSOR_MAX_BYTES_DEFAULT;
+
+size_t
+qr_tensor_max_bytes(void)
+{
+	return max_bytes;
+}
+
+/* See tensor.h; lowered by the fuzzers to stay under their memory limit. */
+void
+qr_tensor_set_max_bytes(size_t n)
+{
+	max_bytes = n;
+}
+
 /*
  * Set t's dtype and shape (rank ndim, dims) and derive n_elem and nbytes.
  * Data is left alone. Returns QR_ESHAPE naming `what` for a negative dim,
- * a rank above QR_TENSOR_MAX_DIMS or an element count or byte size that
- * overflows; QR_EUNSUPPORTED for a dtype without a fixed element size.
+ * a rank above QR_TENSOR_MAX_DIMS, an element count or byte size that
+ * overflows or a byte size above qr_tensor_max_bytes; QR_EUNSUPPORTED for
+ * a dtype without a fixed element size.
  */
 enum qr_status
 qr_tensor_set_shape(struct qr_tensor *t, int dtype, int ndim,
@@ -39,6 +55,10 @@ qr_tensor_set_shape(struct qr_tensor *t, int dtype, int ndim,
 	}
 	if (qr_mul_overflow(n, esize, &bytes))
 		return qr_errorf(d, QR_ESHAPE, "%s: byte size overflows", what);
+	if (bytes > max_bytes)
+		return qr_errorf(d, QR_ESHAPE, "%s: %zu elements (%zu MiB) "
+				 "exceed the %zu MiB tensor limit", what, n,
+				 bytes >> 20, max_bytes >> 20);
 	t->dtype = dtype;
 	t->ndim = ndim;
 	for (i = 0; i < ndim; i++)

@@ -33,10 +33,17 @@ struct qr_tensor {
 };
 
 /* Set dtype and shape, checking the element count and byte size for
- * overflow (QR_ESHAPE naming `what`). Does not touch data. */
+ * overflow and the byte size against qr_tensor_max_bytes (QR_ESHAPE
+ * naming `what`). Does not touch data. */
 enum qr_status qr_tensor_set_shape(struct qr_tensor *t, int dtype, int ndim,
 				   const int64_t *dims, const char *what,
 				   struct qr_diag *d);
+/* The largest tensor qr_tensor_set_shape accepts, in bytes: a shape a
+ * model asks for beyond it is refused with QR_ESHAPE instead of exhausting
+ * memory. Process-wide; default QR_TENSOR_MAX_BYTES_DEFAULT. */
+#define QR_TENSOR_MAX_BYTES_DEFAULT ((size_t)4 << 30) /* 4 GiB */
+size_t qr_tensor_max_bytes(void);
+void qr_tensor_set_max_bytes(size_t max_bytes);
 /* Make sure an owned tensor has room for its nbytes (reusing its buffer
  * when large enough). */
 void qr_tensor_alloc(struct qr_tensor *t);

@@ -1,8 +1,8 @@
 /*
- * conv: float Conv and ConvTranspose. Three algorithms, chosen once at pack
- * time: a direct loop for depthwise convs, a plain GEMM for 1x1 stride-1
- * unpadded convs (the input already is the column matrix), and im2col +
- * cblas_sgemm otherwise. im2col works on column blocks so the workspace
+ * conv: float Conv and ConvTranspose. Three algorithms: a direct loop for
+ * depthwise convs (dwconv.c), a plain GEMM for 1x1 stride-1 unpadded
+ * convs (the input already is the column matrix), and im2col +
+ * cblas_sgemm otherwise; all three split over the pool's threads. im2col works on column blocks so the workspace
  * stays bounded (about QR_COL_BUDGET bytes) whatever the image size.
  */
 #include "kernels/kernels-int.h"
@@ -11,20 +11,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define QR_HAVE_FILL_AVX512 1
+#endif
+
 #define QR_COL_BUDGET (4u << 20) /* bytes of im2col per block, about */
 
-enum conv_algo {
-	ALGO_GEMM,      /* im2col + GEMM */
-	ALGO_POINTWISE, /* 1x1, stride 1, no padding: GEMM on x directly */
-	ALGO_DEPTHWISE, /* one input channel per group: direct loop */
-};
-
 struct qr_conv_f32_packed {
-	struct qr_conv_params p; /* shape, copied */
+	size_t c_out, c_in;      /* channels */
+	size_t kh, kw;           /* kernel size */
+	size_t group;            /* groups */
 	int transposed;          /* ConvTranspose weights */
-	enum conv_algo algo;     /* chosen at pack time */
+	int depthwise;           /* one input channel per group */
 	float *w;                /* weights in the ONNX layout, heap, owned */
-	size_t nb;               /* columns per im2col block */
 };
 
 static size_t
@@ -188,51 +188,39 @@ col_block(size_t k, size_t n, size_t elem)
 }
 
 static struct qr_conv_f32_packed *
-pack(const struct qr_conv_params *p, const float *w, int transposed)
+pack(size_t c_out, size_t c_in, size_t kh, size_t kw, size_t group,
+     const float *w, int transposed)
 {
 	struct qr_conv_f32_packed *pk = xcalloc(1, sizeof *pk);
-	size_t cin_g, cout_g, nw;
+	size_t nw;
 
-	QR_ASSERT(p->group >= 1 && p->c_in % p->group == 0 &&
-		  p->c_out % p->group == 0);
-	QR_ASSERT(p->stride_h >= 1 && p->stride_w >= 1 && p->dil_h >= 1 &&
-		  p->dil_w >= 1 && p->kh >= 1 && p->kw >= 1);
-	pk->p = *p;
+	QR_ASSERT(group >= 1 && c_in % group == 0 && c_out % group == 0);
+	QR_ASSERT(kh >= 1 && kw >= 1);
+	pk->c_out = c_out;
+	pk->c_in = c_in;
+	pk->kh = kh;
+	pk->kw = kw;
+	pk->group = group;
 	pk->transposed = transposed;
-	cin_g = p->c_in / p->group;
-	cout_g = p->c_out / p->group;
-	nw = p->c_out * cin_g * p->kh * p->kw;
+	pk->depthwise = !transposed && c_in == group && group > 1;
+	nw = c_out * (c_in / group) * kh * kw;
 	pk->w = xmalloc((nw ? nw : 1) * sizeof *pk->w);
 	memcpy(pk->w, w, nw * sizeof *w);
-	if (transposed) {
-		pk->algo = ALGO_GEMM;
-		pk->nb = col_block(cout_g * p->kh * p->kw, p->h * p->w,
-				   sizeof(float));
-	} else if (cin_g == 1 && p->group > 1) {
-		pk->algo = ALGO_DEPTHWISE;
-	} else if (p->kh == 1 && p->kw == 1 && p->stride_h == 1 &&
-		   p->stride_w == 1 && !p->pad_t && !p->pad_l && !p->pad_b &&
-		   !p->pad_r) {
-		pk->algo = ALGO_POINTWISE;
-	} else {
-		pk->algo = ALGO_GEMM;
-		pk->nb = col_block(cin_g * p->kh * p->kw,
-				   qr_conv_out_h(p) * qr_conv_out_w(p),
-				   sizeof(float));
-	}
 	return pk;
 }
 
 struct qr_conv_f32_packed *
-qr_conv_f32_pack_new(const struct qr_conv_params *p, const float *w)
+qr_conv_f32_pack_new(size_t c_out, size_t c_in, size_t kh, size_t kw,
+		     size_t group, const float *w)
 {
-	return pack(p, w, 0);
+	return pack(c_out, c_in, kh, kw, group, w, 0);
 }
 
 struct qr_conv_f32_packed *
-qr_convt_f32_pack_new(const struct qr_conv_params *p, const float *w)
+qr_convt_f32_pack_new(size_t c_out, size_t c_in, size_t kh, size_t kw,
+		      size_t group, const float *w)
 {
-	return pack(p, w, 1);
+	return pack(c_out, c_in, kh, kw, group, w, 1);
 }
 
 void
@@ -244,20 +232,43 @@ qr_conv_f32_packed_free(struct qr_conv_f32_packed *pk)
 	free(pk);
 }
 
-size_t
-qr_conv_f32_workspace(const struct qr_conv_f32_packed *pk)
+static void
+check_geom(const struct qr_conv_f32_packed *pk, const struct qr_conv_params *p)
 {
-	const struct qr_conv_params *p = &pk->p;
-	size_t k;
-
-	if (pk->algo != ALGO_GEMM)
-		return 0;
-	if (pk->transposed)
-		k = p->c_out / p->group * p->kh * p->kw;
-	else
-		k = p->c_in / p->group * p->kh * p->kw;
-	return k * pk->nb * sizeof(float) + 64;
+	QR_ASSERT(p->c_out == pk->c_out && p->c_in == pk->c_in &&
+		  p->kh == pk->kh && p->kw == pk->kw && p->group == pk->group);
+	QR_ASSERT(p->stride_h >= 1 && p->stride_w >= 1 && p->dil_h >= 1 &&
+		  p->dil_w >= 1);
 }
+
+static int
+is_pointwise(const struct qr_conv_params *p)
+{
+	return p->kh == 1 && p->kw == 1 && p->stride_h == 1 &&
+	       p->stride_w == 1 && !p->pad_t && !p->pad_l && !p->pad_b &&
+	       !p->pad_r;
+}
+
+
+#ifdef QR_HAVE_FILL_AVX512
+static __attribute__((target("avx512f"))) void
+fill_bias_avx512(float *y, const float *bias, size_t c, size_t hw)
+{
+	size_t i, j;
+
+	for (i = 0; i < c; i++) {
+		__m512 b = _mm512_set1_ps(bias ? bias[i] : 0.0f);
+		float *r = y + i * hw;
+
+		for (j = 0; j + 16 <= hw; j += 16)
+			_mm512_storeu_ps(r + j, b);
+		if (j < hw)
+			_mm512_mask_storeu_ps(r + j,
+					      (__mmask16)((1u << (hw - j)) - 1),
+					      b);
+	}
+}
+#endif
 
 /* Fill rows [c][hw] of y with bias[c] (or zero). */
 static void
@@ -265,6 +276,12 @@ fill_bias(float *y, const float *bias, size_t c, size_t hw)
 {
 	size_t i, j;
 
+#ifdef QR_HAVE_FILL_AVX512
+	if (qr_kernels_cpu_features() & QR_CPU_AVX512BW) {
+		fill_bias_avx512(y, bias, c, hw);
+		return;
+	}
+#endif
 	for (i = 0; i < c; i++) {
 		float b = bias ? bias[i] : 0.0f;
 
@@ -273,104 +290,204 @@ fill_bias(float *y, const float *bias, size_t c, size_t hw)
 	}
 }
 
-/* Depthwise: output channel co reads input channel co / mult. */
+/* Depthwise: tasks are (image, input channel); output channel co reads
+ * input channel co / mult. */
+struct dw_job {
+	const struct qr_conv_f32_packed *pk;
+	const struct qr_conv_params *p;
+	struct qr_dw_geom g;
+	const float *x, *bias;
+	float *y;
+	char *ws;        /* per-thread planes */
+	size_t ws_step;  /* bytes per plane (one per thread slot) */
+	size_t n_tasks;  /* tasks the planes are cut into */
+};
+
 static void
-run_depthwise(const struct qr_conv_f32_packed *pk, const float *x,
-	      const float *bias, float *y)
+dw_task(void *ctx, size_t t, int slot)
 {
-	const struct qr_conv_params *p = &pk->p;
-	size_t oh_n = qr_conv_out_h(p), ow_n = qr_conv_out_w(p);
-	size_t mult = p->c_out / p->group;
-	size_t n, co, oh, ki, kj;
+	struct dw_job *j = ctx;
+	const struct qr_conv_params *p = j->p;
+	size_t ohw = j->g.oh * j->g.ow, mult = p->c_out / p->group;
+	size_t lo, hi, i, m;
+	float *buf;
 
-	for (n = 0; n < p->n; n++) {
-		for (co = 0; co < p->c_out; co++) {
-			const float *xc = x + (n * p->c_in + co / mult) *
-						      p->h * p->w;
-			const float *wc = pk->w + co * p->kh * p->kw;
-			float *yc = y + (n * p->c_out + co) * oh_n * ow_n;
+	qr_parallel_range(p->n * p->c_in, t, j->n_tasks, 1, &lo, &hi);
+	buf = qr_align64(j->ws + (size_t)slot * j->ws_step);
+	for (i = lo; i < hi; i++) {
+		size_t n = i / p->c_in, ci = i % p->c_in;
 
-			fill_bias(yc, bias ? bias + co : NULL, 1, oh_n * ow_n);
-			for (oh = 0; oh < oh_n; oh++) {
-				float *yr = yc + oh * ow_n;
+		qr_dw_fill_f32(p, &j->g, j->x + i * p->h * p->w, buf);
+		for (m = 0; m < mult; m++) {
+			size_t co = ci * mult + m;
 
-				for (ki = 0; ki < p->kh; ki++) {
-					size_t ihp = oh * p->stride_h +
-						     ki * p->dil_h;
-					const float *xr;
-
-					if (ihp < p->pad_t ||
-					    ihp - p->pad_t >= p->h)
-						continue;
-					xr = xc + (ihp - p->pad_t) * p->w;
-					for (kj = 0; kj < p->kw; kj++) {
-						float wv = wc[ki * p->kw + kj];
-						size_t lo, hi, ow, off;
-
-						valid_span(ow_n, p->stride_w,
-							   p->pad_l,
-							   kj * p->dil_w, p->w,
-							   &lo, &hi);
-						off = kj * p->dil_w - p->pad_l;
-						if (p->stride_w == 1) {
-							const float *xs =
-								xr + off;
-							for (ow = lo; ow < hi;
-							     ow++)
-								yr[ow] += wv *
-									  xs[ow];
-						} else {
-							for (ow = lo; ow < hi;
-							     ow++)
-								yr[ow] += wv *
-								    xr[ow * p->stride_w + off];
-						}
-					}
-				}
-			}
+			qr_dw_plane(p, &j->g, buf, j->pk->w + co * p->kh * p->kw,
+				    j->bias ? j->bias[co] : 0.0f,
+				    j->y + (n * p->c_out + co) * ohw);
 		}
 	}
 }
 
-void
-qr_conv_f32_run(const struct qr_conv_f32_packed *pk, const float *x,
-		const float *bias, float *y, void *ws)
+/*
+ * GEMM convs: units are (image, group, column block, row block). Each
+ * runs its own im2col block and a single-threaded sgemm, so the pool
+ * alone splits the work (OpenBLAS's own threads would spin on the cores
+ * the pool needs between nodes). Rows are split only when the image has
+ * too few column blocks to go round.
+ */
+struct gemm_job {
+	const struct qr_conv_f32_packed *pk;
+	const struct qr_conv_params *p;
+	const float *x, *bias;
+	float *y;
+	char *ws;        /* per-slot im2col blocks */
+	size_t slot;     /* bytes per slot */
+	size_t nb;       /* columns per block */
+	size_t n_cb;     /* column blocks per (image, group) */
+	size_t n_rb;     /* row blocks per column block */
+	size_t units;
+};
+
+static void
+gemm_plan(const struct qr_conv_params *p, int n_threads, struct gemm_job *j)
 {
-	const struct qr_conv_params *p = &pk->p;
+	size_t ohw = qr_conv_out_h(p) * qr_conv_out_w(p);
+	size_t k = p->c_in / p->group * p->kh * p->kw;
+	size_t cout_g = p->c_out / p->group, ng = p->n * p->group;
+	size_t nt = n_threads > 1 ? (size_t)n_threads : 1;
+
+	j->nb = col_block(k, ohw, sizeof(float));
+	if (j->nb == 0)
+		j->nb = 1;
+	j->n_cb = (ohw + j->nb - 1) / j->nb;
+	j->n_rb = 1;
+	if (nt > 1 && ng * j->n_cb < 2 * nt) {
+		size_t want = (ohw + 2 * nt - 1) / (2 * nt);
+
+		want = (want + 15) / 16 * 16;
+		if (want >= 64 && want < j->nb) {
+			j->nb = want;
+			j->n_cb = (ohw + j->nb - 1) / j->nb;
+		}
+		if (ng * j->n_cb < nt) {
+			j->n_rb = (cout_g + 15) / 16;
+			if (j->n_rb > nt)
+				j->n_rb = nt;
+			if (j->n_rb < 1)
+				j->n_rb = 1;
+		}
+	}
+	j->units = ng * j->n_cb * j->n_rb;
+	j->slot = is_pointwise(p) ? 0 : k * j->nb * sizeof(float) + 64;
+}
+
+/* Fill rows [r0, r1), columns [c0, c0 + nb) of y (row stride ld) with
+ * their bias (or zero). */
+static void
+fill_bias_block(float *y, size_t ld, const float *bias, size_t r0, size_t r1,
+		size_t c0, size_t nb)
+{
+	size_t r;
+
+	for (r = r0; r < r1; r++)
+		fill_bias(y + r * ld + c0, bias ? bias + r : NULL, 1, nb);
+}
+
+static void
+gemm_task(void *ctx, size_t u, int slot)
+{
+	const struct gemm_job *j = ctx;
+	const struct qr_conv_params *p = j->p;
 	size_t cin_g = p->c_in / p->group, cout_g = p->c_out / p->group;
 	size_t ohw = qr_conv_out_h(p) * qr_conv_out_w(p), hw = p->h * p->w;
 	size_t k = cin_g * p->kh * p->kw;
-	float *col = ws ? qr_align64(ws) : NULL;
-	size_t n, g, c0;
+	size_t rb = u % j->n_rb, cu = u / j->n_rb;
+	size_t cb = cu % j->n_cb, ngi = cu / j->n_cb;
+	size_t g = ngi % p->group, n = ngi / p->group;
+	size_t c0 = cb * j->nb, nb = ohw - c0 < j->nb ? ohw - c0 : j->nb;
+	const float *xg = j->x + (n * p->c_in + g * cin_g) * hw;
+	const float *wg = j->pk->w + g * cout_g * k;
+	float *yg = j->y + (n * p->c_out + g * cout_g) * ohw;
+	size_t r0, r1;
 
+	qr_parallel_range(cout_g, rb, j->n_rb, 8, &r0, &r1);
+	if (r0 == r1 || nb == 0)
+		return;
+	fill_bias_block(yg, ohw, j->bias ? j->bias + g * cout_g : NULL, r0, r1,
+			c0, nb);
+	if (is_pointwise(p)) {
+		qr_gemm_f32(0, 0, r1 - r0, nb, cin_g, 1.0f, wg + r0 * k, k,
+			    xg + c0, hw, 1.0f, yg + r0 * ohw + c0, ohw);
+	} else {
+		float *col = qr_align64(j->ws + (size_t)slot * j->slot);
+
+		qr_im2col_f32(p, xg, cin_g, c0, nb, col);
+		qr_gemm_f32(0, 0, r1 - r0, nb, k, 1.0f, wg + r0 * k, k, col,
+			    nb, 1.0f, yg + r0 * ohw + c0, ohw);
+	}
+}
+
+size_t
+qr_conv_f32_workspace(const struct qr_conv_f32_packed *pk,
+		      const struct qr_conv_params *p, int n_threads)
+{
+	struct qr_dw_geom g;
+	size_t k, n;
+
+	check_geom(pk, p);
+	if (pk->depthwise) {
+		qr_dw_geom(p, &g);
+		n = n_threads > 1 ? (size_t)n_threads : 1;
+		return n * (g.rows * g.row_len * sizeof(float) + 64);
+	}
+	if (pk->transposed) {
+		k = p->c_out / p->group * p->kh * p->kw;
+		n = p->h * p->w;
+		return k * col_block(k, n, sizeof(float)) * sizeof(float) + 64;
+	}
+	{
+		struct gemm_job j;
+
+		gemm_plan(p, n_threads, &j);
+		return (n_threads > 1 ? (size_t)n_threads : 1) * j.slot;
+	}
+}
+
+void
+qr_conv_f32_run(const struct qr_conv_f32_packed *pk,
+		const struct qr_conv_params *p, const float *x,
+		const float *bias, float *y, void *ws, int n_threads)
+{
+	struct gemm_job j;
+
+	check_geom(pk, p);
 	QR_ASSERT(!pk->transposed);
-	if (pk->algo == ALGO_DEPTHWISE) {
-		run_depthwise(pk, x, bias, y);
+	if (pk->depthwise) {
+		struct dw_job dj;
+		size_t tasks = n_threads > 1 ? 4 * (size_t)n_threads : 1;
+
+		dj.pk = pk;
+		dj.p = p;
+		qr_dw_geom(p, &dj.g);
+		dj.x = x;
+		dj.bias = bias;
+		dj.y = y;
+		dj.ws = ws;
+		dj.ws_step = dj.g.rows * dj.g.row_len * sizeof(float) + 64;
+		if (tasks > p->n * p->c_in)
+			tasks = p->n * p->c_in;
+		dj.n_tasks = tasks;
+		qr_parallel_for(n_threads, tasks, dw_task, &dj);
 		return;
 	}
-	for (n = 0; n < p->n; n++) {
-		for (g = 0; g < p->group; g++) {
-			const float *xg = x + (n * p->c_in + g * cin_g) * hw;
-			const float *wg = pk->w + g * cout_g * k;
-			float *yg = y + (n * p->c_out + g * cout_g) * ohw;
-
-			fill_bias(yg, bias ? bias + g * cout_g : NULL, cout_g,
-				  ohw);
-			if (pk->algo == ALGO_POINTWISE) {
-				qr_gemm_f32(0, 0, cout_g, ohw, cin_g, 1.0f, wg,
-					    cin_g, xg, hw, 1.0f, yg, ohw);
-				continue;
-			}
-			for (c0 = 0; c0 < ohw; c0 += pk->nb) {
-				size_t nb = ohw - c0 < pk->nb ? ohw - c0 :
-								 pk->nb;
-
-				qr_im2col_f32(p, xg, cin_g, c0, nb, col);
-				qr_gemm_f32(0, 0, cout_g, nb, k, 1.0f, wg, k,
-					    col, nb, 1.0f, yg + c0, ohw);
-			}
-		}
-	}
+	gemm_plan(p, n_threads, &j);
+	j.pk = pk;
+	j.p = p;
+	j.x = x;
+	j.bias = bias;
+	j.y = y;
+	j.ws = ws;
+	qr_parallel_for(n_threads, j.units, gemm_task, &j);
 }
 
 /* Scatter-add col ([cout_g * kh * kw][nb], input pixels [c0, c0 + nb)) into
@@ -410,16 +527,18 @@ col2im_add(const struct qr_conv_params *p, const float *col, size_t cout_g,
 }
 
 void
-qr_convt_f32_run(const struct qr_conv_f32_packed *pk, const float *x,
-		 const float *bias, float *y, void *ws)
+qr_convt_f32_run(const struct qr_conv_f32_packed *pk,
+		 const struct qr_conv_params *p, const float *x,
+		 const float *bias, float *y, void *ws, int n_threads)
 {
-	const struct qr_conv_params *p = &pk->p;
 	size_t cin_g = p->c_in / p->group, cout_g = p->c_out / p->group;
 	size_t ohw = qr_convt_out_h(p) * qr_convt_out_w(p), hw = p->h * p->w;
 	size_t k = cout_g * p->kh * p->kw;
+	size_t nbmax = col_block(k, hw, sizeof(float));
 	float *col = qr_align64(ws);
 	size_t n, g, c0;
 
+	check_geom(pk, p);
 	QR_ASSERT(pk->transposed);
 	for (n = 0; n < p->n; n++) {
 		for (g = 0; g < p->group; g++) {
@@ -429,8 +548,8 @@ qr_convt_f32_run(const struct qr_conv_f32_packed *pk, const float *x,
 
 			fill_bias(yg, bias ? bias + g * cout_g : NULL, cout_g,
 				  ohw);
-			for (c0 = 0; c0 < hw; c0 += pk->nb) {
-				size_t nb = hw - c0 < pk->nb ? hw - c0 : pk->nb;
+			for (c0 = 0; c0 < hw; c0 += nbmax) {
+				size_t nb = hw - c0 < nbmax ? hw - c0 : nbmax;
 
 				/* col = W_g^T (k x cin_g) * X_g[:, c0..] */
 				qr_gemm_f32(1, 0, k, nb, cin_g, 1.0f, wg, k,

@@ -13,7 +13,8 @@ detect(void)
 	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
 		f |= QR_CPU_AVX2;
 	if (__builtin_cpu_supports("avx512f") &&
-	    __builtin_cpu_supports("avx512bw"))
+	    __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512vl"))
 		f |= QR_CPU_AVX512BW;
 	if ((f & QR_CPU_AVX512BW) && __builtin_cpu_supports("avx512vnni"))
 		f |= QR_CPU_AVX512VNNI;

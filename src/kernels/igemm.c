@@ -70,7 +70,7 @@ qr_ig_weights_fini(struct qr_ig_weights *iw)
 
 static void
 pack_cols_portable(const uint8_t *src, size_t ld, size_t k, size_t nb,
-		   uint8_t *dst, int32_t *colsum)
+		   uint8_t x80, uint8_t *dst, int32_t *colsum)
 {
 	static const uint8_t zero[1];
 	size_t nbp = round_up(nb, QR_IG_NALIGN), k4 = round_up(k ? k : 1, 4);
@@ -90,8 +90,10 @@ pack_cols_portable(const uint8_t *src, size_t ld, size_t k, size_t nb,
 			sstep[t] = real ? 1 : 0;
 		}
 		for (j = 0; j < nb; j++) {
-			uint8_t a = s[0][j * sstep[0]], b = s[1][j * sstep[1]];
-			uint8_t c = s[2][j * sstep[2]], e = s[3][j * sstep[3]];
+			uint8_t a = s[0][j * sstep[0]] ^ (sstep[0] ? x80 : 0);
+			uint8_t b = s[1][j * sstep[1]] ^ (sstep[1] ? x80 : 0);
+			uint8_t c = s[2][j * sstep[2]] ^ (sstep[2] ? x80 : 0);
+			uint8_t e = s[3][j * sstep[3]] ^ (sstep[3] ? x80 : 0);
 
 			d[4 * j] = a;
 			d[4 * j + 1] = b;
@@ -108,8 +110,9 @@ pack_cols_portable(const uint8_t *src, size_t ld, size_t k, size_t nb,
  * interleave four rows, vpdpbusd against ones adds them to the sums. */
 static __attribute__((target("avx512f,avx512bw,avx512vnni"))) void
 pack_cols_vnni(const uint8_t *src, size_t ld, size_t k, size_t nb,
-	       uint8_t *dst, int32_t *colsum)
+	       uint8_t x80, uint8_t *dst, int32_t *colsum)
 {
+	const __m128i flip = _mm_set1_epi8((char)x80);
 	size_t nbp = round_up(nb, QR_IG_NALIGN), k4 = round_up(k ? k : 1, 4);
 	size_t n16 = nb / 16 * 16, kb, j;
 	const __m512i ones = _mm512_set1_epi32(0x01010101);
@@ -128,8 +131,9 @@ pack_cols_vnni(const uint8_t *src, size_t ld, size_t k, size_t nb,
 			__m512i v, cs;
 
 			for (t = 0; t < 4; t++)
-				r[t] = s[t] ? _mm_loadu_si128(
-						      (const __m128i *)(s[t] + j)) :
+				r[t] = s[t] ? _mm_xor_si128(_mm_loadu_si128(
+						      (const __m128i *)(s[t] + j)),
+							    flip) :
 					      _mm_setzero_si128();
 			ab0 = _mm_unpacklo_epi8(r[0], r[1]);
 			ab1 = _mm_unpackhi_epi8(r[0], r[1]);
@@ -148,7 +152,7 @@ pack_cols_vnni(const uint8_t *src, size_t ld, size_t k, size_t nb,
 			int32_t sum = 0;
 
 			for (t = 0; t < 4; t++) {
-				uint8_t b = s[t] ? s[t][j] : 0;
+				uint8_t b = s[t] ? s[t][j] ^ x80 : 0;
 
 				d[4 * j + (size_t)t] = b;
 				sum += b;
@@ -161,16 +165,18 @@ pack_cols_vnni(const uint8_t *src, size_t ld, size_t k, size_t nb,
 #endif
 
 void
-qr_ig_pack_cols(const uint8_t *src, size_t ld, size_t k, size_t nb,
+qr_ig_pack_cols(const uint8_t *src, size_t ld, size_t k, size_t nb, int flip,
 		uint8_t *dst, int32_t *colsum)
 {
+	uint8_t x80 = flip ? 0x80 : 0;
+
 #ifdef QR_HAVE_VNNI_CODE
 	if (qr_ig_use_vnni()) {
-		pack_cols_vnni(src, ld, k, nb, dst, colsum);
+		pack_cols_vnni(src, ld, k, nb, x80, dst, colsum);
 		return;
 	}
 #endif
-	pack_cols_portable(src, ld, k, nb, dst, colsum);
+	pack_cols_portable(src, ld, k, nb, x80, dst, colsum);
 }
 
 void
@@ -315,6 +321,29 @@ ig_raw_vnni(const struct qr_ig_weights *iw, const uint8_t *xp, size_t nb,
 }
 #endif
 
+#ifdef QR_HAVE_VNNI_CODE
+/* ci[j] += k0 - wz * colsum[j] (mod 2^32) on 16 lanes; returns the
+ * columns done. */
+static QR_VNNI size_t
+zp_fix_avx512(uint32_t *ci, const int32_t *colsum, size_t nb, uint32_t k0,
+	      uint32_t wz)
+{
+	const __m512i vk = _mm512_set1_epi32((int)k0);
+	const __m512i vw = _mm512_set1_epi32((int)wz);
+	size_t j;
+
+	for (j = 0; j + 16 <= nb; j += 16) {
+		__m512i c = _mm512_loadu_si512(ci + j);
+		__m512i s = _mm512_loadu_si512(colsum + j);
+
+		c = _mm512_add_epi32(c, _mm512_sub_epi32(
+						vk, _mm512_mullo_epi32(vw, s)));
+		_mm512_storeu_si512(ci + j, c);
+	}
+	return j;
+}
+#endif
+
 void
 qr_ig_gemm(const struct qr_ig_weights *iw, const uint8_t *xp,
 	   const int32_t *colsum, size_t nb, int32_t x_zp, int32_t *c,
@@ -337,7 +366,24 @@ qr_ig_gemm(const struct qr_ig_weights *iw, const uint8_t *xp,
 		uint32_t k0 = (uint32_t)iw->k * (uint32_t)x_zp * wz -
 			      (uint32_t)x_zp * (uint32_t)iw->rowsum[i];
 
-		for (j = 0; j < nb; j++)
+		j = 0;
+#ifdef QR_HAVE_VNNI_CODE
+		if (qr_ig_use_vnni())
+			j = zp_fix_avx512(ci, colsum, nb, k0, wz);
+#endif
+		for (; j < nb; j++)
 			ci[j] += k0 - wz * (uint32_t)colsum[j];
 	}
+}
+
+void
+qr_ig_weights_rows(const struct qr_ig_weights *iw, size_t r0, size_t r1,
+		   struct qr_ig_weights *view)
+{
+	QR_ASSERT(r0 <= r1 && r1 <= iw->m);
+	*view = *iw;
+	view->m = r1 - r0;
+	view->w = iw->w + r0 * iw->k4;
+	view->rowsum = iw->rowsum + r0;
+	view->zp = iw->zp + r0;
 }

@@ -82,12 +82,15 @@ void qr_ig_weights_fini(struct qr_ig_weights *iw);
 
 /*
  * Interleave nb columns of u8 activations (rows of k bytes, row r at
- * src + r * ld, already shifted to unsigned) into dst[k4 / 4][nbp][4]
- * (nbp = nb rounded up to QR_IG_NALIGN, padding zero) and write column
- * sums to colsum[nb].
+ * src + r * ld; with flip each byte is xor-ed with 0x80 first, which
+ * shifts int8 to unsigned) into dst[k4 / 4][nbp][4] (nbp = nb rounded up
+ * to QR_IG_NALIGN, padding zero) and write column sums to colsum[nb].
  */
 void qr_ig_pack_cols(const uint8_t *src, size_t ld, size_t k, size_t nb,
-		     uint8_t *dst, int32_t *colsum);
+		     int flip, uint8_t *dst, int32_t *colsum);
+/* A view of rows [r0, r1) of iw (borrowing its arrays). */
+void qr_ig_weights_rows(const struct qr_ig_weights *iw, size_t r0, size_t r1,
+			struct qr_ig_weights *view);
 /* Same from a row-major [nb][k] matrix (the A of a matmul). */
 void qr_ig_pack_rows(const uint8_t *src, size_t ld, size_t k, size_t nb,
 		     int flip, uint8_t *dst, int32_t *colsum);
@@ -111,6 +114,39 @@ void qr_im2col_f32(const struct qr_conv_params *p, const float *x,
 void qr_im2col_u8(const struct qr_conv_params *p, const uint8_t *x,
 		  size_t cin_g, size_t col0, size_t ncols, uint8_t pad,
 		  uint8_t *col);
+
+/*
+ * Depthwise convolution of one channel (dwconv.c), shared by the float
+ * and int8 convs. The channel is first copied into a zero-padded float
+ * plane whose rows are split into stride_w phases (column c lands at
+ * (c % stride_w) * phase_len + c / stride_w), so every kernel tap reads
+ * a contiguous run of inputs whatever the stride. int8 planes hold
+ * x - x_zp: products (|.| <= 255 * 255) and sums of up to 258 of them
+ * stay below 2^24, so float arithmetic (FMA included) is exact there.
+ */
+struct qr_dw_geom {
+	size_t oh, ow;      /* output size */
+	size_t rows;        /* padded rows read */
+	size_t cols;        /* padded columns read */
+	size_t phase_len;   /* columns per phase */
+	size_t row_len;     /* floats per plane row (stride_w phases) */
+};
+
+/* Largest kh * kw the int8 depthwise path computes in float. */
+#define QR_DW_EXACT_TAPS 258
+
+void qr_dw_geom(const struct qr_conv_params *p, struct qr_dw_geom *g);
+/* Plane of one float channel x ([h][w]) into buf (rows * row_len). */
+void qr_dw_fill_f32(const struct qr_conv_params *p,
+		    const struct qr_dw_geom *g, const float *x, float *buf);
+/* Plane of one int8/uint8 channel, holding x - zp. */
+void qr_dw_fill_q8(const struct qr_conv_params *p, const struct qr_dw_geom *g,
+		   const void *x, int is_signed, int32_t zp, float *buf);
+/* y[oh][ow] = bias + sum over taps (ki, kj in order) of w[ki][kj] * plane. */
+void qr_dw_plane(const struct qr_conv_params *p, const struct qr_dw_geom *g,
+		 const float *buf, const float *w, float bias, float *y);
+/* out[i] = (int32_t)acc[i] for the exact integer sums of an int8 plane. */
+void qr_dw_to_s32(const float *acc, size_t n, int32_t *out);
 
 /* Align p up to 64 bytes. */
 static inline void *

@@ -9,17 +9,22 @@
  *
  * Ownership: a *_pack_new result belongs to the caller and is released by
  * the matching *_free (free(NULL) does nothing). Packing copies what it
- * needs, so the weights passed in may be freed afterwards. Inputs are
- * borrowed for the call only. Workspace is caller memory of the size the
- * matching *_workspace function returns, in bytes, any alignment; a
- * workspace is never shared by two concurrent calls.
+ * needs, so the weights passed in may be freed afterwards. A pack depends
+ * on the weights alone (channels, kernel size, group), never on the image:
+ * ops pack constant weights once, at prepare time, and the image geometry
+ * (struct qr_conv_params) comes with every run. Inputs are borrowed for
+ * the call only. Workspace is caller memory of the size the matching
+ * *_workspace function returns for the same params and thread count, in
+ * bytes, any alignment; a workspace is never shared by two concurrent
+ * calls.
  *
  * Float paths go through OpenBLAS (cblas_sgemm). Integer paths are exact:
  * products accumulate in int32 (wrapping mod 2^32, as the ONNX spec allows
  * only in 32 bits), zero points are removed with row/column-sum corrections,
  * and requantization follows ONNX Runtime's MLAS bit for bit (see
- * qr_requantize_row). Kernels are single-threaded; loops run over
- * independent images, groups and column blocks so they can be split later.
+ * qr_requantize_row). Kernels that take n_threads split their work over
+ * the pool of parallel.c (results never depend on the thread count);
+ * GEMMs inside them call OpenBLAS single-threaded (the pool sets it so).
  * Shapes are validated by ops/; a kernel only asserts invariants.
  */
 #ifndef QR_KERNELS_H
@@ -31,7 +36,7 @@
 /* ---- CPU features (cpu.c) ---- */
 
 #define QR_CPU_AVX2 0x1u       /* AVX2 + FMA */
-#define QR_CPU_AVX512BW 0x2u   /* AVX-512 F + BW */
+#define QR_CPU_AVX512BW 0x2u   /* AVX-512 F + BW + VL */
 #define QR_CPU_AVX512VNNI 0x4u /* AVX-512 VNNI (vpdpbusd) */
 
 /* Features detected at run time, masked by qr_kernels_force_portable. */
@@ -41,6 +46,28 @@ unsigned qr_kernels_cpu_features(void);
 void qr_kernels_force_portable(int on);
 /* Name of the int8 GEMM path in use now: "avx512vnni" or "portable". */
 const char *qr_kernels_igemm_path(void);
+
+/* ---- Threads (parallel.c) ---- */
+
+/* One task of a parallel loop: task in [0, n_tasks); slot in
+ * [0, n_threads) is the running thread's index, for per-thread scratch
+ * (no two tasks run on one slot at the same time). */
+typedef void (*qr_par_fn)(void *ctx, size_t task, int slot);
+
+/*
+ * Run fn(ctx, t, slot) for every t in [0, n_tasks) on up to n_threads
+ * threads (the caller is one of them, slot 0) and return when all are
+ * done. Tasks are handed out one at a time, so uneven tasks balance.
+ * Tasks must be independent. A call made from inside a task, or while
+ * another thread's job holds the pool, runs its tasks serially (slot 0).
+ */
+void qr_parallel_for(int n_threads, size_t n_tasks, qr_par_fn fn, void *ctx);
+/* The share [*lo, *hi) of [0, n) that task `task` of n_tasks takes, cut
+ * at multiples of align (>= 1). */
+void qr_parallel_range(size_t n, size_t task, size_t n_tasks, size_t align,
+		       size_t *lo, size_t *hi);
+/* Threads OpenBLAS uses for each sgemm (process-wide; n < 1 means 1). */
+void qr_kernels_set_blas_threads(int n);
 
 /* ---- Float GEMM (gemm.c) ---- */
 
@@ -83,25 +110,33 @@ size_t qr_convt_out_w(const struct qr_conv_params *p);
 struct qr_conv_f32_packed;
 
 /*
- * Pack Conv weights w ([c_out][c_in/group][kh][kw]) once, at prepare time,
- * and choose the algorithm: direct depthwise (c_in/group == 1), pointwise
- * GEMM (1x1, stride 1, no padding) or im2col + GEMM. p is copied.
+ * Pack Conv weights w ([c_out][c_in/group][kh][kw]) once, at prepare time.
+ * Depthwise weights (c_in/group == 1) get the direct loop; the others
+ * GEMM (pointwise convs with stride 1 and no padding read x directly,
+ * the rest go through im2col).
  */
-struct qr_conv_f32_packed *qr_conv_f32_pack_new(const struct qr_conv_params *p,
-						const float *w);
-/* Bytes of workspace qr_conv_f32_run needs (may be 0). */
-size_t qr_conv_f32_workspace(const struct qr_conv_f32_packed *pk);
+struct qr_conv_f32_packed *qr_conv_f32_pack_new(size_t c_out, size_t c_in,
+						size_t kh, size_t kw,
+						size_t group, const float *w);
+/* Bytes of workspace qr_conv_f32_run / qr_convt_f32_run need for the
+ * geometry p (which must match the pack) on n_threads (may be 0). */
+size_t qr_conv_f32_workspace(const struct qr_conv_f32_packed *pk,
+			     const struct qr_conv_params *p, int n_threads);
 /* y[n][c_out][oh][ow] = conv(x[n][c_in][h][w]) + bias[c_out] (bias may be
- * NULL). x and y must not overlap. */
-void qr_conv_f32_run(const struct qr_conv_f32_packed *pk, const float *x,
-		     const float *bias, float *y, void *ws);
+ * NULL). x and y must not overlap. Split over n_threads of the pool
+ * (ConvTranspose: one thread). */
+void qr_conv_f32_run(const struct qr_conv_f32_packed *pk,
+		     const struct qr_conv_params *p, const float *x,
+		     const float *bias, float *y, void *ws, int n_threads);
 
 /* Pack ConvTranspose weights w ([c_in][c_out/group][kh][kw]). */
-struct qr_conv_f32_packed *qr_convt_f32_pack_new(const struct qr_conv_params *p,
-						 const float *w);
+struct qr_conv_f32_packed *qr_convt_f32_pack_new(size_t c_out, size_t c_in,
+						 size_t kh, size_t kw,
+						 size_t group, const float *w);
 /* y[n][c_out][qr_convt_out_h][qr_convt_out_w] = convtranspose(x) + bias. */
-void qr_convt_f32_run(const struct qr_conv_f32_packed *pk, const float *x,
-		      const float *bias, float *y, void *ws);
+void qr_convt_f32_run(const struct qr_conv_f32_packed *pk,
+		      const struct qr_conv_params *p, const float *x,
+		      const float *bias, float *y, void *ws, int n_threads);
 
 void qr_conv_f32_packed_free(struct qr_conv_f32_packed *pk);
 
@@ -145,16 +180,17 @@ struct qr_qgemm_packed;
 struct qr_qgemm_packed *qr_qgemm_pack_new(const void *b, int b_signed,
 					  int trans_b, size_t k, size_t n,
 					  const int32_t *b_zp, size_t n_b_zp);
-/* Bytes of workspace qr_qgemm_run needs for an m-row A. */
-size_t qr_qgemm_workspace(const struct qr_qgemm_packed *pk, size_t m);
+/* Bytes of workspace qr_qgemm_run needs for an m-row A on n_threads. */
+size_t qr_qgemm_workspace(const struct qr_qgemm_packed *pk, size_t m,
+			  int n_threads);
 /*
  * c[m][n] = sum_k (a[m][k] - a_zp) * (b[k][n] - b_zp[n]), exact in int32.
  * a is row-major [m][k] (int8_t when a_signed, else uint8_t); c has row
- * stride ldc (>= n).
+ * stride ldc (>= n). The columns of c are split over n_threads.
  */
 void qr_qgemm_run(const struct qr_qgemm_packed *pk, const void *a,
 		  int a_signed, int32_t a_zp, size_t m, int32_t *c, size_t ldc,
-		  void *ws);
+		  void *ws, int n_threads);
 void qr_qgemm_packed_free(struct qr_qgemm_packed *pk);
 
 /* Packed integer conv weights; opaque. */
@@ -163,13 +199,17 @@ struct qr_qconv_packed;
 /*
  * Pack QLinearConv / ConvInteger weights w ([c_out][c_in/group][kh][kw];
  * int8_t when w_signed, else uint8_t) with w_zp holding n_w_zp zero points
- * (1 or c_out). Depthwise convs get a direct loop, others im2col (padding
- * with the input zero point) + the int8 GEMM.
+ * (1 or c_out). Depthwise convs get a direct loop, 1x1 convs with stride
+ * 1 and no padding a plain int8 GEMM on x, others im2col (padding with
+ * the input zero point) + the int8 GEMM.
  */
-struct qr_qconv_packed *qr_qconv_pack_new(const struct qr_conv_params *p,
+struct qr_qconv_packed *qr_qconv_pack_new(size_t c_out, size_t c_in,
+					  size_t kh, size_t kw, size_t group,
 					  const void *w, int w_signed,
 					  const int32_t *w_zp, size_t n_w_zp);
-size_t qr_qconv_workspace(const struct qr_qconv_packed *pk);
+/* Bytes of workspace the runs need for geometry p on n_threads. */
+size_t qr_qconv_workspace(const struct qr_qconv_packed *pk,
+			  const struct qr_conv_params *p, int n_threads);
 
 /* Run-time quantization of one QLinearConv call. */
 struct qr_qconv_quant {
@@ -182,12 +222,17 @@ struct qr_qconv_quant {
 	int32_t y_zp;         /* output zero point */
 };
 
-/* QLinearConv: y = requantize(sum (x - x_zp)(w - w_zp) + bias). */
-void qr_qconv_run(const struct qr_qconv_packed *pk, const void *x,
-		  const struct qr_qconv_quant *q, void *y, void *ws);
+/* QLinearConv: y = requantize(sum (x - x_zp)(w - w_zp) + bias), on
+ * n_threads of the pool. */
+void qr_qconv_run(const struct qr_qconv_packed *pk,
+		  const struct qr_conv_params *p, const void *x,
+		  const struct qr_qconv_quant *q, void *y, void *ws,
+		  int n_threads);
 /* ConvInteger: y (int32) = sum (x - x_zp)(w - w_zp). */
-void qr_qconv_run_s32(const struct qr_qconv_packed *pk, const void *x,
-		      int x_signed, int32_t x_zp, int32_t *y, void *ws);
+void qr_qconv_run_s32(const struct qr_qconv_packed *pk,
+		      const struct qr_conv_params *p, const void *x,
+		      int x_signed, int32_t x_zp, int32_t *y, void *ws,
+		      int n_threads);
 void qr_qconv_packed_free(struct qr_qconv_packed *pk);
 
 /* ---- Quantize / dequantize and quantized elementwise (quant.c) ---- */

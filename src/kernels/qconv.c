@@ -16,7 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define QR_IG_BUDGET (512u << 10) /* bytes of packed activations, about */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define QR_HAVE_AVX512_CODE 1
+#endif
+
+#define QR_IG_BUDGET (256u << 10) /* bytes of packed activations, about */
 
 static size_t
 round_up(size_t v, size_t a)
@@ -42,9 +47,9 @@ requant_one(int32_t acc, float scale, float lo, float hi, int32_t zp)
 	return (int32_t)qr_round_even_small(v) + zp;
 }
 
-void
-qr_requantize_row(const int32_t *acc, size_t n, int32_t bias, float scale,
-		  int32_t zp, int y_signed, void *y)
+static void
+requantize_row_portable(const int32_t *acc, size_t n, int32_t bias,
+			float scale, int32_t zp, int y_signed, void *y)
 {
 	float lo = (float)((y_signed ? -128 : 0) - zp);
 	float hi = (float)((y_signed ? 127 : 255) - zp);
@@ -63,6 +68,51 @@ qr_requantize_row(const int32_t *acc, size_t n, int32_t bias, float scale,
 			d[i] = (uint8_t)requant_one(qr_wrap_add(acc[i], bias),
 						    scale, lo, hi, zp);
 	}
+}
+
+#ifdef QR_HAVE_AVX512_CODE
+/* The same steps on 16 lanes: vcvtdq2ps, mulps, maxps (NaN gives lo, as
+ * the scalar), minps, vcvtps2dq (nearest even: the clamped values are
+ * small, so it agrees with the 0x1.8p23 trick), + zp, then the low byte. */
+static __attribute__((target("avx512f,avx512bw,avx512vl"))) void
+requantize_row_avx512(const int32_t *acc, size_t n, int32_t bias,
+		      float scale, int32_t zp, int y_signed, void *y)
+{
+	const __m512 lo = _mm512_set1_ps((float)((y_signed ? -128 : 0) - zp));
+	const __m512 hi = _mm512_set1_ps((float)((y_signed ? 127 : 255) - zp));
+	const __m512 sc = _mm512_set1_ps(scale);
+	const __m512i b = _mm512_set1_epi32(bias), z = _mm512_set1_epi32(zp);
+	uint8_t *d = y;
+	size_t i;
+
+	for (i = 0; i < n; i += 16) {
+		size_t left = n - i;
+		__mmask16 m = left >= 16 ? (__mmask16)0xffff :
+			      (__mmask16)((1u << left) - 1);
+		__m512i a = _mm512_maskz_loadu_epi32(m, acc + i);
+		__m512 f;
+
+		a = _mm512_add_epi32(a, b);
+		f = _mm512_mul_ps(_mm512_cvtepi32_ps(a), sc);
+		f = _mm512_max_ps(f, lo);
+		f = _mm512_min_ps(f, hi);
+		a = _mm512_add_epi32(_mm512_cvtps_epi32(f), z);
+		_mm_mask_storeu_epi8(d + i, m, _mm512_cvtepi32_epi8(a));
+	}
+}
+#endif
+
+void
+qr_requantize_row(const int32_t *acc, size_t n, int32_t bias, float scale,
+		  int32_t zp, int y_signed, void *y)
+{
+#ifdef QR_HAVE_AVX512_CODE
+	if (qr_kernels_cpu_features() & QR_CPU_AVX512BW) {
+		requantize_row_avx512(acc, n, bias, scale, zp, y_signed, y);
+		return;
+	}
+#endif
+	requantize_row_portable(acc, n, bias, scale, zp, y_signed, y);
 }
 
 void
@@ -135,7 +185,7 @@ qgemm_nb(const struct qr_qgemm_packed *pk, size_t m)
 }
 
 size_t
-qr_qgemm_workspace(const struct qr_qgemm_packed *pk, size_t m)
+qr_qgemm_workspace(const struct qr_qgemm_packed *pk, size_t m, int n_threads)
 {
 	size_t nbp = round_up(qgemm_nb(pk, m), QR_IG_NALIGN);
 
@@ -143,57 +193,106 @@ qr_qgemm_workspace(const struct qr_qgemm_packed *pk, size_t m)
 	       pk->n * nbp * sizeof(int32_t) + 4 * 64;
 }
 
+/* One block of A rows, packed once; threads split the rows of B^T. */
+struct qgemm_job {
+	const struct qr_qgemm_packed *pk;
+	const uint8_t *xp;
+	const int32_t *colsum;
+	size_t nb, nbp, m0;
+	int32_t xz;
+	int32_t *t, *c;
+	size_t ldc;
+	size_t n_tasks;   /* row ranges */
+};
+
+static void
+qgemm_task(void *ctx, size_t task, int slot)
+{
+	struct qgemm_job *j = ctx;
+	struct qr_ig_weights v;
+	size_t r0, r1, i, jj;
+
+	qr_parallel_range(j->pk->n, task, j->n_tasks, 16, &r0, &r1);
+	if (r0 == r1)
+		return;
+	qr_ig_weights_rows(&j->pk->iw, r0, r1, &v);
+	qr_ig_gemm(&v, j->xp, j->colsum, j->nb, j->xz, j->t + r0 * j->nbp,
+		   j->nbp);
+	for (jj = 0; jj < j->nb; jj++)
+		for (i = r0; i < r1; i++)
+			j->c[(j->m0 + jj) * j->ldc + i] = j->t[i * j->nbp + jj];
+}
+
 void
 qr_qgemm_run(const struct qr_qgemm_packed *pk, const void *a, int a_signed,
-	     int32_t a_zp, size_t m, int32_t *c, size_t ldc, void *ws)
+	     int32_t a_zp, size_t m, int32_t *c, size_t ldc, void *ws,
+	     int n_threads)
 {
 	size_t nbmax = qgemm_nb(pk, m), nbp = round_up(nbmax, QR_IG_NALIGN);
 	uint8_t *xp = qr_align64(ws);
 	int32_t *colsum = qr_align64(xp + pk->iw.k4 * nbp);
 	int32_t *t = qr_align64(colsum + nbp);
-	int32_t xz = a_zp + (a_signed ? 128 : 0);
-	size_t m0, i, j;
+	struct qgemm_job j;
+	size_t m0, tasks;
 
+	j.pk = pk;
+	j.xp = xp;
+	j.colsum = colsum;
+	j.nbp = nbp;
+	j.xz = a_zp + (a_signed ? 128 : 0);
+	j.t = t;
+	j.c = c;
+	j.ldc = ldc;
+	/* enough rows per thread to pay for waking it */
+	tasks = pk->n * pk->iw.k4 >= 16384 && n_threads > 1 ?
+			4 * (size_t)n_threads : 1;
+	j.n_tasks = tasks;
 	for (m0 = 0; m0 < m; m0 += nbmax) {
 		size_t nb = m - m0 < nbmax ? m - m0 : nbmax;
 
 		qr_ig_pack_rows((const uint8_t *)a + m0 * pk->k, pk->k, pk->k,
 				nb, a_signed, xp, colsum);
-		qr_ig_gemm(&pk->iw, xp, colsum, nb, xz, t, nbp);
-		for (j = 0; j < nb; j++)
-			for (i = 0; i < pk->n; i++)
-				c[(m0 + j) * ldc + i] = t[i * nbp + j];
+		j.nb = nb;
+		j.m0 = m0;
+		qr_parallel_for(n_threads, tasks, qgemm_task, &j);
 	}
 }
 
 /* ---- Integer convolution ---- */
 
 struct qr_qconv_packed {
-	struct qr_conv_params p;  /* shape, copied */
-	int depthwise;            /* direct loop instead of im2col + GEMM */
+	size_t c_out, c_in;       /* channels */
+	size_t kh, kw;            /* kernel size */
+	size_t group;             /* groups */
+	int depthwise;            /* direct loop instead of GEMM */
 	struct qr_ig_weights *gw; /* GEMM weights, one per group, owned */
 	int32_t *dw;              /* depthwise: w - w_zp, [c_out][kh*kw] */
-	size_t nb;                /* output columns per block */
+	float *dwf;               /* the same as floats (exact) */
 };
 
 struct qr_qconv_packed *
-qr_qconv_pack_new(const struct qr_conv_params *p, const void *w, int w_signed,
+qr_qconv_pack_new(size_t c_out, size_t c_in, size_t kh, size_t kw,
+		  size_t group, const void *w, int w_signed,
 		  const int32_t *w_zp, size_t n_w_zp)
 {
 	struct qr_qconv_packed *pk = xcalloc(1, sizeof *pk);
 	size_t cin_g, cout_g, k, g, i, j;
 
-	QR_ASSERT(p->group >= 1 && p->c_in % p->group == 0 &&
-		  p->c_out % p->group == 0);
-	QR_ASSERT(n_w_zp == 1 || n_w_zp == p->c_out);
-	pk->p = *p;
-	cin_g = p->c_in / p->group;
-	cout_g = p->c_out / p->group;
-	k = cin_g * p->kh * p->kw;
-	if (cin_g == 1 && p->group > 1) {
+	QR_ASSERT(group >= 1 && c_in % group == 0 && c_out % group == 0);
+	QR_ASSERT(n_w_zp == 1 || n_w_zp == c_out);
+	pk->c_out = c_out;
+	pk->c_in = c_in;
+	pk->kh = kh;
+	pk->kw = kw;
+	pk->group = group;
+	cin_g = c_in / group;
+	cout_g = c_out / group;
+	k = cin_g * kh * kw;
+	if (cin_g == 1 && group > 1) {
 		pk->depthwise = 1;
-		pk->dw = xmalloc((p->c_out * k + 1) * sizeof *pk->dw);
-		for (i = 0; i < p->c_out; i++) {
+		pk->dw = xmalloc((c_out * k + 1) * sizeof *pk->dw);
+		pk->dwf = xmalloc((c_out * k + 1) * sizeof *pk->dwf);
+		for (i = 0; i < c_out; i++) {
 			int32_t z = w_zp[n_w_zp == 1 ? 0 : i];
 
 			for (j = 0; j < k; j++) {
@@ -203,24 +302,19 @@ qr_qconv_pack_new(const struct qr_conv_params *p, const void *w, int w_signed,
 					((const uint8_t *)w)[at];
 
 				pk->dw[at] = v - z;
+				pk->dwf[at] = (float)(v - z);
 			}
 		}
 		return pk;
 	}
-	pk->gw = xcalloc(p->group, sizeof *pk->gw);
-	for (g = 0; g < p->group; g++) {
+	pk->gw = xcalloc(group, sizeof *pk->gw);
+	for (g = 0; g < group; g++) {
 		const uint8_t *wg = (const uint8_t *)w + g * cout_g * k;
 
 		qr_ig_weights_init(&pk->gw[g], wg, w_signed, cout_g, k, k, 1,
 				   n_w_zp == 1 ? w_zp : w_zp + g * cout_g,
 				   n_w_zp == 1 ? 1 : cout_g);
 	}
-	pk->nb = QR_IG_BUDGET / pk->gw[0].k4 / 64 * 64;
-	if (pk->nb < 64)
-		pk->nb = 64;
-	i = qr_conv_out_h(p) * qr_conv_out_w(p);
-	if (pk->nb > round_up(i ? i : 1, QR_IG_NALIGN))
-		pk->nb = round_up(i ? i : 1, QR_IG_NALIGN);
 	return pk;
 }
 
@@ -232,29 +326,80 @@ qr_qconv_packed_free(struct qr_qconv_packed *pk)
 	if (pk == NULL)
 		return;
 	if (pk->gw)
-		for (g = 0; g < pk->p.group; g++)
+		for (g = 0; g < pk->group; g++)
 			qr_ig_weights_fini(&pk->gw[g]);
 	free(pk->gw);
 	free(pk->dw);
+	free(pk->dwf);
 	free(pk);
 }
 
-size_t
-qr_qconv_workspace(const struct qr_qconv_packed *pk)
+static void
+qcheck_geom(const struct qr_qconv_packed *pk, const struct qr_conv_params *p)
 {
-	const struct qr_conv_params *p = &pk->p;
-	size_t k, nbp;
+	QR_ASSERT(p->c_out == pk->c_out && p->c_in == pk->c_in &&
+		  p->kh == pk->kh && p->kw == pk->kw && p->group == pk->group);
+	QR_ASSERT(p->stride_h >= 1 && p->stride_w >= 1 && p->dil_h >= 1 &&
+		  p->dil_w >= 1);
+}
 
-	if (pk->depthwise)
-		return qr_conv_out_h(p) * qr_conv_out_w(p) * sizeof(int32_t) +
-		       64;
+static int
+q_pointwise(const struct qr_conv_params *p)
+{
+	return p->kh == 1 && p->kw == 1 && p->stride_h == 1 &&
+	       p->stride_w == 1 && !p->pad_t && !p->pad_l && !p->pad_b &&
+	       !p->pad_r;
+}
+
+static int
+dw_exact_float(const struct qr_conv_params *p)
+{
+	return p->kh * p->kw <= QR_DW_EXACT_TAPS;
+}
+
+/* Output columns per GEMM block for geometry p. */
+static size_t
+q_block(const struct qr_qconv_packed *pk, const struct qr_conv_params *p)
+{
+	size_t ohw = qr_conv_out_h(p) * qr_conv_out_w(p);
+	size_t nb = QR_IG_BUDGET / pk->gw[0].k4 / 64 * 64;
+
+	if (nb < 64)
+		nb = 64;
+	if (nb > round_up(ohw ? ohw : 1, QR_IG_NALIGN))
+		nb = round_up(ohw ? ohw : 1, QR_IG_NALIGN);
+	return nb;
+}
+
+/* Bytes of one thread's workspace. */
+static size_t
+q_slot(const struct qr_qconv_packed *pk, const struct qr_conv_params *p)
+{
+	size_t ohw = qr_conv_out_h(p) * qr_conv_out_w(p), k, nbp;
+
+	if (pk->depthwise) {
+		struct qr_dw_geom g;
+
+		qr_dw_geom(p, &g);
+		return g.rows * g.row_len * sizeof(float) +
+		       2 * ohw * sizeof(int32_t) + 3 * 64;
+	}
 	k = p->c_in / p->group * p->kh * p->kw;
-	nbp = round_up(pk->nb, QR_IG_NALIGN);
+	nbp = round_up(q_block(pk, p), QR_IG_NALIGN);
 	return k * nbp + pk->gw[0].k4 * nbp + nbp * sizeof(int32_t) +
 	       (p->c_out / p->group) * nbp * sizeof(int32_t) + 5 * 64;
 }
 
-/* Depthwise accumulators of output channel co of image n: acc[oh*ow]. */
+size_t
+qr_qconv_workspace(const struct qr_qconv_packed *pk,
+		   const struct qr_conv_params *p, int n_threads)
+{
+	qcheck_geom(pk, p);
+	return (n_threads > 1 ? (size_t)n_threads : 1) * q_slot(pk, p);
+}
+
+/* Depthwise accumulators of output channel co of image n (int32 loop for
+ * kernels too large for the float path): acc[oh*ow]. */
 #define DW_BODY(T)                                                          \
 	const T *xc = (const T *)x + (n * p->c_in + co / mult) * p->h * p->w;\
 	for (oh = 0; oh < oh_n; oh++) {                                     \
@@ -287,10 +432,10 @@ qr_qconv_workspace(const struct qr_qconv_packed *pk)
 	}
 
 static void
-dw_acc(const struct qr_qconv_packed *pk, const void *x, int x_signed,
-       int32_t x_zp, size_t n, size_t co, int32_t *acc)
+dw_acc_int(const struct qr_qconv_packed *pk, const struct qr_conv_params *p,
+	   const void *x, int x_signed, int32_t x_zp, size_t n, size_t co,
+	   int32_t *acc)
 {
-	const struct qr_conv_params *p = &pk->p;
 	size_t oh_n = qr_conv_out_h(p), ow_n = qr_conv_out_w(p);
 	size_t mult = p->c_out / p->group, oh, ki, kj;
 	const int32_t *wc = pk->dw + co * p->kh * p->kw;
@@ -303,103 +448,200 @@ dw_acc(const struct qr_qconv_packed *pk, const void *x, int x_signed,
 	}
 }
 
-/*
- * The one loop behind both runs: int32 accumulators of each block of
- * output columns, then either requantized (q != NULL) into y8 or copied
- * into y32.
- */
+/* What every task of one conv call shares. */
+struct qconv_job {
+	const struct qr_qconv_packed *pk;
+	const struct qr_conv_params *p;
+	const void *x;
+	int x_signed;
+	int32_t x_zp;
+	const struct qr_qconv_quant *q; /* NULL: int32 output */
+	void *y8;
+	int32_t *y32;
+	char *ws;
+	size_t slot;      /* bytes per thread */
+	size_t nb;        /* GEMM columns per block */
+	size_t n_cb;      /* column blocks per (image, group) */
+	size_t n_rb;      /* row blocks per column block */
+	size_t units;     /* work units */
+	size_t n_tasks;   /* tasks the units are cut into */
+};
+
+/* Store nb accumulators of output channel oc at (image n, column c0). */
 static void
-qconv_core(const struct qr_qconv_packed *pk, const void *x, int x_signed,
-	   int32_t x_zp, const struct qr_qconv_quant *q, void *y8,
-	   int32_t *y32, void *ws)
+q_emit(const struct qconv_job *j, const int32_t *acc, size_t n, size_t oc,
+       size_t c0, size_t nb, size_t ohw)
 {
-	const struct qr_conv_params *p = &pk->p;
-	size_t cin_g = p->c_in / p->group, cout_g = p->c_out / p->group;
-	size_t ohw = qr_conv_out_h(p) * qr_conv_out_w(p), hw = p->h * p->w;
-	size_t k = cin_g * p->kh * p->kw;
-	size_t n, g, c0, co, i;
+	const struct qr_qconv_quant *q = j->q;
+	size_t at = (n * j->p->c_out + oc) * ohw + c0;
 
-	if (pk->depthwise) {
-		int32_t *acc = qr_align64(ws);
-
-		for (n = 0; n < p->n; n++) {
-			for (co = 0; co < p->c_out; co++) {
-				size_t at = (n * p->c_out + co) * ohw;
-
-				dw_acc(pk, x, x_signed, x_zp, n, co, acc);
-				if (q == NULL) {
-					memcpy(y32 + at, acc,
-					       ohw * sizeof *acc);
-					continue;
-				}
-				qr_requantize_row(
-					acc, ohw, q->bias ? q->bias[co] : 0,
-					q->scale[q->n_scale == 1 ? 0 : co],
-					q->y_zp, q->y_signed,
-					(uint8_t *)y8 + at);
-			}
-		}
+	if (q == NULL) {
+		memcpy(j->y32 + at, acc, nb * sizeof *acc);
 		return;
 	}
+	qr_requantize_row(acc, nb, q->bias ? q->bias[oc] : 0,
+			  q->scale[q->n_scale == 1 ? 0 : oc], q->y_zp,
+			  q->y_signed, (uint8_t *)j->y8 + at);
+}
 
-	size_t nbp = round_up(pk->nb, QR_IG_NALIGN);
-	uint8_t *col = qr_align64(ws);
+static void
+qdw_task(void *ctx, size_t t, int slot)
+{
+	struct qconv_job *j = ctx;
+	const struct qr_conv_params *p = j->p;
+	const struct qr_qconv_packed *pk = j->pk;
+	size_t ohw = qr_conv_out_h(p) * qr_conv_out_w(p);
+	size_t mult = p->c_out / p->group, lo, hi, u, m;
+	char *base = j->ws + (size_t)slot * j->slot;
+	struct qr_dw_geom g;
+	float *plane, *accf;
+	int32_t *acc;
+
+	qr_dw_geom(p, &g);
+	plane = qr_align64(base);
+	accf = qr_align64(plane + g.rows * g.row_len);
+	acc = qr_align64(accf + ohw);
+	qr_parallel_range(p->n * p->c_in, t, j->n_tasks, 1, &lo, &hi);
+	for (u = lo; u < hi; u++) {
+		size_t n = u / p->c_in, ci = u % p->c_in;
+		const uint8_t *xc = (const uint8_t *)j->x + u * p->h * p->w;
+
+		if (dw_exact_float(p))
+			qr_dw_fill_q8(p, &g, xc, j->x_signed, j->x_zp, plane);
+		for (m = 0; m < mult; m++) {
+			size_t co = ci * mult + m;
+
+			if (dw_exact_float(p)) {
+				qr_dw_plane(p, &g, plane,
+					    pk->dwf + co * p->kh * p->kw, 0.0f,
+					    accf);
+				qr_dw_to_s32(accf, ohw, acc);
+			} else {
+				dw_acc_int(pk, p, j->x, j->x_signed, j->x_zp,
+					   n, co, acc);
+			}
+			q_emit(j, acc, n, co, 0, ohw, ohw);
+		}
+	}
+}
+
+static void
+qgemm_conv_task(void *ctx, size_t t, int slot)
+{
+	struct qconv_job *j = ctx;
+	const struct qr_conv_params *p = j->p;
+	const struct qr_qconv_packed *pk = j->pk;
+	size_t cin_g = p->c_in / p->group, cout_g = p->c_out / p->group;
+	size_t ohw = qr_conv_out_h(p) * qr_conv_out_w(p), hw = p->h * p->w;
+	size_t k = cin_g * p->kh * p->kw, nbp = round_up(j->nb, QR_IG_NALIGN);
+	char *base = j->ws + (size_t)slot * j->slot;
+	uint8_t *col = qr_align64(base);
 	uint8_t *xp = qr_align64(col + k * nbp);
 	int32_t *colsum = qr_align64(xp + pk->gw[0].k4 * nbp);
 	int32_t *acc = qr_align64(colsum + nbp);
-	int32_t xz = x_zp + (x_signed ? 128 : 0);
+	int32_t xz = j->x_zp + (j->x_signed ? 128 : 0);
+	size_t lo, hi, u, i, co;
+	size_t last_col = (size_t)-1; /* unit whose columns xp holds */
 
-	for (n = 0; n < p->n; n++) {
-		for (g = 0; g < p->group; g++) {
-			const uint8_t *xg = (const uint8_t *)x +
-					    (n * p->c_in + g * cin_g) * hw;
+	qr_parallel_range(j->units, t, j->n_tasks, 1, &lo, &hi);
+	for (u = lo; u < hi; u++) {
+		size_t rb = u % j->n_rb, cu = u / j->n_rb;
+		size_t cb = cu % j->n_cb, ng = cu / j->n_cb;
+		size_t g = ng % p->group, n = ng / p->group;
+		size_t c0 = cb * j->nb, nb = ohw - c0 < j->nb ? ohw - c0 : j->nb;
+		const uint8_t *xg = (const uint8_t *)j->x +
+				    (n * p->c_in + g * cin_g) * hw;
+		struct qr_ig_weights v;
+		size_t r0, r1;
 
-			for (c0 = 0; c0 < ohw; c0 += pk->nb) {
-				size_t nb = ohw - c0 < pk->nb ? ohw - c0 :
-								 pk->nb;
-
+		qr_parallel_range(cout_g, rb, j->n_rb, 4, &r0, &r1);
+		if (r0 == r1)
+			continue;
+		if (cu != last_col) {
+			if (q_pointwise(p)) {
+				qr_ig_pack_cols(xg + c0, hw, k, nb,
+						j->x_signed, xp, colsum);
+			} else {
 				qr_im2col_u8(p, xg, cin_g, c0, nb,
-					     (uint8_t)x_zp, col);
-				if (x_signed)
-					for (i = 0; i < k * nb; i++)
-						col[i] ^= 0x80;
-				qr_ig_pack_cols(col, nb, k, nb, xp, colsum);
-				qr_ig_gemm(&pk->gw[g], xp, colsum, nb, xz, acc,
-					   nbp);
-				for (co = 0; co < cout_g; co++) {
-					size_t oc = g * cout_g + co;
-					size_t at = (n * p->c_out + oc) * ohw +
-						    c0;
-
-					if (q == NULL) {
-						memcpy(y32 + at, acc + co * nbp,
-						       nb * sizeof *acc);
-						continue;
-					}
-					qr_requantize_row(
-						acc + co * nbp, nb,
-						q->bias ? q->bias[oc] : 0,
-						q->scale[q->n_scale == 1 ? 0 :
-									   oc],
-						q->y_zp, q->y_signed,
-						(uint8_t *)y8 + at);
-				}
+					     (uint8_t)j->x_zp, col);
+				qr_ig_pack_cols(col, nb, k, nb, j->x_signed,
+						xp, colsum);
 			}
+			last_col = cu;
 		}
+		qr_ig_weights_rows(&pk->gw[g], r0, r1, &v);
+		qr_ig_gemm(&v, xp, colsum, nb, xz, acc, nbp);
+		for (co = r0, i = 0; co < r1; co++, i++)
+			q_emit(j, acc + i * nbp, n, g * cout_g + co, c0, nb,
+			       ohw);
 	}
 }
 
-void
-qr_qconv_run(const struct qr_qconv_packed *pk, const void *x,
-	     const struct qr_qconv_quant *q, void *y, void *ws)
+/*
+ * The one driver behind both runs: int32 accumulators, then either
+ * requantized (q != NULL) into y8 or copied into y32. Work is cut into
+ * units (image, channel) for depthwise convs and (image, group, column
+ * block, row block) for GEMM convs; rows are split only when there are
+ * too few column blocks to keep every thread busy.
+ */
+static void
+qconv_core(const struct qr_qconv_packed *pk, const struct qr_conv_params *p,
+	   const void *x, int x_signed, int32_t x_zp,
+	   const struct qr_qconv_quant *q, void *y8, int32_t *y32, void *ws,
+	   int n_threads)
 {
-	QR_ASSERT(q->n_scale == 1 || q->n_scale == pk->p.c_out);
-	qconv_core(pk, x, q->x_signed, q->x_zp, q, y, NULL, ws);
+	size_t ohw = qr_conv_out_h(p) * qr_conv_out_w(p);
+	size_t nt = n_threads > 1 ? (size_t)n_threads : 1;
+	struct qconv_job j;
+
+	qcheck_geom(pk, p);
+	memset(&j, 0, sizeof j);
+	j.pk = pk;
+	j.p = p;
+	j.x = x;
+	j.x_signed = x_signed;
+	j.x_zp = x_zp;
+	j.q = q;
+	j.y8 = y8;
+	j.y32 = y32;
+	j.ws = ws;
+	j.slot = q_slot(pk, p);
+	if (pk->depthwise) {
+		j.units = p->n * p->c_in;
+		j.n_tasks = nt > 1 ? 4 * nt : 1;
+		if (j.n_tasks > j.units)
+			j.n_tasks = j.units;
+		qr_parallel_for(n_threads, j.n_tasks, qdw_task, &j);
+		return;
+	}
+	j.nb = q_block(pk, p);
+	j.n_cb = (ohw + j.nb - 1) / j.nb;
+	j.n_rb = 1;
+	if (p->n * p->group * j.n_cb < 2 * nt && nt > 1) {
+		j.n_rb = (p->c_out / p->group + 15) / 16;
+		if (j.n_rb > nt)
+			j.n_rb = nt;
+		if (j.n_rb < 1)
+			j.n_rb = 1;
+	}
+	j.units = p->n * p->group * j.n_cb * j.n_rb;
+	j.n_tasks = j.units; /* one unit each: the pool balances them */
+	qr_parallel_for(n_threads, j.n_tasks, qgemm_conv_task, &j);
 }
 
 void
-qr_qconv_run_s32(const struct qr_qconv_packed *pk, const void *x,
-		 int x_signed, int32_t x_zp, int32_t *y, void *ws)
+qr_qconv_run(const struct qr_qconv_packed *pk, const struct qr_conv_params *p,
+	     const void *x, const struct qr_qconv_quant *q, void *y, void *ws,
+	     int n_threads)
 {
-	qconv_core(pk, x, x_signed, x_zp, NULL, NULL, y, ws);
+	QR_ASSERT(q->n_scale == 1 || q->n_scale == p->c_out);
+	qconv_core(pk, p, x, q->x_signed, q->x_zp, q, y, NULL, ws, n_threads);
+}
+
+void
+qr_qconv_run_s32(const struct qr_qconv_packed *pk,
+		 const struct qr_conv_params *p, const void *x, int x_signed,
+		 int32_t x_zp, int32_t *y, void *ws, int n_threads)
+{
+	qconv_core(pk, p, x, x_signed, x_zp, NULL, NULL, y, ws, n_threads);
 }

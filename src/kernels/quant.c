@@ -10,6 +10,12 @@
 #include <float.h>
 #include <math.h>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define QR_HAVE_AVX512_CODE 1
+#define QR_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+#endif
+
 static void
 qrange(enum qr_qtype t, int64_t *lo, int64_t *hi)
 {
@@ -68,6 +74,72 @@ quant_one(float x, float s, int32_t zp, int64_t qmin, int64_t qmax)
 	return (int64_t)nearbyint(d) + zp;
 }
 
+#ifdef QR_HAVE_AVX512_CODE
+/* quant_one on 16 lanes for 8-bit types: divps, maxps (NaN gives lo, as
+ * the scalar), minps, vcvtps2dq (nearest even; the clamped values are
+ * small), + zp, low byte. */
+static QR_AVX512 void
+quant_row_q8(const float *x, size_t n, float s, int32_t zp, int is_signed,
+	     void *y)
+{
+	const __m512 vs = _mm512_set1_ps(s);
+	const __m512 lo = _mm512_set1_ps((float)((is_signed ? -128 : 0) - zp));
+	const __m512 hi = _mm512_set1_ps((float)((is_signed ? 127 : 255) - zp));
+	const __m512i z = _mm512_set1_epi32(zp);
+	uint8_t *d = y;
+	size_t i;
+
+	for (i = 0; i < n; i += 16) {
+		size_t left = n - i;
+		__mmask16 m = left >= 16 ? (__mmask16)0xffff :
+			      (__mmask16)((1u << left) - 1);
+		__m512 v = _mm512_div_ps(_mm512_maskz_loadu_ps(m, x + i), vs);
+		__m512i r;
+
+		v = _mm512_max_ps(v, lo);
+		v = _mm512_min_ps(v, hi);
+		r = _mm512_add_epi32(_mm512_cvtps_epi32(v), z);
+		_mm_mask_storeu_epi8(d + i, m, _mm512_cvtepi32_epi8(r));
+	}
+}
+
+/* y = (float)(x - zp) * s on 16 lanes, 8-bit x. */
+static QR_AVX512 void
+dequant_row_q8(const void *x, size_t n, float s, int32_t zp, int is_signed,
+	       float *y)
+{
+	const __m512 vs = _mm512_set1_ps(s);
+	const __m512i z = _mm512_set1_epi32(zp);
+	const uint8_t *src = x;
+	size_t i;
+
+	for (i = 0; i < n; i += 16) {
+		size_t left = n - i;
+		__mmask16 m = left >= 16 ? (__mmask16)0xffff :
+			      (__mmask16)((1u << left) - 1);
+		__m128i b = _mm_maskz_loadu_epi8(m, src + i);
+		__m512i v = is_signed ? _mm512_cvtepi8_epi32(b) :
+					_mm512_cvtepu8_epi32(b);
+
+		v = _mm512_sub_epi32(v, z);
+		_mm512_mask_storeu_ps(y + i, m,
+				      _mm512_mul_ps(_mm512_cvtepi32_ps(v), vs));
+	}
+}
+#endif
+
+static int
+fast_q8(enum qr_qtype t)
+{
+#ifdef QR_HAVE_AVX512_CODE
+	return (t == QR_QT_U8 || t == QR_QT_S8) &&
+	       (qr_kernels_cpu_features() & QR_CPU_AVX512BW);
+#else
+	(void)t;
+	return 0;
+#endif
+}
+
 void
 qr_quantize_f32(const float *x, size_t outer, size_t axis_len, size_t inner,
 		const float *scale, const int32_t *zp, enum qr_qtype t,
@@ -75,6 +147,7 @@ qr_quantize_f32(const float *x, size_t outer, size_t axis_len, size_t inner,
 {
 	int64_t qmin, qmax;
 	size_t o, a, i, at = 0;
+	int fast = fast_q8(t);
 
 	qrange(t, &qmin, &qmax);
 	for (o = 0; o < outer; o++) {
@@ -82,11 +155,20 @@ qr_quantize_f32(const float *x, size_t outer, size_t axis_len, size_t inner,
 			float s = scale[a];
 			int32_t z = zp ? zp[a] : 0;
 
+#ifdef QR_HAVE_AVX512_CODE
+			if (fast) {
+				quant_row_q8(x + at, inner, s, z,
+					     t == QR_QT_S8, (uint8_t *)y + at);
+				at += inner;
+				continue;
+			}
+#endif
 			for (i = 0; i < inner; i++, at++)
 				store(y, at, t,
 				      quant_one(x[at], s, z, qmin, qmax));
 		}
 	}
+	(void)fast;
 }
 
 void
@@ -95,17 +177,28 @@ qr_dequantize_f32(const void *x, enum qr_qtype t, size_t outer,
 		  const int32_t *zp, float *y)
 {
 	size_t o, a, i, at = 0;
+	int fast = fast_q8(t);
 
 	for (o = 0; o < outer; o++) {
 		for (a = 0; a < axis_len; a++) {
 			float s = scale[a];
 			int64_t z = zp ? zp[a] : 0;
 
+#ifdef QR_HAVE_AVX512_CODE
+			if (fast) {
+				dequant_row_q8((const uint8_t *)x + at, inner,
+					       s, (int32_t)z, t == QR_QT_S8,
+					       y + at);
+				at += inner;
+				continue;
+			}
+#endif
 			for (i = 0; i < inner; i++, at++)
 				y[at] = (float)(int32_t)(load(x, at, t) - z) *
 					s;
 		}
 	}
+	(void)fast;
 }
 
 void
@@ -138,6 +231,41 @@ sat8(int32_t v, enum qr_qtype t)
 	return v < lo ? lo : v > hi ? hi : v;
 }
 
+#ifdef QR_HAVE_AVX512_CODE
+/* The both-vectors loop of qr_qlinear_add on 16 lanes (fused
+ * multiply-adds as the scalar fmaf; vcvtps2dq gives INT32_MIN out of
+ * range, as qr_cvt_even_s32); returns the elements done. */
+static __attribute__((target("avx512f,avx512bw,avx512vl,fma"))) size_t
+qadd_avx512(const void *a, const void *b, float ra, float rb, float k,
+	    int is_signed, void *y, size_t n)
+{
+	const __m512 va = _mm512_set1_ps(ra), vb = _mm512_set1_ps(rb);
+	const __m512 vk = _mm512_set1_ps(k);
+	const __m512i lo = _mm512_set1_epi32(is_signed ? -128 : 0);
+	const __m512i hi = _mm512_set1_epi32(is_signed ? 127 : 255);
+	const uint8_t *pa = a, *pb = b;
+	uint8_t *d = y;
+	size_t i;
+
+	for (i = 0; i + 16 <= n; i += 16) {
+		__m128i xa = _mm_loadu_si128((const __m128i *)(pa + i));
+		__m128i xb = _mm_loadu_si128((const __m128i *)(pb + i));
+		__m512 fa = _mm512_cvtepi32_ps(is_signed ?
+				_mm512_cvtepi8_epi32(xa) :
+				_mm512_cvtepu8_epi32(xa));
+		__m512 fb = _mm512_cvtepi32_ps(is_signed ?
+				_mm512_cvtepi8_epi32(xb) :
+				_mm512_cvtepu8_epi32(xb));
+		__m512 v = _mm512_fmadd_ps(fa, va, _mm512_fmadd_ps(fb, vb, vk));
+		__m512i r = _mm512_cvtps_epi32(v);
+
+		r = _mm512_min_epi32(_mm512_max_epi32(r, lo), hi);
+		_mm_storeu_si128((__m128i *)(d + i), _mm512_cvtepi32_epi8(r));
+	}
+	return i;
+}
+#endif
+
 void
 qr_qlinear_add(const void *a, size_t a_step, float sa, int32_t za,
 	       const void *b, size_t b_step, float sb, int32_t zb, float sc,
@@ -168,7 +296,12 @@ qr_qlinear_add(const void *a, size_t a_step, float sa, int32_t za,
 			store(y, i, t, sat8(qr_cvt_even_s32(fmaf(av, ra, k)), t));
 		}
 	} else {
-		for (i = 0; i < n; i++) {
+		i = 0;
+#ifdef QR_HAVE_AVX512_CODE
+		if (qr_kernels_cpu_features() & QR_CPU_AVX512BW)
+			i = qadd_avx512(a, b, ra, rb, k, t == QR_QT_S8, y, n);
+#endif
+		for (; i < n; i++) {
 			float av = (float)load(a, i, t);
 			float bv = (float)load(b, i, t);
 			float v = fmaf(av, ra, fmaf(bv, rb, k));

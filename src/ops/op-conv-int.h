@@ -147,6 +147,30 @@ struct qr_op_mm_cache {
 };
 /* Frees a heap qr_op_mm_cache (a release function; NULL does nothing). */
 void qr_op_mm_cache_free(void *state);
+/*
+ * At prepare: pack B (input ib, zero points at ib_zp) into st when both
+ * are constant and B is one matrix ([k][n], or [n][k] when trans_b).
+ * Sets st->b_const. Leaves st unpacked when the zero points are malformed
+ * (the run reports it).
+ */
+void qr_op_mm_prepack(const struct qr_op_call *c, struct qr_op_mm_cache *st,
+		      size_t ib, size_t ib_zp, int trans_b);
+
+/* What an integer conv node keeps: attributes and the packed weights. */
+struct qr_qconv_packed;
+/*
+ * At prepare: the packed weights of input iw (zero points at iw_zp) for
+ * group, or NULL when either is not constant or they are malformed (the
+ * run then packs, or reports the error).
+ */
+struct qr_qconv_packed *qr_op_qconv_prepack(const struct qr_op_call *c,
+					    size_t iw, size_t iw_zp,
+					    int64_t group);
+/* The same at run time, from the actual inputs (zero points already
+ * read: wzp holds n_wzp values). */
+struct qr_qconv_packed *qr_op_qconv_pack(const struct qr_tensor *w,
+					 int64_t group, const int32_t *wzp,
+					 size_t n_wzp);
 
 /*
  * acc[batch][m][n] = sum_k (a - a_zp)(b - b_zp), exact in int32, for the

@@ -2,10 +2,9 @@
  * op_conv: Conv and ConvTranspose (float), and the window attribute
  * helpers the pooling and quantized conv ops share (op-conv-int.h).
  *
- * Weights are packed by the kernels with the input's spatial size baked
- * in, so a node packs at its first run and keeps the pack while the
- * shapes stay the same; constant weights are packed once, weights that
- * are graph inputs at every run.
+ * Constant weights are packed once, at prepare time (a pack does not
+ * depend on the image size); weights that are graph inputs are packed at
+ * every run.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -449,12 +448,11 @@ qr_op_scratch(void **buf, size_t *cap, size_t n)
 
 /* ---- Conv, ConvTranspose ---- */
 
-/* Per-node state: attributes and the weights packed for the last shape. */
+/* Per-node state: attributes and the packed weights. */
 struct conv_state {
 	struct qr_op_win win;          /* window attributes */
 	int transposed;                /* ConvTranspose */
-	int w_const;                   /* W is a constant: keep its pack */
-	struct qr_conv_params p;       /* shape pk was packed for */
+	int w_const;                   /* W is a constant, packed at prepare */
 	struct qr_conv_f32_packed *pk; /* packed weights, or NULL */
 	void *ws;                      /* kernel workspace, heap */
 	size_t ws_cap;                 /* bytes in ws */
@@ -483,15 +481,52 @@ conv_check(const struct qr_op_call *c, struct qr_diag *d)
 	return QR_OK;
 }
 
+/*
+ * Pack 1-D / 2-D weights w (float, [M][C/group][k...] or, transposed,
+ * [C][M/group][k...]) for group; NULL for 3-D weights (direct loop) or a
+ * group that does not divide the channels (conv_geom reports it at run).
+ */
+static struct qr_conv_f32_packed *
+conv_pack(const struct qr_tensor *w, int64_t group, int transposed)
+{
+	size_t kh, kw, c_in, c_out;
+
+	if (w->ndim < 3 || w->ndim > 4 || group < 1)
+		return NULL;
+	kh = w->ndim == 4 ? (size_t)w->dims[2] : 1;
+	kw = (size_t)w->dims[w->ndim - 1];
+	if (transposed) {
+		c_in = (size_t)w->dims[0];
+		c_out = (size_t)w->dims[1] * (size_t)group;
+	} else {
+		c_out = (size_t)w->dims[0];
+		c_in = (size_t)w->dims[1] * (size_t)group;
+	}
+	if (c_in % (size_t)group != 0 || c_out % (size_t)group != 0 ||
+	    kh < 1 || kw < 1)
+		return NULL;
+	return transposed ?
+		qr_convt_f32_pack_new(c_out, c_in, kh, kw, (size_t)group,
+				      w->data) :
+		qr_conv_f32_pack_new(c_out, c_in, kh, kw, (size_t)group,
+				     w->data);
+}
+
 static enum qr_status
 conv_prepare_common(struct qr_op_call *c, struct qr_diag *d, int transposed)
 {
 	struct conv_state *st = xcalloc(1, sizeof *st);
+	enum qr_status s;
 
 	c->state = st;
 	st->transposed = transposed;
-	st->w_const = c->in[1] != NULL;
-	return qr_op_win_parse(c, d, &st->win);
+	if ((s = qr_op_win_parse(c, d, &st->win)) != QR_OK)
+		return s;
+	if (c->in[1] != NULL) {
+		st->pk = conv_pack(c->in[1], st->win.group, transposed);
+		st->w_const = st->pk != NULL;
+	}
+	return QR_OK;
 }
 
 static enum qr_status
@@ -650,22 +685,19 @@ conv_run(struct qr_op_call *c, struct qr_diag *d)
 	}
 	memset(&p, 0, sizeof p);
 	geom_params(&g, &p);
-	if (st->pk == NULL || !st->w_const ||
-	    memcmp(&p, &st->p, sizeof p) != 0) {
+	if (!st->w_const) {
 		qr_conv_f32_packed_free(st->pk);
-		st->pk = st->transposed ?
-				 qr_convt_f32_pack_new(&p, c->in[1]->data) :
-				 qr_conv_f32_pack_new(&p, c->in[1]->data);
-		st->p = p;
+		st->pk = conv_pack(c->in[1], st->win.group, st->transposed);
+		QR_ASSERT(st->pk != NULL);
 	}
 	ws = qr_op_scratch(&st->ws, &st->ws_cap,
-			   qr_conv_f32_workspace(st->pk));
+			   qr_conv_f32_workspace(st->pk, &p, c->n_threads));
 	if (st->transposed)
-		qr_convt_f32_run(st->pk, c->in[0]->data, bias, c->out[0]->data,
-				 ws);
+		qr_convt_f32_run(st->pk, &p, c->in[0]->data, bias,
+				 c->out[0]->data, ws, c->n_threads);
 	else
-		qr_conv_f32_run(st->pk, c->in[0]->data, bias, c->out[0]->data,
-				ws);
+		qr_conv_f32_run(st->pk, &p, c->in[0]->data, bias,
+				c->out[0]->data, ws, c->n_threads);
 	return QR_OK;
 }
 

@@ -60,11 +60,13 @@ q_dtypes(const struct qr_op_call *c, struct qr_diag *d, unsigned q,
 
 struct qlconv_state {
 	struct qr_op_win win;       /* window attributes */
-	int w_const;                /* W and w_zero_point are constant */
-	struct qr_conv_params p;    /* shape pk was packed for */
+	int w_const;                /* W and w_zero_point are constant,
+				     * packed at prepare */
 	struct qr_qconv_packed *pk; /* packed weights, or NULL */
 	void *ws;                   /* kernel workspace */
 	size_t ws_cap;              /* bytes in ws */
+	float *scale;               /* requantization scales, c_out */
+	size_t scale_cap;           /* entries in scale */
 };
 
 static enum qr_status
@@ -97,10 +99,15 @@ static enum qr_status
 qlconv_prepare(struct qr_op_call *c, struct qr_diag *d)
 {
 	struct qlconv_state *st = xcalloc(1, sizeof *st);
+	enum qr_status s;
 
 	c->state = st;
-	st->w_const = c->in[3] != NULL && c->in[5] != NULL;
-	return qr_op_win_parse(c, d, &st->win);
+	if ((s = qr_op_win_parse(c, d, &st->win)) != QR_OK)
+		return s;
+	st->pk = c->in[5] != NULL ?
+			 qr_op_qconv_prepack(c, 3, 5, st->win.group) : NULL;
+	st->w_const = st->pk != NULL;
+	return QR_OK;
 }
 
 static void
@@ -112,6 +119,7 @@ qlconv_release(void *state)
 		return;
 	qr_qconv_packed_free(st->pk);
 	free(st->ws);
+	free(st->scale);
 	free(st);
 }
 
@@ -162,15 +170,14 @@ qlconv_run(struct qr_op_call *c, struct qr_diag *d)
 	}
 	if (c->out[0]->n_elem == 0)
 		goto out;
-	if (st->pk == NULL || !st->w_const ||
-	    memcmp(&p, &st->p, sizeof p) != 0) {
+	if (!st->w_const) {
 		qr_qconv_packed_free(st->pk);
-		st->pk = qr_qconv_pack_new(&p, c->in[3]->data,
-					   c->in[3]->dtype == QR_DT_INT8, wzp,
-					   p.c_out);
-		st->p = p;
+		st->pk = qr_op_qconv_pack(c->in[3], st->win.group, wzp,
+					  p.c_out);
+		QR_ASSERT(st->pk != NULL);
 	}
-	scale = xmalloc((p.c_out ? p.c_out : 1) * sizeof *scale);
+	scale = qr_op_scratch((void **)&st->scale, &st->scale_cap,
+			      (p.c_out ? p.c_out : 1) * sizeof *scale);
 	for (i = 0; i < p.c_out; i++)
 		scale[i] = qr_requant_scale(xs, ws[i], ys);
 	q.x_signed = c->in[0]->dtype == QR_DT_INT8;
@@ -180,13 +187,14 @@ qlconv_run(struct qr_op_call *c, struct qr_diag *d)
 	q.n_scale = p.c_out;
 	q.y_signed = c->out[0]->dtype == QR_DT_INT8;
 	q.y_zp = yz;
-	qr_qconv_run(st->pk, c->in[0]->data, &q, c->out[0]->data,
+	qr_qconv_run(st->pk, &p, c->in[0]->data, &q, c->out[0]->data,
 		     qr_op_scratch(&st->ws, &st->ws_cap,
-				   qr_qconv_workspace(st->pk)));
+				   qr_qconv_workspace(st->pk, &p,
+						      c->n_threads)),
+		     c->n_threads);
 out:
 	free(ws);
 	free(wzp);
-	free(scale);
 	return s;
 }
 
@@ -219,7 +227,8 @@ qmm_prepare(struct qr_op_call *c, struct qr_diag *d)
 	struct qr_op_mm_cache *st = xcalloc(1, sizeof *st);
 
 	c->state = st;
-	st->b_const = c->in[3] != NULL && c->in[5] != NULL;
+	if (c->in[5] != NULL)
+		qr_op_mm_prepack(c, st, 3, 5, 0);
 	return QR_OK;
 }
 
@@ -1014,7 +1023,9 @@ qgemm_prepare(struct qr_op_call *c, struct qr_diag *d)
 	struct qr_op_mm_cache *st = xcalloc(1, sizeof *st);
 
 	c->state = st;
-	st->b_const = c->in[3] != NULL && c->in[5] != NULL;
+	if (c->in[5] != NULL)
+		qr_op_mm_prepack(c, st, 3, 5,
+				 qr_op_attr_int(c, "transB", 0) != 0);
 	return QR_OK;
 }
 
@@ -1109,7 +1120,9 @@ qgemm_run(struct qr_op_call *c, struct qr_diag *d)
 		}
 		qr_qgemm_run(st->pk, ap, a->dtype == QR_DT_INT8, az, m, acc, n,
 			     qr_op_scratch(&st->ws, &st->ws_cap,
-					   qr_qgemm_workspace(st->pk, m)));
+					   qr_qgemm_workspace(st->pk, m,
+							      c->n_threads)),
+			     c->n_threads);
 	}
 	if (qr_op_has_in(c, 6) && (s = qgemm_add_c(c, d, m, n, acc)) != QR_OK)
 		goto out;

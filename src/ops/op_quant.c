@@ -231,6 +231,45 @@ q_layout(const struct qr_op_call *c, struct qr_diag *d, size_t *outer,
 	return QR_OK;
 }
 
+#define QDQ_PAR_MIN 16384 /* elements worth splitting over threads */
+
+/* A per-tensor QuantizeLinear / DequantizeLinear cut into chunks. */
+struct qdq_job {
+	const struct qr_op_call *c;
+	int quantize;
+	size_t n;              /* elements */
+	const float *scale;    /* one value */
+	const int32_t *zp;     /* one value */
+	size_t n_tasks;
+};
+
+static void
+qdq_task(void *ctx, size_t t, int slot)
+{
+	const struct qdq_job *j = ctx;
+	const struct qr_op_call *c = j->c;
+	size_t lo, hi;
+
+	qr_parallel_range(j->n, t, j->n_tasks, 64, &lo, &hi);
+	if (lo == hi)
+		return;
+	if (j->quantize) {
+		enum qr_qtype qt = (enum qr_qtype)qr_op_qtype(c->out[0]->dtype);
+
+		qr_quantize_f32((const float *)c->in[0]->data + lo, 1, 1,
+				hi - lo, j->scale, j->zp, qt,
+				(char *)c->out[0]->data +
+					lo * qr_dtype_size(c->out[0]->dtype));
+	} else {
+		enum qr_qtype qt = (enum qr_qtype)qr_op_qtype(c->in[0]->dtype);
+
+		qr_dequantize_f32((const char *)c->in[0]->data +
+					  lo * qr_dtype_size(c->in[0]->dtype),
+				  qt, 1, 1, hi - lo, j->scale, j->zp,
+				  (float *)c->out[0]->data + lo);
+	}
+}
+
 static enum qr_status
 qdq_run(struct qr_op_call *c, struct qr_diag *d, int quantize)
 {
@@ -242,15 +281,22 @@ qdq_run(struct qr_op_call *c, struct qr_diag *d, int quantize)
 	if ((st = q_layout(c, d, &outer, &axis_len, &inner)) != QR_OK ||
 	    (st = qr_op_q_vec(c, d, 1, 2, axis_len, &scale, &zp)) != QR_OK)
 		goto out;
-	if (quantize)
+	if (axis_len == 1 && c->n_threads > 1 &&
+	    outer * inner >= QDQ_PAR_MIN) {
+		struct qdq_job j = {c, quantize, outer * inner, scale, zp,
+				    4 * (size_t)c->n_threads};
+
+		qr_parallel_for(c->n_threads, j.n_tasks, qdq_task, &j);
+	} else if (quantize) {
 		qr_quantize_f32(c->in[0]->data, outer, axis_len, inner, scale,
 				zp, (enum qr_qtype)qr_op_qtype(c->out[0]->dtype),
 				c->out[0]->data);
-	else
+	} else {
 		qr_dequantize_f32(c->in[0]->data,
 				  (enum qr_qtype)qr_op_qtype(c->in[0]->dtype),
 				  outer, axis_len, inner, scale, zp,
 				  c->out[0]->data);
+	}
 out:
 	free(scale);
 	free(zp);
@@ -326,15 +372,63 @@ const struct qr_op_desc qr_op_dynamic_quantize_linear = {
 
 /* ---- ConvInteger ---- */
 
-/* Per-node state of ConvInteger (and QLinearConv, in op_qlinear.c). */
+/* Per-node state of ConvInteger. */
 struct qconv_state {
 	struct qr_op_win win;       /* window attributes */
-	int w_const;                /* W and its zero points are constant */
-	struct qr_conv_params p;    /* shape pk was packed for */
+	int w_const;                /* W and its zero points are constant,
+				     * packed at prepare */
 	struct qr_qconv_packed *pk; /* packed weights, or NULL */
 	void *ws;                   /* kernel workspace */
 	size_t ws_cap;              /* bytes in ws */
 };
+
+/* Packed conv weights of w for group with wzp (1 or c_out values); NULL
+ * when w is not a 1-D / 2-D conv weight of that group. */
+struct qr_qconv_packed *
+qr_op_qconv_pack(const struct qr_tensor *w, int64_t group, const int32_t *wzp,
+		 size_t n_wzp)
+{
+	size_t kh, kw, c_out;
+
+	if (w->ndim < 3 || w->ndim > 4 || group < 1 ||
+	    (w->dtype != QR_DT_INT8 && w->dtype != QR_DT_UINT8))
+		return NULL;
+	kh = w->ndim == 4 ? (size_t)w->dims[2] : 1;
+	kw = (size_t)w->dims[w->ndim - 1];
+	c_out = (size_t)w->dims[0];
+	if (c_out % (size_t)group != 0 || (n_wzp != 1 && n_wzp != c_out))
+		return NULL;
+	return qr_qconv_pack_new(c_out, (size_t)w->dims[1] * (size_t)group,
+				 kh, kw, (size_t)group, w->data,
+				 w->dtype == QR_DT_INT8, wzp, n_wzp);
+}
+
+/* Prepare-time pack: W at iw and its zero points at iw_zp (may be
+ * absent) must be constant. */
+struct qr_qconv_packed *
+qr_op_qconv_prepack(const struct qr_op_call *c, size_t iw, size_t iw_zp,
+		    int64_t group)
+{
+	const struct qr_tensor *w = c->in[iw], *z = NULL;
+	struct qr_qconv_packed *pk;
+	int32_t *zp;
+	size_t i, nz = 1;
+
+	if (w == NULL)
+		return NULL;
+	if (qr_op_has_in(c, iw_zp)) {
+		z = c->in[iw_zp];
+		if (z == NULL || z->dtype != w->dtype || z->ndim > 1)
+			return NULL;
+		nz = z->n_elem;
+	}
+	zp = xmalloc((nz ? nz : 1) * sizeof *zp);
+	for (i = 0; i < nz; i++)
+		zp[i] = z ? (int32_t)qr_op_get(z, i) : 0;
+	pk = nz ? qr_op_qconv_pack(w, group, zp, nz) : NULL;
+	free(zp);
+	return pk;
+}
 
 static enum qr_status
 convint_check(const struct qr_op_call *c, struct qr_diag *d)
@@ -365,11 +459,14 @@ static enum qr_status
 convint_prepare(struct qr_op_call *c, struct qr_diag *d)
 {
 	struct qconv_state *st = xcalloc(1, sizeof *st);
+	enum qr_status s;
 
 	c->state = st;
-	st->w_const = c->in[1] != NULL &&
-		      (!qr_op_has_in(c, 3) || c->in[3] != NULL);
-	return qr_op_win_parse(c, d, &st->win);
+	if ((s = qr_op_win_parse(c, d, &st->win)) != QR_OK)
+		return s;
+	st->pk = qr_op_qconv_prepack(c, 1, 3, st->win.group);
+	st->w_const = st->pk != NULL;
+	return QR_OK;
 }
 
 static void
@@ -416,8 +513,7 @@ convint_run(struct qr_op_call *c, struct qr_diag *d)
 		return s;
 	if (c->out[0]->n_elem == 0)
 		return QR_OK;
-	if (st->pk == NULL || !st->w_const ||
-	    memcmp(&p, &st->p, sizeof p) != 0) {
+	if (!st->w_const) {
 		const struct qr_tensor *z = qr_op_has_in(c, 3) ? c->in[3] :
 								 NULL;
 		size_t i, nz = z ? z->n_elem : 1;
@@ -431,15 +527,15 @@ convint_run(struct qr_op_call *c, struct qr_diag *d)
 		for (i = 0; i < nz; i++)
 			wzp[i] = z ? (int32_t)qr_op_get(z, i) : 0;
 		qr_qconv_packed_free(st->pk);
-		st->pk = qr_qconv_pack_new(&p, c->in[1]->data,
-					   c->in[1]->dtype == QR_DT_INT8, wzp,
-					   nz);
-		st->p = p;
+		st->pk = qr_op_qconv_pack(c->in[1], st->win.group, wzp, nz);
+		QR_ASSERT(st->pk != NULL);
 	}
-	qr_qconv_run_s32(st->pk, c->in[0]->data, c->in[0]->dtype == QR_DT_INT8,
-			 xzp, c->out[0]->data,
+	qr_qconv_run_s32(st->pk, &p, c->in[0]->data,
+			 c->in[0]->dtype == QR_DT_INT8, xzp, c->out[0]->data,
 			 qr_op_scratch(&st->ws, &st->ws_cap,
-				       qr_qconv_workspace(st->pk)));
+				       qr_qconv_workspace(st->pk, &p,
+							  c->n_threads)),
+			 c->n_threads);
 	free(wzp);
 	return QR_OK;
 }
@@ -547,8 +643,7 @@ mmint_prepare(struct qr_op_call *c, struct qr_diag *d)
 	struct qr_op_mm_cache *st = xcalloc(1, sizeof *st);
 
 	c->state = st;
-	st->b_const = c->in[1] != NULL &&
-		      (!qr_op_has_in(c, 3) || c->in[3] != NULL);
+	qr_op_mm_prepack(c, st, 1, 3, 0);
 	return QR_OK;
 }
 
@@ -602,6 +697,36 @@ mm_bzp(const struct qr_op_call *c, struct qr_diag *d, size_t ib, size_t i,
 	return QR_OK;
 }
 
+/* Prepare-time pack of a constant single-matrix B (see op-conv-int.h). */
+void
+qr_op_mm_prepack(const struct qr_op_call *c, struct qr_op_mm_cache *st,
+		 size_t ib, size_t ib_zp, int trans_b)
+{
+	const struct qr_tensor *b = c->in[ib];
+	struct qr_diag quiet = {0};
+	int32_t *zp = NULL;
+	size_t k, n, nz;
+
+	st->b_const = b != NULL &&
+		      (!qr_op_has_in(c, ib_zp) || c->in[ib_zp] != NULL);
+	if (!st->b_const || b->ndim != 2 ||
+	    (b->dtype != QR_DT_INT8 && b->dtype != QR_DT_UINT8))
+		return;
+	k = (size_t)b->dims[trans_b ? 1 : 0];
+	n = (size_t)b->dims[trans_b ? 0 : 1];
+	if (k == 0 || n == 0 ||
+	    mm_bzp(c, &quiet, ib, ib_zp, n, &zp, &nz) != QR_OK) {
+		qr_diag_clear(&quiet);
+		free(zp);
+		return;
+	}
+	st->pk = qr_qgemm_pack_new(b->data, b->dtype == QR_DT_INT8, trans_b,
+				   k, n, zp, nz);
+	st->k = k;
+	st->n = n;
+	free(zp);
+}
+
 /* Exact int32 products of inputs ia and ib into acc (see op-conv-int.h);
  * B is packed into st once when it is a constant single matrix. */
 enum qr_status
@@ -641,7 +766,9 @@ qr_op_mm_int32(struct qr_op_call *c, struct qr_diag *d,
 			     a_signed, a_zp, mm->m, acc + bi * mm->m * mm->n,
 			     mm->n,
 			     qr_op_scratch(&st->ws, &st->ws_cap,
-					   qr_qgemm_workspace(pk, mm->m)));
+					   qr_qgemm_workspace(pk, mm->m,
+							      c->n_threads)),
+			     c->n_threads);
 	}
 	if (!cached) {
 		if (mm->b_mats == 1 && st->b_const) {

@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define SCHEMA_VERSION 1
 
@@ -257,6 +258,218 @@ cle_json(const struct qr_cle_set *c)
 	return o;
 }
 
+/* ---- activations ---- */
+
+static cJSON *
+u64_array(const uint64_t *v, size_t n)
+{
+	cJSON *a = cJSON_CreateArray();
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v[i]));
+	return a;
+}
+
+static cJSON *
+double_array(const double *v, size_t n)
+{
+	cJSON *a = cJSON_CreateArray();
+	size_t i;
+
+	for (i = 0; v != NULL && i < n; i++)
+		cJSON_AddItemToArray(a, qr_json_num(v[i]));
+	return a;
+}
+
+static cJSON *
+flags_array(int f)
+{
+	static const struct { int bit; const char *name; } names[] = {
+		{ QR_ACT_FLAG_COSINE, "cosine" },
+		{ QR_ACT_FLAG_SQNR, "sqnr" },
+		{ QR_ACT_FLAG_RMSE_SCALE, "rmse_over_scale" },
+		{ QR_ACT_FLAG_SATURATION, "saturation" },
+		{ QR_ACT_FLAG_NONFINITE, "nonfinite" },
+		{ QR_ACT_FLAG_SHAPE, "shape" },
+	};
+	cJSON *a = cJSON_CreateArray();
+	size_t i;
+
+	for (i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (f & names[i].bit)
+			cJSON_AddItemToArray(a, cJSON_CreateString(names[i].name));
+	return a;
+}
+
+static cJSON *
+act_json(const struct qr_analysis *a, const struct qr_act_pair *p)
+{
+	const struct qr_act_tensor *t = &a->act_tensors[p->tensor];
+	cJSON *o = cJSON_CreateObject(), *h;
+
+	cJSON_AddNumberToObject(o, "quant", (double)p->quant);
+	add_str(o, "tensor", t->name);
+	add_str(o, "quant_tensor", p->quant_tensor);
+	add_str(o, "match", qr_match_name(p->match));
+	add_str(o, "match_reason", p->match_reason);
+	add_str(o, "layer", t->layer);
+	add_str(o, "op", t->op);
+	cJSON_AddNumberToObject(o, "depth", t->depth);
+	add_str(o, "shape", t->shape);
+	add_str(o, "quant_dtype", p->quant_dtype);
+	cJSON_AddNumberToObject(o, "samples", (double)p->samples);
+	add_num(o, "cosine_mean", p->cosine_mean);
+	add_num(o, "cosine_min", p->cosine_min);
+	add_num(o, "cosine_max", p->cosine_max);
+	add_num(o, "mse", p->mse);
+	add_num(o, "sqnr_db", p->sqnr_db);
+	add_num(o, "local_sqnr_db", p->local_sqnr_db);
+	add_num(o, "max_abs", p->max_abs);
+	add_num(o, "norm_l2", p->norm_l2);
+	add_num(o, "local_cosine_mean", p->local_cosine_mean);
+	add_num(o, "local_cosine_min", p->local_cosine_min);
+	add_num(o, "local_mse", p->local_mse);
+	cJSON_AddNumberToObject(o, "nan_float", (double)p->nan_float);
+	cJSON_AddNumberToObject(o, "inf_float", (double)p->inf_float);
+	cJSON_AddNumberToObject(o, "nan_quant", (double)p->nan_quant);
+	cJSON_AddNumberToObject(o, "inf_quant", (double)p->inf_quant);
+	add_num(o, "scale", p->has_qparams ? p->scale : NAN);
+	add_num(o, "zero_point", p->has_qparams ? p->zero_point : NAN);
+	add_num(o, "saturation", p->saturation);
+	add_num(o, "rmse_over_scale", p->rmse_over_scale);
+	add_num(o, "float_min", t->min);
+	add_num(o, "float_max", t->max);
+	cJSON_AddItemToObject(o, "ch_min", float_array(t->ch_min, t->channels));
+	cJSON_AddItemToObject(o, "ch_max", float_array(t->ch_max, t->channels));
+	cJSON_AddItemToObject(o, "ch_mean", float_array(t->ch_mean, t->channels));
+	h = cJSON_AddObjectToObject(o, "histogram");
+	add_num(h, "lo", p->hist_lo);
+	add_num(h, "hi", p->hist_hi);
+	cJSON_AddItemToObject(h, "float", u64_array(p->hist_float,
+						    QR_ACT_HIST_BINS));
+	cJSON_AddItemToObject(h, "quant", u64_array(p->hist_quant,
+						    QR_ACT_HIST_BINS));
+	cJSON_AddNumberToObject(h, "float_under", (double)p->under_float);
+	cJSON_AddNumberToObject(h, "float_over", (double)p->over_float);
+	cJSON_AddNumberToObject(h, "quant_under", (double)p->under_quant);
+	cJSON_AddNumberToObject(h, "quant_over", (double)p->over_quant);
+	cJSON_AddItemToObject(o, "flags", flags_array(p->flags));
+	return o;
+}
+
+static cJSON *
+output_json(const struct qr_act_output *p)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(o, "quant", (double)p->quant);
+	add_str(o, "name", p->name);
+	add_str(o, "quant_name", p->quant_name);
+	cJSON_AddNumberToObject(o, "samples", (double)p->samples);
+	add_num(o, "cosine_mean", p->cosine_mean);
+	add_num(o, "cosine_min", p->cosine_min);
+	add_num(o, "sqnr_db", p->sqnr_total_db);
+	cJSON_AddItemToObject(o, "cosine", double_array(p->cosine, p->samples));
+	cJSON_AddItemToObject(o, "sqnr_db_per_sample",
+			      double_array(p->sqnr_db, p->samples));
+	cJSON_AddBoolToObject(o, "classifier", p->classifier);
+	add_num(o, "top1_agreement", p->classifier && p->rows
+		? (double)p->agree / (double)p->rows : NAN);
+	add_num(o, "accuracy", p->classifier && p->labeled
+		? (double)p->quant_correct / (double)p->labeled : NAN);
+	add_num(o, "float_accuracy", p->classifier && p->labeled
+		? (double)p->float_correct / (double)p->labeled : NAN);
+	cJSON_AddNumberToObject(o, "rows", (double)p->rows);
+	cJSON_AddNumberToObject(o, "labeled", (double)p->labeled);
+	return o;
+}
+
+static cJSON *
+dataset_json(const struct qr_analysis *a)
+{
+	const struct qr_act_data *dt = &a->data;
+	cJSON *o = cJSON_CreateObject(), *arr;
+	size_t i;
+
+	add_str(o, "source", dt->source ? dt->source : "none");
+	cJSON_AddNumberToObject(o, "samples", (double)dt->samples);
+	cJSON_AddBoolToObject(o, "random", dt->source != NULL &&
+			      strcmp(dt->source, "random") == 0);
+	add_str(o, "preprocessing", dt->preprocessing);
+	arr = cJSON_AddArrayToObject(o, "sample_names");
+	for (i = 0; i < dt->samples; i++)
+		cJSON_AddItemToArray(arr, str_item(dt->sample_names[i]));
+	arr = cJSON_AddArrayToObject(o, "labels");
+	for (i = 0; i < dt->samples; i++)
+		cJSON_AddItemToArray(arr, dt->labels[i] >= 0
+				     ? cJSON_CreateNumber(dt->labels[i])
+				     : cJSON_CreateNull());
+	arr = cJSON_AddArrayToObject(o, "classes");
+	for (i = 0; i < dt->n_classes; i++)
+		cJSON_AddItemToArray(arr, str_item(dt->classes[i]));
+	arr = cJSON_AddArrayToObject(o, "warnings");
+	for (i = 0; i < dt->n_warnings; i++)
+		cJSON_AddItemToArray(arr, str_item(dt->warnings[i]));
+	add_str(o, "error", dt->why);
+	add_num(o, "cos_threshold", dt->source ? dt->cos_threshold : NAN);
+	add_num(o, "sqnr_threshold_db", dt->source ? dt->sqnr_threshold : NAN);
+	add_num(o, "seconds", dt->source ? dt->seconds : NAN);
+	return o;
+}
+
+static cJSON *
+run_json(const struct qr_analysis *a, size_t k)
+{
+	const struct qr_act_run *r = &a->act_runs[k];
+	cJSON *o = cJSON_CreateObject(), *arr, *x;
+	size_t i;
+
+	cJSON_AddNumberToObject(o, "quant", (double)k);
+	add_str(o, "path", r->path);
+	cJSON_AddBoolToObject(o, "compared", r->ran);
+	add_str(o, "error", r->why);
+	cJSON_AddNumberToObject(o, "pairs", (double)r->n_pairs);
+	cJSON_AddNumberToObject(o, "name_matches", (double)r->n_name);
+	cJSON_AddNumberToObject(o, "structure_matches",
+				(double)r->n_structure);
+	cJSON_AddNumberToObject(o, "flagged", (double)r->n_flagged);
+	if (r->born >= 0) {
+		const struct qr_act_pair *p = &a->act_pairs[r->born];
+
+		x = cJSON_AddObjectToObject(o, "error_born_at");
+		add_str(x, "tensor", a->act_tensors[p->tensor].name);
+		add_str(x, "layer", a->act_tensors[p->tensor].layer);
+		add_num(x, "sqnr_drop_db", r->born_drop_db);
+	} else {
+		cJSON_AddNullToObject(o, "error_born_at");
+	}
+	if (r->worst_local >= 0) {
+		const struct qr_act_pair *p = &a->act_pairs[r->worst_local];
+
+		x = cJSON_AddObjectToObject(o, "worst_local");
+		add_str(x, "tensor", a->act_tensors[p->tensor].name);
+		add_str(x, "layer", a->act_tensors[p->tensor].layer);
+		add_num(x, "local_sqnr_db", p->local_sqnr_db);
+	} else {
+		cJSON_AddNullToObject(o, "worst_local");
+	}
+	arr = cJSON_AddArrayToObject(o, "unmatched");
+	for (i = 0; i < a->n_act_unmatched; i++) {
+		const struct qr_act_unmatched *u = &a->act_unmatched[i];
+
+		if (u->quant != k)
+			continue;
+		x = cJSON_CreateObject();
+		add_str(x, "tensor", u->tensor);
+		add_str(x, "layer", u->layer);
+		add_str(x, "reason", u->reason);
+		cJSON_AddItemToArray(arr, x);
+	}
+	add_num(o, "seconds", r->seconds);
+	return o;
+}
+
 cJSON *
 qr_report_json_new(const struct qr_analysis *a,
 		   const struct qr_report_opts *opts, const struct qr_diag *d)
@@ -275,10 +488,7 @@ qr_report_json_new(const struct qr_analysis *a,
 	for (i = 0; i < a->n_models; i++)
 		cJSON_AddItemToArray(arr, model_json(&a->models[i]));
 
-	/* No inference yet: the weights-only report ran no samples. */
-	o = cJSON_AddObjectToObject(root, "dataset");
-	cJSON_AddStringToObject(o, "source", "none");
-	cJSON_AddNumberToObject(o, "samples", 0);
+	cJSON_AddItemToObject(root, "dataset", dataset_json(a));
 
 	arr = cJSON_AddArrayToObject(root, "weights");
 	for (i = 0; i < a->n_weights; i++)
@@ -307,8 +517,15 @@ qr_report_json_new(const struct qr_analysis *a,
 	for (i = 0; i < a->n_unmatched; i++)
 		cJSON_AddItemToArray(arr, str_item(a->unmatched[i]));
 
-	cJSON_AddArrayToObject(root, "activations");
-	cJSON_AddArrayToObject(root, "outputs");
+	arr = cJSON_AddArrayToObject(root, "activations");
+	for (i = 0; i < a->n_act_pairs; i++)
+		cJSON_AddItemToArray(arr, act_json(a, &a->act_pairs[i]));
+	arr = cJSON_AddArrayToObject(root, "outputs");
+	for (i = 0; i < a->n_act_outputs; i++)
+		cJSON_AddItemToArray(arr, output_json(&a->act_outputs[i]));
+	arr = cJSON_AddArrayToObject(root, "activation_runs");
+	for (i = 0; a->act_runs != NULL && i < a->n_quant; i++)
+		cJSON_AddItemToArray(arr, run_json(a, i));
 
 	arr = cJSON_AddArrayToObject(root, "warnings");
 	for (i = 0; d != NULL && i < d->n_warnings; i++)

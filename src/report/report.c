@@ -33,6 +33,8 @@ static const struct page {
 	{ "weights.html", "Weights", "Weight ranges" },
 	{ "quant.html", "Quant weights", "Float \xe2\x86\x94 quantized weights" },
 	{ "cle.html", "CLE", "Cross-layer equalization" },
+	{ "activations.html", "Activations",
+	  "Activations: float \xe2\x86\x94 quantized on data" },
 	{ "help.html", "How to read", "How to read this report" },
 };
 #define N_PAGES (sizeof pages / sizeof pages[0])
@@ -180,6 +182,47 @@ qr_report_summary_md(const struct qr_analysis *a, const cJSON *view)
 	}
 	qr_buf_printf(&b, "- CLE sets found: %zu; blocked pairs: %zu\n",
 		      a->n_cle, a->n_cle_blockers);
+	v = cJSON_GetObjectItemCaseSensitive(view, "act");
+	if (a->data.ran) {
+		qr_buf_printf(&b, "- Activations: %zu samples of %s data%s\n",
+			      a->data.samples, a->data.source,
+			      strcmp(a->data.source, "random") == 0
+			      ? " (random, not representative)" : "");
+		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(v,
+								      "cands")) {
+			const cJSON *mo = cJSON_GetObjectItemCaseSensitive(
+				x, "main_output");
+			const cJSON *born = cJSON_GetObjectItemCaseSensitive(
+				x, "born");
+
+			qr_buf_puts(&b, "  - ");
+			md_field(&b, x, "label");
+			if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+				    x, "compared"))) {
+				qr_buf_puts(&b, ": not compared: ");
+				md_field(&b, x, "why");
+				qr_buf_puts(&b, "\n");
+				continue;
+			}
+			if (cJSON_IsObject(mo)) {
+				qr_buf_puts(&b, ": output cosine ");
+				md_field(&b, mo, "cos_mean");
+				qr_buf_puts(&b, ", top-1 agreement ");
+				md_field(&b, mo, "top1");
+			}
+			qr_buf_puts(&b, "; layers below threshold: ");
+			md_field(&b, x, "n_flagged");
+			if (cJSON_IsObject(born)) {
+				qr_buf_puts(&b, "; error is born at ");
+				md_field(&b, born, "tensor");
+			}
+			qr_buf_puts(&b, "\n");
+		}
+	} else if (a->data.why != NULL) {
+		qr_buf_puts(&b, "- Activations not compared: ");
+		qr_md_escape(&b, a->data.why);
+		qr_buf_puts(&b, "\n");
+	}
 
 	qr_buf_puts(&b, "\n## Worst layers\n\n");
 	x = cJSON_GetObjectItemCaseSensitive(view, "problems");

@@ -109,11 +109,24 @@ struct qr_image {
 	int channels;            /* 1 (gray) or 3 (RGB) */
 	uint8_t *px;             /* w*h*channels bytes, owned (free()) */
 };
+/* Memory bound: larger images are refused from their header. */
+#define QR_IMAGE_MAX_SIDE 16384               /* pixels, either side */
+#define QR_IMAGE_MAX_BYTES (256u << 20)       /* decoded bytes, alpha incl. */
+
 /* Decode a PNG (libpng), JPEG or BMP (stb_image) from memory into RGB or
  * gray (alpha composited on black; 16-bit scaled to 8). what names it in
- * messages. QR_EFORMAT for corrupt or 0x0 images. */
+ * messages. QR_EFORMAT for corrupt, truncated or 0x0 images;
+ * QR_EUNSUPPORTED for images over QR_IMAGE_MAX_SIDE or QR_IMAGE_MAX_BYTES. */
 enum qr_status qr_image_decode(const void *buf, size_t len, const char *what,
 			       struct qr_image *out, struct qr_diag *d);
+/* Free im's pixels and zero it; NULL does nothing. */
 void qr_image_free(struct qr_image *im);
+/* Resize im to w x h into dst (caller's, h*w*channels floats, interleaved,
+ * values 0..255) with a triangle filter and half-pixel centres: plain
+ * bilinear (align_corners=0) when upscaling, antialiased when downscaling
+ * (PIL's BILINEAR). channels (1 or 3) converts on the way: RGB to gray by
+ * luma 0.299R + 0.587G + 0.114B, gray to RGB by replication. */
+void qr_image_resize(const struct qr_image *im, int w, int h, int channels,
+		     float *dst);
 
 #endif

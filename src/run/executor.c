@@ -8,7 +8,8 @@
  * constants. Each value's last consumer is recorded; after that step the
  * value's buffer goes back to a pool that later outputs draw from (best
  * fit), so peak memory follows the widest cut of the graph rather than
- * its total.
+ * its total. Steps whose inputs are all constant are run once at load
+ * (step_fold) and hand their stored outputs to each run's hook.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,8 @@ struct value {
 	size_t producer;           /* V_NODE: producing step */
 	size_t last_use;           /* step after which it is released */
 	int keep;                  /* graph output or opts.keep */
+	int folded;                /* V_NODE computed once at load: konst
+				    * holds it, the pool never sees it */
 };
 
 struct step {
@@ -57,6 +60,9 @@ struct step {
 	size_t *release;           /* values released after this step */
 	size_t n_release;
 	size_t prof;               /* index into exec->prof */
+	struct qr_tensor **folded; /* n_out constant outputs when every
+				    * input is constant (computed at load),
+				    * else NULL */
 };
 
 /* A freed buffer waiting for reuse. */
@@ -215,6 +221,7 @@ step_free(struct step *s)
 	free(s->in_dtype);
 	free(s->out_dtype);
 	free(s->release);
+	free(s->folded);
 }
 
 /* Free e, its activations and the ops' prepared state; NULL is a no-op.
@@ -507,9 +514,83 @@ qr_exec_unsupported(const struct qr_model *m, struct qr_unsupported **out,
 	return st;
 }
 
+#define FOLD_MAX_BYTES (64u << 20) /* largest output computed at load */
+
+/*
+ * Constant folding: a step whose inputs are all constants (initializers,
+ * Constant outputs, or outputs of steps folded before it) is run once
+ * here, with the op's own infer and run, so its outputs are the same bits
+ * a run would give. Its outputs become constants that later prepares see
+ * (so weights behind a DequantizeLinear are packed once) and that each
+ * run hands to the hook without recomputing them. A step that fails, has
+ * an unnamed output or makes a large tensor is left to run normally.
+ */
+static void
+step_fold(struct qr_exec *e, struct step *s)
+{
+	struct qr_tensor **out;
+	struct qr_op_call c = s->call;
+	struct qr_diag quiet = {0};
+	size_t j, n_in = 0;
+	int ok = 1;
+
+	if (s->recheck || s->call.n_out == 0)
+		return;
+	for (j = 0; j < s->call.n_in; j++) {
+		if (s->in_val[j] == NO_STEP)
+			continue;
+		if (s->prep_in[j] == NULL)
+			return;
+		n_in++;
+	}
+	for (j = 0; j < s->call.n_out; j++)
+		if (s->out_val[j] == NO_STEP || e->vals[s->out_val[j]].keep ||
+		    e->vals[s->out_val[j]].konst != NULL)
+			return;
+	if (n_in == 0)
+		return; /* nothing to gain (and generators stay live) */
+	out = xcalloc(s->call.n_out + 1, sizeof *out);
+	for (j = 0; j < s->call.n_out; j++) {
+		out[j] = xcalloc(1, sizeof *out[j]);
+		out[j]->owned = 1;
+	}
+	c.in = s->prep_in;
+	c.out = out;
+	if (s->desc->infer(&c, &quiet) != QR_OK) {
+		ok = 0;
+		goto done;
+	}
+	for (j = 0; j < s->call.n_out; j++) {
+		if (out[j]->nbytes > FOLD_MAX_BYTES) {
+			ok = 0;
+			goto done;
+		}
+		out[j]->name = e->vals[s->out_val[j]].name;
+		qr_tensor_alloc(out[j]);
+	}
+	if (s->desc->run(&c, &quiet) != QR_OK)
+		ok = 0;
+done:
+	qr_diag_clear(&quiet);
+	if (!ok) {
+		for (j = 0; j < s->call.n_out; j++)
+			qr_tensor_free(out[j]);
+		free(out);
+		return;
+	}
+	for (j = 0; j < s->call.n_out; j++) {
+		struct value *v = &e->vals[s->out_val[j]];
+
+		v->konst = out[j];
+		v->folded = 1;
+	}
+	s->folded = out;
+}
+
 /*
  * See run.h. Build, refuse unsupported nodes in one message, then run
- * every prepare once in topological order.
+ * every prepare once in topological order, folding steps whose inputs
+ * are all constant.
  */
 enum qr_status
 qr_exec_new(const struct qr_model *m, const struct qr_exec_opts *o,
@@ -559,16 +640,22 @@ qr_exec_new(const struct qr_model *m, const struct qr_exec_opts *o,
 	for (i = 0; i < e->n_steps; i++) {
 		struct step *s = &e->steps[i];
 		struct qr_op_call c = s->call;
+		size_t j;
 
-		if (s->desc->prepare == NULL)
-			continue;
-		c.in = s->prep_in;
-		c.state = NULL;
-		st = s->desc->prepare(&c, d);
-		s->call.state = c.state;
-		s->prepared = 1;
-		if (st != QR_OK)
-			goto out;
+		/* constants folded by earlier steps are constants here too */
+		for (j = 0; j < s->call.n_in; j++)
+			if (s->in_val[j] != NO_STEP)
+				s->prep_in[j] = e->vals[s->in_val[j]].konst;
+		if (s->desc->prepare != NULL) {
+			c.in = s->prep_in;
+			c.state = NULL;
+			st = s->desc->prepare(&c, d);
+			s->call.state = c.state;
+			s->prepared = 1;
+			if (st != QR_OK)
+				goto out;
+		}
+		step_fold(e, s);
 	}
 out:
 	qr_unsupported_free(u, n_u);
@@ -664,7 +751,7 @@ exec_reset(struct qr_exec *e)
 			v->cur = NULL;
 		if (v->kind != V_NODE)
 			continue;
-		if (v->cur != NULL)
+		if (v->cur != NULL && v->cur == &v->store)
 			pool_release(e, &v->store);
 		v->cur = NULL;
 	}
@@ -767,19 +854,27 @@ qr_exec_run(struct qr_exec *e, struct qr_tensor *const *inputs,
 		struct step *s = &e->steps[i];
 		double t0 = e->opts.profile ? qr_now() : 0;
 
-		for (j = 0; j < s->call.n_in; j++)
-			s->call.in[j] = s->in_val[j] == NO_STEP ? NULL :
-				e->vals[s->in_val[j]].cur;
-		st = step_exec(e, s, d);
-		if (st != QR_OK)
-			goto out;
+		struct qr_tensor **outs = s->call.out;
+
+		if (s->folded != NULL) {
+			for (j = 0; j < s->call.n_out; j++)
+				e->vals[s->out_val[j]].cur = s->folded[j];
+			outs = s->folded;
+		} else {
+			for (j = 0; j < s->call.n_in; j++)
+				s->call.in[j] = s->in_val[j] == NO_STEP ?
+					NULL : e->vals[s->in_val[j]].cur;
+			st = step_exec(e, s, d);
+			if (st != QR_OK)
+				goto out;
+		}
 		if (e->opts.profile) {
 			e->prof[s->prof].seconds += qr_now() - t0;
 			e->prof[s->prof].calls++;
 		}
 		if (hook != NULL) {
-			int rc = hook(s->call.node, s->call.out,
-				      s->call.n_out, user);
+			int rc = hook(s->call.node, outs, s->call.n_out,
+				      user);
 
 			if (rc != 0) {
 				st = rc > 0 && rc <= QR_ETHRESHOLD ?
@@ -793,7 +888,8 @@ qr_exec_run(struct qr_exec *e, struct qr_tensor *const *inputs,
 		for (j = 0; j < s->n_release; j++) {
 			struct value *v = &e->vals[s->release[j]];
 
-			pool_release(e, &v->store);
+			if (!v->folded)
+				pool_release(e, &v->store);
 			v->cur = NULL;
 		}
 	}
@@ -976,6 +1072,18 @@ qr_exec_profile(struct qr_exec *e, size_t *n)
 	qsort(e->prof_sorted, e->n_prof, sizeof *e->prof_sorted, prof_cmp);
 	*n = e->n_prof;
 	return e->prof_sorted;
+}
+
+/* Zero the per-op-type timings (e.g. after warm-up runs). */
+void
+qr_exec_profile_reset(struct qr_exec *e)
+{
+	size_t i;
+
+	for (i = 0; i < e->n_prof; i++) {
+		e->prof[i].calls = 0;
+		e->prof[i].seconds = 0;
+	}
 }
 
 /* Current and peak activation memory (see struct qr_exec_mem). */

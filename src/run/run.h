@@ -139,6 +139,8 @@ enum qr_status qr_exec_run_node(struct qr_exec *e, size_t i,
 /* Per-op-type timings, sorted by time spent, most first; *n gets the
  * count. Borrowed until the next run. Empty unless opts.profile. */
 const struct qr_exec_prof *qr_exec_profile(struct qr_exec *e, size_t *n);
+/* Zero the timings qr_exec_profile reports (say, after warm-up runs). */
+void qr_exec_profile_reset(struct qr_exec *e);
 
 /* Memory accounting, for tests and --profile. */
 struct qr_exec_mem {

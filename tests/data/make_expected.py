@@ -15,10 +15,20 @@ about samples/digits_float.onnx and samples/digits_qdq.onnx:
                    Conv->Depthwise->Conv triplets joined by Relu/PRelu or
                    directly; sets applied in order, each on the weights the
                    previous set left)
+  activations      samples/digits (30 PNGs, labels from the class folders,
+                   x = (p/255 - 0.5)/0.5) through digits_float and
+                   digits_qdq with the numpy reference runner of
+                   samples/qdq_quantize.py: per matched tensor (ORT names:
+                   X <-> X_DequantizeLinear_Output, graph outputs by name)
+                   cosine mean/min over samples and SQNR with samples
+                   concatenated, cumulative and local (local: every matched
+                   quant tensor replaced by the float value after it is
+                   compared); the output's top-1 agreement and accuracy
 
 Usage: /usr/bin/python3 tests/data/make_expected.py > tests/data/expected_digits.json
 """
 import json
+import os
 import sys
 
 import numpy as np
@@ -249,6 +259,100 @@ def cle_entries(g, c):
     return out
 
 
+def digits_images(root):
+    """The 30 sample PNGs in the order qreport reads them (class folders
+    and files sorted by name), preprocessed as the CLI test asks."""
+    from PIL import Image
+    out = []
+    base = os.path.join(root, "digits")
+    for label, cls in enumerate(sorted(os.listdir(base))):
+        for f in sorted(os.listdir(os.path.join(base, cls))):
+            p = np.asarray(Image.open(os.path.join(base, cls, f)).convert("L"),
+                           dtype=np.float32)
+            x = (p * np.float32(1 / 255) - np.float32(0.5)) / np.float32(0.5)
+            out.append((x.reshape(1, 1, 8, 8).astype(np.float32), label))
+    return out
+
+
+class Acc:
+    """Streaming cosine/SQNR, as defined in src/analysis/astats.c."""
+
+    def __init__(self):
+        self.cos, self.sxx, self.see = [], 0.0, 0.0
+
+    def add(self, x, y):
+        x = x.astype(np.float64).ravel()
+        y = y.astype(np.float64).ravel()
+        nx, ny = np.sum(x * x), np.sum(y * y)
+        if nx == 0 and ny == 0:
+            c = 1.0
+        elif nx == 0 or ny == 0:
+            c = 0.0
+        else:
+            c = float(np.sum(x * y) / (np.sqrt(nx) * np.sqrt(ny)))
+        self.cos.append(c)
+        self.sxx += nx
+        self.see += float(np.sum((x - y) ** 2))
+
+    def sqnr(self):
+        return None if self.see == 0 else float(10 * np.log10(self.sxx / self.see))
+
+
+def activation_entries(root):
+    sys.path.insert(0, root)
+    import qdq_quantize as qq
+    f = onnx.load(f"{root}/digits_float.onnx")
+    q = onnx.load(f"{root}/digits_qdq.onnx")
+    fr, qr = qq.Runner(f), qq.Runner(q)
+    qnodes = [(n, qq._attrs(n)) for n in q.graph.node]
+    qnames = {o for n in q.graph.node for o in n.output} | set(qr.input_names)
+    qouts = [o.name for o in q.graph.output]
+    ftensors = list(fr.input_names) + [o for n in f.graph.node
+                                       if n.op_type != "Constant" for o in n.output]
+    pairs = []
+    for t in ftensors:
+        if t + "_DequantizeLinear_Output" in qnames:
+            pairs.append((t, t + "_DequantizeLinear_Output"))
+        elif t in qouts:
+            pairs.append((t, t))
+    by_q = {qt: ft for ft, qt in pairs}
+    cum = {ft: Acc() for ft, _ in pairs}
+    loc = {ft: Acc() for ft, _ in pairs}
+    agree = fcorrect = qcorrect = 0
+    data = digits_images(root)
+    for x, label in data:
+        fenv = fr.run({"input": x})
+        for local in (0, 1):
+            env = dict(qr.consts)
+            env["input"] = x
+            for node, a in qnodes:
+                outs = qq._op(node, [env[i] if i else None for i in node.input], a)
+                for name, v in zip(node.output, outs):
+                    env[name] = v
+                    if name in by_q:
+                        ft = by_q[name]
+                        (loc if local else cum)[ft].add(fenv[ft], v)
+                        if local:
+                            env[name] = fenv[ft].astype(v.dtype)
+            if not local:
+                af = int(np.argmax(fenv["logits"]))
+                aq = int(np.argmax(env["logits"]))
+                agree += af == aq
+                fcorrect += af == label
+                qcorrect += aq == label
+    rows = []
+    for ft, qt in pairs:
+        rows.append({"tensor": ft, "quant_tensor": qt,
+                     "cosine_mean": float(np.mean(cum[ft].cos)),
+                     "cosine_min": float(np.min(cum[ft].cos)),
+                     "sqnr_db": cum[ft].sqnr(),
+                     "local_sqnr_db": loc[ft].sqnr()})
+    n = len(data)
+    return {"samples": n, "pairs": rows,
+            "output": {"name": "logits", "top1_agreement": agree / n,
+                       "accuracy": qcorrect / n, "float_accuracy": fcorrect / n}}
+
+
 def main():
     f = onnx.load(f"{ROOT}/digits_float.onnx")
     q = onnx.load(f"{ROOT}/digits_qdq.onnx")
@@ -257,6 +361,7 @@ def main():
         "weights": [weight_entry(n, w, fc[w], a) for n, w, a in weighted(f.graph, fc)],
         "quant_weights": quant_entries(f.graph, fc, q.graph, qc),
         "cle": cle_entries(f.graph, fc),
+        "activations": activation_entries(ROOT),
     }
     json.dump(doc, sys.stdout, indent=1)
     sys.stdout.write("\n")

@@ -115,7 +115,7 @@ def main():
     # 1000 -> 4 (rounded) where stripping (>> 8) would give 3
     assert 1000 >> 8 == 3
 
-    # corrupt: rgb.png with one IDAT data byte flipped (CRC error)
+    # corrupt: rgb.png with one IDAT data byte flipped (bad zlib data and CRC)
     i = good.index(b"IDAT") + 6
     write("corrupt.png", good[:i] + bytes((good[i] ^ 0x55,)) + good[i + 1:])
     # header-only PNGs over the memory bound: a side over 16384, and

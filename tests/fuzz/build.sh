@@ -8,8 +8,9 @@
 # -fsanitize=fuzzer-no-link,address,undefined into OUTDIR/libqrfuzz.a,
 # generates onnx.pb-c.c with protoc-c into OUTDIR/gen, and links
 # OUTDIR/fuzz_<name> for every harness. fuzz_image is built only once
-# src/run/ defines qr_image_decode. Prints the harnesses built, one a line,
-# to OUTDIR/harnesses. Environment: CC (default clang), JOBS (default 2),
+# a file in src/run/ defines qr_image_decode. The harnesses built are
+# listed, one a line, in OUTDIR/harnesses. Environment: CC (default
+# clang), JOBS (default 2),
 # ONNX_PROTO (default /usr/include/onnx/onnx.proto).
 set -eu
 
@@ -37,19 +38,14 @@ CPPFLAGS="-I$top/src -I$out/gen -I$top/tests/fuzz $(pkg-config --cflags $pkgs)
 	-DQR_VERSION=\"fuzz\""
 LIBS="$(pkg-config --libs $pkgs) -lm -lpthread"
 
-# qr_image_decode lands in src/run/dataset*.c; the image harness and the
-# dataset sources come in once it is defined there.
-image=""
-if grep -qs '^qr_image_decode(' "$top"/src/run/dataset*.c; then
-	image=yes
-fi
+# The image harness comes in with the source that defines qr_image_decode
+# (src/run/image.c); the rest of the dataset code is not needed.
+image=$(grep -l '^qr_image_decode(' "$top"/src/run/*.c 2>/dev/null || true)
 
 srcs=$(ls "$top"/src/util/*.c "$top"/src/onnx/*.c "$top"/src/graph/*.c \
 	"$top"/src/kernels/*.c "$top"/src/ops/*.c "$top"/src/run/executor.c \
 	"$top"/src/run/npy.c)
-if [ -n "$image" ]; then
-	srcs="$srcs $(ls "$top"/src/run/dataset*.c)"
-fi
+[ -n "$image" ] && srcs="$srcs $image"
 srcs="$srcs $out/gen/onnx/onnx.pb-c.c"
 
 # One object per source, named after its path, JOBS at a time.

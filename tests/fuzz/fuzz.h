@@ -1,5 +1,5 @@
 /*
- * fuzz: entry points shared by the libFuzzer harnesses (tests/fuzz/*.c)
+ * fuzz: entry points shared by the libFuzzer harnesses (tests/fuzz/fuzz_<name>.c)
  * and the regression replayer (tests/test_fuzz_regress.c).
  *
  * Each qr_fuzz_<name> feeds one input through a loader (and what comes

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
+#include "graph/tensor.h"
 #include "util/util.h"
 
 /* Folder holding ext_ok.bin (37 bytes), ext_small.bin (8 bytes) and
@@ -53,13 +54,19 @@ qr_fuzz_init(void)
 {
 	unsigned char ok[37], small[8] = {0};
 	char link_path[128];
+	const char *tmp;
 	size_t i;
 
 	if (qr_fuzz_ext_dir != NULL)
 		return;
-	snprintf(ext_dir, sizeof ext_dir, "%s/qr-fuzz-ext-XXXXXX",
-		 getenv("TMPDIR") && strlen(getenv("TMPDIR")) < 32 ?
-		 getenv("TMPDIR") : "/tmp");
+	/* Far below libFuzzer's -rss_limit_mb=2048, so that a model asking
+	 * for a huge tensor meets the limit, not the out-of-memory report. */
+	qr_tensor_set_max_bytes((size_t)256 << 20);
+	/* Every pb/npy input is written there: prefer memory to disk. */
+	tmp = getenv("TMPDIR");
+	if (tmp == NULL || strlen(tmp) >= 32)
+		tmp = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+	snprintf(ext_dir, sizeof ext_dir, "%s/qr-fuzz-ext-XXXXXX", tmp);
 	if (mkdtemp(ext_dir) == NULL) {
 		perror("mkdtemp");
 		abort();

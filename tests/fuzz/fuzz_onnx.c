@@ -167,7 +167,7 @@ walk_graph(const struct qr_graph_data *g, int depth)
 		if (k != NULL)
 			walk_tensor(k);
 		fuzz_sink += (unsigned)qr_node_attr_int(n, "axis", 0);
-		fuzz_sink += (unsigned)qr_node_attr_float(n, "alpha", 1.0f);
+		fuzz_sink += qr_node_attr_float(n, "alpha", 1.0f) != 1.0f;
 		touch_str(qr_node_attr_str(n, "mode", ""));
 	}
 }

@@ -99,6 +99,9 @@ for h in $harnesses; do
 	end=$(date +%s)
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" |
 		tail -n 1)
+	# -fork mode prints no final stats: take the last "#N" progress line.
+	[ -n "$execs" ] || execs=$(sed -n 's/^#\([0-9][0-9]*\)[^0-9].*/\1/p' \
+		"$log" | tail -n 1)
 	execs=${execs:-0}
 	total_execs=$((total_execs + execs))
 	crashes=$(( $(ls "$out/artifacts/$h" | wc -l) - n_before ))

@@ -1,0 +1,967 @@
+/*
+ * activations: the representative data through the float model and every
+ * candidate, one sample at a time, compared tensor by tensor.
+ *
+ * Per sample:
+ *   1. the float model runs once; its hook copies the matched float
+ *      tensors of this sample (one buffer per tensor, reused from sample
+ *      to sample) and adds them to the per-channel statistics;
+ *   2. each candidate runs twice:
+ *      - cumulative: a normal run; the hook compares each matched tensor
+ *        with the float one (integer tensors dequantized with their scale
+ *        and zero point): the error of everything up to that point;
+ *      - local: the hook compares, then overwrites the tensor with the
+ *        float value in its own domain (a float copy, or quantized with
+ *        its scale and zero point, round half to even, saturated), so each
+ *        node reads the float model's values and its error is its own
+ *        (ONNX Runtime qdq_loss_debug's "local" error; TFLite's quantization
+ *        debugger feeds dequantized float inputs the same way).
+ * Only sums, histograms and per-channel ranges survive a sample.
+ */
+#include "analysis/analysis-int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+#include "graph/tensor.h"
+#include "onnx/onnx.h"
+#include "run/run.h"
+
+#define NONE ((size_t)-1)
+#define BORN_CAP_DB 100.0        /* SQNR cap when looking for the drop */
+#define RMSE_SCALE_BAD 0.7       /* TFLite debugger: suspect above */
+#define SATURATION_BAD 0.01      /* fraction of values outside the range */
+
+/* A float tensor compared by some candidate. */
+struct ftens {
+	const char *name;        /* borrowed from the float model */
+	long node;               /* producer node index, -1 for an input */
+	long pos;                /* topological position, -1 for an input */
+	float *buf;              /* this sample's values */
+	size_t cap;              /* floats allocated in buf */
+	size_t n;                /* elements this sample */
+	int ndim;
+	int64_t dims[QR_TENSOR_MAX_DIMS];
+	int have;                /* 1 once seen in this sample */
+	int seen;                /* 1 once seen in any sample */
+	char *shape;             /* of the first sample */
+	struct qr_as_chan chan;  /* per-channel statistics */
+	uint64_t n_values;
+	size_t out;              /* index in a->act_tensors */
+};
+
+/* A matched pair of one candidate, with its running sums. */
+struct cpair {
+	size_t ft;               /* index into the ftens array */
+	const struct qr_am_pair *am; /* borrowed from cand.am */
+	struct qr_as_qparams qp; /* of the compared tensor */
+	struct qr_as_qparams *also_qp; /* per am->also */
+	int qdtype;              /* dtype seen at run time */
+	struct qr_cmp_acc cum, loc;
+	int hist_set;
+	double hlo, hhi;
+	uint64_t hf[QR_ACT_HIST_BINS], hq[QR_ACT_HIST_BINS];
+	uint64_t uf, of, uq, oq;
+	uint64_t sat, sat_n;     /* saturated float values, values seen */
+	int shape_bad;
+};
+
+/* What the hook does at one output of one node. */
+struct hook_ent {
+	size_t slot;             /* output index of the node */
+	size_t pair;             /* index into cand.pairs (or ftens) */
+	long also;               /* -1: the compared tensor; k: also[k] */
+};
+
+/* Entries per node, CSR style. */
+struct hook_map {
+	size_t *start;           /* n_nodes + 1 offsets into ent */
+	struct hook_ent *ent;
+	size_t n_ent;
+};
+
+struct outacc {
+	size_t samples, cap;
+	double *cos, *sqnr;
+	struct qr_cmp_acc total;
+	int classifier;
+	size_t rows, agree, labeled, fcorrect, qcorrect;
+	struct qr_as_qparams qp; /* for an integer output */
+};
+
+struct cand {
+	const struct qr_model *m;
+	struct qr_graph *g;
+	struct qr_exec *e;
+	struct qr_am am;
+	struct cpair *pairs;     /* am.n */
+	struct hook_map map;
+	size_t *pre;             /* pairs on graph inputs (compared before) */
+	size_t n_pre;
+	struct outacc *outs;
+	size_t n_outs;
+	int ran;
+	char *why;
+	double seconds;
+};
+
+struct ctx {
+	struct qr_analysis *a;
+	const struct qr_model *fm;
+	struct qr_graph *fg;
+	struct qr_exec *fe;
+	struct ftens *ft;
+	size_t n_ft;
+	struct hook_map fmap;    /* float node -> ftens */
+	struct cand *c;
+	size_t n_c;
+	float *scratch;          /* quant values of one tensor */
+	size_t scratch_cap;
+	int local;               /* the candidate run under way is local */
+	struct cand *cur;        /* the candidate under way */
+};
+
+static float *
+grow(float **buf, size_t *cap, size_t n)
+{
+	if (n > *cap) {
+		free(*buf);
+		*cap = n + n / 4 + 16;
+		*buf = xmalloc(*cap * sizeof **buf);
+	}
+	return *buf;
+}
+
+/* Build a CSR map from (node, entry) lists. */
+static void
+map_build(struct hook_map *m, size_t n_nodes, const size_t *node,
+	  const struct hook_ent *ent, size_t n)
+{
+	size_t i, *fill;
+
+	m->start = xcalloc(n_nodes + 2, sizeof *m->start);
+	m->ent = xcalloc(n + 1, sizeof *m->ent);
+	m->n_ent = n;
+	for (i = 0; i < n; i++)
+		m->start[node[i] + 1]++;
+	for (i = 0; i < n_nodes; i++)
+		m->start[i + 1] += m->start[i];
+	fill = xcalloc(n_nodes + 1, sizeof *fill);
+	for (i = 0; i < n; i++)
+		m->ent[m->start[node[i]] + fill[node[i]]++] = ent[i];
+	free(fill);
+}
+
+static void
+map_free(struct hook_map *m)
+{
+	free(m->start);
+	free(m->ent);
+}
+
+static size_t
+ft_find(const struct ctx *c, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < c->n_ft; i++)
+		if (strcmp(c->ft[i].name, name) == 0)
+			return i;
+	return NONE;
+}
+
+/* The output slot of name in node n. */
+static size_t
+out_slot(const struct qr_node *n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n->n_out; i++)
+		if (strcmp(n->out[i], name) == 0)
+			return i;
+	return NONE;
+}
+
+/* Copy t into f's buffer (this sample) and add it to the statistics. */
+static void
+ft_take(struct ftens *f, const struct qr_tensor *t)
+{
+	grow(&f->buf, &f->cap, t->n_elem);
+	if (!qr_as_to_float(t, NULL, f->buf))
+		return;
+	f->n = t->n_elem;
+	f->ndim = t->ndim;
+	memcpy(f->dims, t->dims, sizeof f->dims);
+	f->have = 1;
+	if (!f->seen) {
+		f->shape = qr_an_dims_str(t->dims, t->ndim);
+		f->seen = 1;
+	}
+	qr_as_chan_add(&f->chan, f->buf, t->dims, t->ndim);
+	f->n_values += t->n_elem;
+}
+
+static int
+float_hook(const struct qr_node *node, struct qr_tensor *const *outs,
+	   size_t n_outs, void *user)
+{
+	struct ctx *c = user;
+	size_t ni = (size_t)(node - c->fm->graph.nodes), k;
+
+	for (k = c->fmap.start[ni]; k < c->fmap.start[ni + 1]; k++) {
+		const struct hook_ent *h = &c->fmap.ent[k];
+
+		if (h->slot < n_outs && outs[h->slot] != NULL)
+			ft_take(&c->ft[h->pair], outs[h->slot]);
+	}
+	return 0;
+}
+
+/* Compare quant tensor t with its float counterpart (and, in the local
+ * run, overwrite it afterwards). */
+static void
+compare(struct ctx *c, struct cpair *p, struct qr_tensor *t)
+{
+	struct ftens *f = &c->ft[p->ft];
+	float *y;
+
+	if (!f->have)
+		return;
+	if (t->n_elem != f->n) {
+		p->shape_bad = 1;
+		return;
+	}
+	y = grow(&c->scratch, &c->scratch_cap, t->n_elem);
+	p->qdtype = t->dtype;
+	if (!qr_as_to_float(t, p->qp.n ? &p->qp : NULL, y))
+		return;
+	if (c->local) {
+		qr_cmp_add(&p->loc, f->buf, y, f->n);
+		return;
+	}
+	qr_cmp_add(&p->cum, f->buf, y, f->n);
+	if (!p->hist_set) {
+		qr_as_hist_range(f->buf, y, f->n, &p->hlo, &p->hhi);
+		p->hist_set = 1;
+	}
+	qr_as_hist_add(p->hlo, p->hhi, p->hf, QR_ACT_HIST_BINS, &p->uf,
+		       &p->of, f->buf, f->n);
+	qr_as_hist_add(p->hlo, p->hhi, p->hq, QR_ACT_HIST_BINS, &p->uq,
+		       &p->oq, y, f->n);
+	if (p->qp.n) {
+		p->sat += qr_as_saturated(&p->qp, f->buf, f->n, f->dims,
+					  f->ndim);
+		p->sat_n += f->n;
+	}
+}
+
+static int
+cand_hook(const struct qr_node *node, struct qr_tensor *const *outs,
+	  size_t n_outs, void *user)
+{
+	struct ctx *c = user;
+	struct cand *q = c->cur;
+	size_t ni = (size_t)(node - q->m->graph.nodes), k;
+
+	for (k = q->map.start[ni]; k < q->map.start[ni + 1]; k++) {
+		const struct hook_ent *h = &q->map.ent[k];
+		struct cpair *p = &q->pairs[h->pair];
+		struct qr_tensor *t;
+
+		if (h->slot >= n_outs || (t = outs[h->slot]) == NULL)
+			continue;
+		if (h->also < 0)
+			compare(c, p, t);
+		if (!c->local || !c->ft[p->ft].have || t->n_elem != c->ft[p->ft].n)
+			continue;
+		if (h->also < 0)
+			qr_as_from_float(t, p->qp.n ? &p->qp : NULL,
+					 c->ft[p->ft].buf);
+		else
+			qr_as_from_float(t, p->also_qp[h->also].n
+					 ? &p->also_qp[h->also] : NULL,
+					 c->ft[p->ft].buf);
+	}
+	return 0;
+}
+
+/* ---- setup ---- */
+
+/* The float tensors of every candidate's pairs, in topological order. */
+static void
+collect_ftens(struct ctx *c)
+{
+	size_t k, i, j;
+
+	for (k = 0; k < c->n_c; k++) {
+		for (i = 0; i < c->c[k].am.n; i++) {
+			const char *nm = c->c[k].am.pairs[i].f;
+			struct ftens *f;
+
+			if (ft_find(c, nm) != NONE)
+				continue;
+			c->ft = xreallocarray(c->ft, c->n_ft + 1, sizeof *c->ft);
+			f = &c->ft[c->n_ft++];
+			memset(f, 0, sizeof *f);
+			f->name = nm;
+			f->node = qr_graph_producer(c->fg, nm);
+			f->pos = c->c[k].am.pairs[i].fpos;
+		}
+	}
+	/* insertion sort by position, names breaking ties */
+	for (i = 1; i < c->n_ft; i++)
+		for (j = i; j > 0 && (c->ft[j - 1].pos > c->ft[j].pos ||
+				      (c->ft[j - 1].pos == c->ft[j].pos &&
+				       strcmp(c->ft[j - 1].name,
+					      c->ft[j].name) > 0)); j--) {
+			struct ftens x = c->ft[j];
+
+			c->ft[j] = c->ft[j - 1];
+			c->ft[j - 1] = x;
+		}
+	{
+		size_t *node = xcalloc(c->n_ft + 1, sizeof *node), n = 0;
+		struct hook_ent *ent = xcalloc(c->n_ft + 1, sizeof *ent);
+
+		for (i = 0; i < c->n_ft; i++) {
+			const struct qr_node *fn;
+
+			if (c->ft[i].node < 0)
+				continue;
+			fn = qr_graph_node(c->fg, (size_t)c->ft[i].node);
+			node[n] = (size_t)c->ft[i].node;
+			ent[n].slot = out_slot(fn, c->ft[i].name);
+			ent[n].pair = i;
+			ent[n].also = -1;
+			n++;
+		}
+		map_build(&c->fmap, qr_graph_n_nodes(c->fg), node, ent, n);
+		free(node);
+		free(ent);
+	}
+}
+
+/* Pairs, hook map and output accumulators of candidate q. */
+static void
+cand_setup(struct ctx *c, struct cand *q)
+{
+	size_t i, k, n = 0, cap = 16, no;
+	size_t *node = xcalloc(cap, sizeof *node);
+	struct hook_ent *ent = xcalloc(cap, sizeof *ent);
+
+	q->pairs = xcalloc(q->am.n + 1, sizeof *q->pairs);
+	q->pre = xcalloc(q->am.n + 1, sizeof *q->pre);
+	for (i = 0; i < q->am.n; i++) {
+		const struct qr_am_pair *ap = &q->am.pairs[i];
+		struct cpair *p = &q->pairs[i];
+		long pi;
+
+		p->ft = ft_find(c, ap->f);
+		p->am = ap;
+		qr_am_qparams(q->g, ap->q, &p->qp);
+		p->also_qp = xcalloc(ap->n_also + 1, sizeof *p->also_qp);
+		for (k = 0; k <= ap->n_also; k++) {
+			const char *nm = k == 0 ? ap->q : ap->also[k - 1];
+			const struct qr_node *qn;
+
+			if (k > 0)
+				qr_am_qparams(q->g, nm, &p->also_qp[k - 1]);
+			pi = qr_graph_producer(q->g, nm);
+			if (pi < 0) {
+				if (k == 0)
+					q->pre[q->n_pre++] = i;
+				continue;
+			}
+			qn = qr_graph_node(q->g, (size_t)pi);
+			if (n == cap) {
+				cap *= 2;
+				node = xreallocarray(node, cap, sizeof *node);
+				ent = xreallocarray(ent, cap, sizeof *ent);
+			}
+			node[n] = (size_t)pi;
+			ent[n].slot = out_slot(qn, nm);
+			ent[n].pair = i;
+			ent[n].also = (long)k - 1;
+			n++;
+		}
+	}
+	map_build(&q->map, qr_graph_n_nodes(q->g), node, ent, n);
+	free(node);
+	free(ent);
+	no = c->fm->graph.n_output < q->m->graph.n_output
+		     ? c->fm->graph.n_output : q->m->graph.n_output;
+	q->outs = xcalloc(no + 1, sizeof *q->outs);
+	q->n_outs = no;
+	for (i = 0; i < no; i++)
+		qr_am_qparams(q->g, q->m->graph.outputs[i].name,
+			      &q->outs[i].qp);
+}
+
+static void
+cand_free(struct cand *q)
+{
+	size_t i, k;
+
+	for (i = 0; q->pairs != NULL && i < q->am.n; i++) {
+		qr_as_qparams_free(&q->pairs[i].qp);
+		for (k = 0; k < q->am.pairs[i].n_also; k++)
+			qr_as_qparams_free(&q->pairs[i].also_qp[k]);
+		free(q->pairs[i].also_qp);
+	}
+	free(q->pairs);
+	free(q->pre);
+	for (i = 0; i < q->n_outs; i++) {
+		free(q->outs[i].cos);
+		free(q->outs[i].sqnr);
+		qr_as_qparams_free(&q->outs[i].qp);
+	}
+	free(q->outs);
+	map_free(&q->map);
+	qr_am_free(&q->am);
+	qr_exec_free(q->e);
+	qr_graph_free(q->g);
+	free(q->why);
+}
+
+/* ---- one sample ---- */
+
+static size_t
+argmax_row(const float *v, size_t n)
+{
+	size_t i, best = 0;
+
+	for (i = 1; i < n; i++)
+		if (v[i] > v[best])
+			best = i;
+	return best;
+}
+
+/* Compare the candidate's graph outputs with the float model's. */
+static void
+compare_outputs(struct ctx *c, struct cand *q, int label)
+{
+	size_t nf, nq, i, r;
+	struct qr_tensor *const *fo = qr_exec_outputs(c->fe, &nf);
+	struct qr_tensor *const *qo = qr_exec_outputs(q->e, &nq);
+	float *x = NULL, *y = NULL;
+
+	for (i = 0; i < q->n_outs && i < nf && i < nq; i++) {
+		struct outacc *o = &q->outs[i];
+		struct qr_cmp_acc one = {0};
+		const struct qr_tensor *a = fo[i], *b = qo[i];
+
+		if (a == NULL || b == NULL || a->n_elem != b->n_elem)
+			continue;
+		x = xreallocarray(x, a->n_elem + 1, sizeof *x);
+		y = xreallocarray(y, a->n_elem + 1, sizeof *y);
+		if (!qr_as_to_float(a, NULL, x) ||
+		    !qr_as_to_float(b, o->qp.n ? &o->qp : NULL, y))
+			continue;
+		qr_cmp_add(&one, x, y, a->n_elem);
+		qr_cmp_add(&o->total, x, y, a->n_elem);
+		if (o->samples == o->cap) {
+			o->cap = o->cap ? o->cap * 2 : 32;
+			o->cos = xreallocarray(o->cos, o->cap, sizeof *o->cos);
+			o->sqnr = xreallocarray(o->sqnr, o->cap,
+						sizeof *o->sqnr);
+		}
+		o->cos[o->samples] = qr_cmp_cosine_mean(&one);
+		o->sqnr[o->samples] = qr_cmp_sqnr_db(&one);
+		o->samples++;
+		if (a->ndim != 2 || a->dims[1] < 2)
+			continue;
+		o->classifier = 1;
+		for (r = 0; r < (size_t)a->dims[0]; r++) {
+			size_t w = (size_t)a->dims[1];
+			size_t af = argmax_row(x + r * w, w);
+			size_t aq = argmax_row(y + r * w, w);
+
+			o->rows++;
+			o->agree += af == aq;
+			if (label >= 0 && a->dims[0] == 1) {
+				o->labeled++;
+				o->fcorrect += af == (size_t)label;
+				o->qcorrect += aq == (size_t)label;
+			}
+		}
+	}
+	free(x);
+	free(y);
+}
+
+/* Run candidate q on this sample, cumulative then local. The inputs are
+ * renamed to the candidate's graph inputs by position. */
+static enum qr_status
+run_cand(struct ctx *c, struct cand *q, struct qr_tensor *const *ins,
+	 size_t n_ins, int label, struct qr_diag *d)
+{
+	enum qr_status st = QR_OK;
+	size_t nfi, nqi, i, j, k;
+	const char *const *fnames = qr_exec_inputs(c->fe, &nfi);
+	const char *const *qnames = qr_exec_inputs(q->e, &nqi);
+	struct qr_tensor *alias = xcalloc(n_ins + 1, sizeof *alias);
+	struct qr_tensor **ptr = xcalloc(n_ins + 1, sizeof *ptr);
+	double t0 = qr_now();
+
+	for (i = 0; i < n_ins; i++) {
+		alias[i] = *ins[i];
+		alias[i].owned = 0;
+		for (j = 0; j < nfi && j < nqi; j++)
+			if (ins[i]->name && strcmp(ins[i]->name, fnames[j]) == 0)
+				alias[i].name = qnames[j];
+		ptr[i] = &alias[i];
+	}
+	c->cur = q;
+	for (k = 0; k < 2 && st == QR_OK; k++) {
+		c->local = (int)k;
+		for (i = 0; i < q->n_pre; i++) {
+			struct cpair *p = &q->pairs[q->pre[i]];
+
+			for (j = 0; j < n_ins; j++)
+				if (strcmp(alias[j].name, p->am->q) == 0)
+					compare(c, p, &alias[j]);
+		}
+		st = qr_exec_run(q->e, ptr, n_ins, cand_hook, c, d);
+		if (st == QR_OK && k == 0)
+			compare_outputs(c, q, label);
+	}
+	c->local = 0;
+	q->seconds += qr_now() - t0;
+	free(ptr);
+	free(alias);
+	return st;
+}
+
+/* ---- results ---- */
+
+static void
+act_tensors_out(struct ctx *c)
+{
+	struct qr_analysis *a = c->a;
+	size_t i, k, n = 0;
+
+	a->act_tensors = xcalloc(c->n_ft + 1, sizeof *a->act_tensors);
+	for (i = 0; i < c->n_ft; i++) {
+		struct ftens *f = &c->ft[i];
+		struct qr_act_tensor *t = &a->act_tensors[n];
+		const struct qr_node *fn = f->node >= 0
+			? qr_graph_node(c->fg, (size_t)f->node) : NULL;
+
+		f->out = n++;
+		t->name = xstrdup(f->name);
+		t->layer = xstrdup(fn ? fn->name : "");
+		t->op = xstrdup(fn ? fn->op_type : "input");
+		t->depth = (int)f->pos;
+		t->shape = f->shape ? xstrdup(f->shape) : xstrdup("?");
+		t->channels = f->chan.ch;
+		t->ch_min = xcalloc(f->chan.ch + 1, sizeof *t->ch_min);
+		t->ch_max = xcalloc(f->chan.ch + 1, sizeof *t->ch_max);
+		t->ch_mean = xcalloc(f->chan.ch + 1, sizeof *t->ch_mean);
+		for (k = 0; k < f->chan.ch; k++) {
+			t->ch_min[k] = f->chan.mn[k];
+			t->ch_max[k] = f->chan.mx[k];
+			t->ch_mean[k] = f->chan.cnt[k]
+				? (float)(f->chan.sum[k] / f->chan.cnt[k]) : NAN;
+		}
+		t->min = f->chan.ch ? f->chan.min : NAN;
+		t->max = f->chan.ch ? f->chan.max : NAN;
+		t->n_values = f->n_values;
+	}
+	a->n_act_tensors = n;
+}
+
+static double
+capped(double v)
+{
+	if (isnan(v))
+		return NAN;
+	return v > BORN_CAP_DB ? BORN_CAP_DB : v;
+}
+
+static void
+pair_out(const struct ctx *c, struct qr_act_pair *o, const struct cpair *p,
+	 size_t k)
+{
+	const struct qr_act_data *dt = &c->a->data;
+	double lmse;
+
+	o->quant = k;
+	o->tensor = c->ft[p->ft].out;
+	o->quant_tensor = xstrdup(p->am->q);
+	o->quant_dtype = xstrdup(p->qdtype ? qr_dtype_name(p->qdtype) : "?");
+	o->match = p->am->how;
+	o->match_reason = xstrdup(p->am->reason);
+	o->samples = p->cum.samples;
+	o->cosine_mean = qr_cmp_cosine_mean(&p->cum);
+	o->cosine_min = p->cum.samples ? p->cum.cos_min : NAN;
+	o->cosine_max = p->cum.samples ? p->cum.cos_max : NAN;
+	o->mse = qr_cmp_mse(&p->cum);
+	o->max_abs = p->cum.samples ? p->cum.max_abs : NAN;
+	o->norm_l2 = qr_cmp_norm_l2(&p->cum);
+	o->sqnr_db = qr_cmp_sqnr_db(&p->cum);
+	o->local_cosine_mean = qr_cmp_cosine_mean(&p->loc);
+	o->local_cosine_min = p->loc.samples ? p->loc.cos_min : NAN;
+	o->local_mse = lmse = qr_cmp_mse(&p->loc);
+	o->local_sqnr_db = qr_cmp_sqnr_db(&p->loc);
+	o->nan_float = p->cum.nan_x;
+	o->inf_float = p->cum.inf_x;
+	o->nan_quant = p->cum.nan_y;
+	o->inf_quant = p->cum.inf_y;
+	o->has_qparams = p->qp.n > 0;
+	o->scale = o->zero_point = o->qmin = o->qmax = NAN;
+	o->saturation = o->rmse_over_scale = NAN;
+	if (p->qp.n > 0) {
+		double lo = p->qp.qmin, hi = p->qp.qmax;
+
+		if (p->qdtype && p->qdtype != QR_DT_FLOAT)
+			qr_as_qrange(p->qdtype, &lo, &hi);
+		o->scale = p->qp.scale[0];
+		o->zero_point = p->qp.zp[0];
+		o->qmin = lo;
+		o->qmax = hi;
+		o->saturation = p->sat_n ? (double)p->sat / p->sat_n : NAN;
+		o->rmse_over_scale = o->scale > 0 ? sqrt(lmse) / o->scale : NAN;
+	}
+	o->hist_lo = p->hlo;
+	o->hist_hi = p->hhi;
+	memcpy(o->hist_float, p->hf, sizeof o->hist_float);
+	memcpy(o->hist_quant, p->hq, sizeof o->hist_quant);
+	o->under_float = p->uf;
+	o->over_float = p->of;
+	o->under_quant = p->uq;
+	o->over_quant = p->oq;
+	o->flags = 0;
+	if (p->shape_bad)
+		o->flags |= QR_ACT_FLAG_SHAPE;
+	if (o->cosine_mean < dt->cos_threshold)
+		o->flags |= QR_ACT_FLAG_COSINE;
+	if (o->sqnr_db < dt->sqnr_threshold)
+		o->flags |= QR_ACT_FLAG_SQNR;
+	if (o->rmse_over_scale > RMSE_SCALE_BAD)
+		o->flags |= QR_ACT_FLAG_RMSE_SCALE;
+	if (o->saturation > SATURATION_BAD)
+		o->flags |= QR_ACT_FLAG_SATURATION;
+	if (o->nan_float + o->inf_float + o->nan_quant + o->inf_quant)
+		o->flags |= QR_ACT_FLAG_NONFINITE;
+}
+
+static void
+cand_out(struct ctx *c, size_t k)
+{
+	struct qr_analysis *a = c->a;
+	struct cand *q = &c->c[k];
+	struct qr_act_run *r = &a->act_runs[k];
+	size_t i;
+	double prev = NAN, worst = INFINITY;
+
+	r->ran = q->ran;
+	r->why = q->why ? xstrdup(q->why) : NULL;
+	r->born = r->worst_local = -1;
+	r->born_drop_db = NAN;
+	r->seconds = q->seconds;
+	for (i = 0; i < q->am.n_un; i++) {
+		struct qr_act_unmatched *u;
+		long pi = qr_graph_producer(c->fg, q->am.un[i].f);
+
+		a->act_unmatched = xreallocarray(a->act_unmatched,
+						 a->n_act_unmatched + 1,
+						 sizeof *a->act_unmatched);
+		u = &a->act_unmatched[a->n_act_unmatched++];
+		u->quant = k;
+		u->tensor = xstrdup(q->am.un[i].f);
+		u->layer = xstrdup(pi >= 0 ? qr_graph_node(c->fg, (size_t)pi)->name
+					   : "");
+		u->reason = xstrdup(q->am.un[i].reason);
+	}
+	if (!q->ran)
+		return;
+	a->act_pairs = xreallocarray(a->act_pairs, a->n_act_pairs + q->am.n + 1,
+				     sizeof *a->act_pairs);
+	for (i = 0; i < q->am.n; i++) {
+		struct qr_act_pair *o = &a->act_pairs[a->n_act_pairs];
+		double s;
+
+		if (q->pairs[i].ft == NONE || !c->ft[q->pairs[i].ft].seen)
+			continue;
+		memset(o, 0, sizeof *o);
+		pair_out(c, o, &q->pairs[i], k);
+		a->n_act_pairs++;
+		r->n_pairs++;
+		r->n_name += o->match == QR_MATCH_NAME;
+		r->n_structure += o->match == QR_MATCH_STRUCTURE;
+		r->n_flagged += (o->flags & (QR_ACT_FLAG_COSINE |
+					     QR_ACT_FLAG_SQNR)) != 0;
+		s = capped(o->sqnr_db);
+		if (!isnan(prev) && !isnan(s) && prev - s > 0 &&
+		    (r->born < 0 || prev - s > r->born_drop_db)) {
+			r->born = (long)(a->n_act_pairs - 1);
+			r->born_drop_db = prev - s;
+		}
+		if (!isnan(s))
+			prev = s;
+		if (!isnan(o->local_sqnr_db) && o->local_sqnr_db < worst) {
+			worst = o->local_sqnr_db;
+			r->worst_local = (long)(a->n_act_pairs - 1);
+		}
+	}
+	a->act_outputs = xreallocarray(a->act_outputs,
+				       a->n_act_outputs + q->n_outs + 1,
+				       sizeof *a->act_outputs);
+	for (i = 0; i < q->n_outs; i++) {
+		struct outacc *oa = &q->outs[i];
+		struct qr_act_output *o = &a->act_outputs[a->n_act_outputs++];
+		size_t s;
+
+		memset(o, 0, sizeof *o);
+		o->quant = k;
+		o->name = xstrdup(c->fm->graph.outputs[i].name);
+		o->quant_name = xstrdup(q->m->graph.outputs[i].name);
+		o->samples = oa->samples;
+		o->cosine = xcalloc(oa->samples + 1, sizeof *o->cosine);
+		o->sqnr_db = xcalloc(oa->samples + 1, sizeof *o->sqnr_db);
+		for (s = 0; s < oa->samples; s++) {
+			o->cosine[s] = oa->cos[s];
+			o->sqnr_db[s] = oa->sqnr[s];
+		}
+		o->cosine_mean = qr_cmp_cosine_mean(&oa->total);
+		o->cosine_min = oa->total.samples ? oa->total.cos_min : NAN;
+		o->sqnr_total_db = qr_cmp_sqnr_db(&oa->total);
+		o->classifier = oa->classifier;
+		o->rows = oa->rows;
+		o->agree = oa->agree;
+		o->labeled = oa->labeled;
+		o->float_correct = oa->fcorrect;
+		o->quant_correct = oa->qcorrect;
+	}
+}
+
+static void
+strv_add(char ***v, size_t *n, const char *s)
+{
+	*v = xreallocarray(*v, *n + 1, sizeof **v);
+	(*v)[(*n)++] = xstrdup(s != NULL ? s : "");
+}
+
+/* The message of the last error in d, then d cleared of it. */
+static char *
+take_error(struct qr_diag *d)
+{
+	char *s = xstrdup(d != NULL && d->msg[0] ? d->msg : "unknown error");
+
+	if (d != NULL) {
+		d->status = QR_OK;
+		d->msg[0] = '\0';
+	}
+	return s;
+}
+
+/*
+ * See analysis.h. The float model that cannot be prepared (unsupported
+ * op) or fails on a sample inside the graph leaves data.why and returns
+ * QR_EPARTIAL; so does a candidate, which is then left out (act_runs[k]
+ * .why) while the others go on. The feed's errors and inputs that do not
+ * fit the float model (QR_EUSAGE, QR_ESHAPE) are returned as they are.
+ */
+enum qr_status
+qr_analysis_run_data(struct qr_analysis *a, const struct qr_model *fmodel,
+		     const struct qr_model *const *quant, size_t n_quant,
+		     const struct qr_act_opts *o, struct qr_diag *d)
+{
+	struct ctx c;
+	struct qr_exec_opts eo = {0};
+	enum qr_status st = QR_OK, partial = QR_OK;
+	size_t i, k, done = 0, total, s;
+	double t0 = qr_now();
+
+	memset(&c, 0, sizeof c);
+	c.a = a;
+	c.fm = fmodel;
+	a->data.source = xstrdup(o->source ? o->source : "random");
+	a->data.preprocessing = o->preprocessing ? xstrdup(o->preprocessing)
+						 : NULL;
+	a->data.cos_threshold = o->cos_threshold;
+	a->data.sqnr_threshold = o->sqnr_threshold;
+	for (i = 0; o->classes != NULL && i < o->n_classes; i++)
+		strv_add(&a->data.classes, &a->data.n_classes, o->classes[i]);
+	a->act_runs = xcalloc(n_quant + 1, sizeof *a->act_runs);
+	for (k = 0; k < n_quant; k++) {
+		a->act_runs[k].path = xstrdup(quant[k]->path);
+		a->act_runs[k].born = a->act_runs[k].worst_local = -1;
+		a->act_runs[k].born_drop_db = NAN;
+	}
+	eo.n_threads = o->n_threads;
+
+	if ((st = qr_graph_new(fmodel, &c.fg, d)) != QR_OK)
+		goto out;
+	if ((st = qr_exec_new(fmodel, &eo, &c.fe, d)) != QR_OK) {
+		if (st != QR_EUNSUPPORTED)
+			goto out;
+		a->data.why = take_error(d);
+		st = QR_EPARTIAL;
+		goto out;
+	}
+	c.c = xcalloc(n_quant + 1, sizeof *c.c);
+	c.n_c = n_quant;
+	for (k = 0; k < n_quant; k++) {
+		struct cand *q = &c.c[k];
+
+		q->m = quant[k];
+		if ((st = qr_graph_new(quant[k], &q->g, d)) != QR_OK)
+			goto out;
+		qr_am_match(c.fg, q->g, &q->am);
+		if (qr_exec_new(quant[k], &eo, &q->e, d) != QR_OK) {
+			q->why = take_error(d);
+			partial = QR_EPARTIAL;
+			continue;
+		}
+		q->ran = 1;
+	}
+	collect_ftens(&c);
+	for (k = 0; k < n_quant; k++)
+		cand_setup(&c, &c.c[k]);
+
+	total = o->samples;
+	for (s = 0;; s++) {
+		struct qr_tensor *const *ins = NULL;
+		size_t n_ins = 0, running = 1;
+		const char *name = NULL;
+		int label = -1;
+
+		if ((st = o->next(o->user, &ins, &n_ins, &label, &name, d)) !=
+		    QR_OK)
+			goto out;
+		if (n_ins == 0)
+			break;
+		for (i = 0; i < c.n_ft; i++)
+			c.ft[i].have = 0;
+		for (i = 0; i < n_ins; i++) {
+			size_t fi = ins[i]->name ? ft_find(&c, ins[i]->name)
+						 : NONE;
+
+			if (fi != NONE && c.ft[fi].node < 0)
+				ft_take(&c.ft[fi], ins[i]);
+		}
+		st = qr_exec_run(c.fe, ins, n_ins, float_hook, &c, d);
+		if (st != QR_OK) {
+			if (st == QR_EUSAGE || st == QR_ESHAPE)
+				goto out;
+			a->data.why = take_error(d);
+			st = QR_EPARTIAL;
+			goto out;
+		}
+		for (k = 0; k < n_quant; k++)
+			running += c.c[k].ran;
+		if (total < s + 1)
+			total = s + 1;
+		if (o->progress)
+			o->progress(++done, total * running, o->progress_user);
+		for (k = 0; k < n_quant; k++) {
+			struct cand *q = &c.c[k];
+
+			if (!q->ran)
+				continue;
+			if (run_cand(&c, q, ins, n_ins, label, d) != QR_OK) {
+				q->why = take_error(d);
+				q->ran = 0;
+				partial = QR_EPARTIAL;
+				continue;
+			}
+			if (o->progress)
+				o->progress(++done, total * running,
+					    o->progress_user);
+		}
+		strv_add(&a->data.sample_names, &a->data.samples, name);
+		a->data.labels = xreallocarray(a->data.labels, a->data.samples,
+					       sizeof *a->data.labels);
+		a->data.labels[a->data.samples - 1] = label;
+	}
+	a->data.ran = 1;
+	act_tensors_out(&c);
+	for (k = 0; k < n_quant; k++)
+		cand_out(&c, k);
+	st = partial;
+out:
+	if (d != NULL)
+		for (i = o->warn_first; i < d->n_warnings; i++)
+			strv_add(&a->data.warnings, &a->data.n_warnings,
+				 d->warnings[i].msg);
+	for (k = 0; k < c.n_c; k++) {
+		if (st == QR_EPARTIAL && c.c[k].why != NULL &&
+		    a->act_runs[k].why == NULL)
+			a->act_runs[k].why = xstrdup(c.c[k].why);
+		cand_free(&c.c[k]);
+	}
+	free(c.c);
+	for (i = 0; i < c.n_ft; i++) {
+		free(c.ft[i].buf);
+		free(c.ft[i].shape);
+		qr_as_chan_free(&c.ft[i].chan);
+	}
+	free(c.ft);
+	map_free(&c.fmap);
+	free(c.scratch);
+	qr_exec_free(c.fe);
+	qr_graph_free(c.fg);
+	a->data.seconds = qr_now() - t0;
+	return st;
+}
+
+/* Free the activation part of a (called by qr_analysis_free). */
+void
+qr_an_act_free(struct qr_analysis *a)
+{
+	size_t i;
+
+	free(a->data.why);
+	free(a->data.source);
+	free(a->data.preprocessing);
+	for (i = 0; i < a->data.samples; i++)
+		free(a->data.sample_names[i]);
+	free(a->data.sample_names);
+	free(a->data.labels);
+	for (i = 0; i < a->data.n_classes; i++)
+		free(a->data.classes[i]);
+	free(a->data.classes);
+	for (i = 0; i < a->data.n_warnings; i++)
+		free(a->data.warnings[i]);
+	free(a->data.warnings);
+	for (i = 0; i < a->n_act_tensors; i++) {
+		struct qr_act_tensor *t = &a->act_tensors[i];
+
+		free(t->name);
+		free(t->layer);
+		free(t->op);
+		free(t->shape);
+		free(t->ch_min);
+		free(t->ch_max);
+		free(t->ch_mean);
+	}
+	free(a->act_tensors);
+	for (i = 0; i < a->n_act_pairs; i++) {
+		free(a->act_pairs[i].quant_tensor);
+		free(a->act_pairs[i].quant_dtype);
+		free(a->act_pairs[i].match_reason);
+	}
+	free(a->act_pairs);
+	for (i = 0; i < a->n_act_outputs; i++) {
+		free(a->act_outputs[i].name);
+		free(a->act_outputs[i].quant_name);
+		free(a->act_outputs[i].cosine);
+		free(a->act_outputs[i].sqnr_db);
+	}
+	free(a->act_outputs);
+	for (i = 0; i < a->n_act_unmatched; i++) {
+		free(a->act_unmatched[i].tensor);
+		free(a->act_unmatched[i].layer);
+		free(a->act_unmatched[i].reason);
+	}
+	free(a->act_unmatched);
+	for (i = 0; a->act_runs != NULL && i < a->n_quant; i++) {
+		free(a->act_runs[i].path);
+		free(a->act_runs[i].why);
+	}
+	free(a->act_runs);
+}

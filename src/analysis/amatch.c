@@ -1,0 +1,1024 @@
+/*
+ * amatch: which tensor of a quantized candidate holds the value of each
+ * float activation.
+ *
+ * A candidate computes one value under several names: in QDQ the conv
+ * output X, X_QuantizeLinear_Output and X_DequantizeLinear_Output; in
+ * QOperator Y_quantized and the float Y a DequantizeLinear makes of it.
+ * Such tensors, linked by QuantizeLinear/DequantizeLinear, form one class;
+ * a class is compared once, through its most telling member: the
+ * DequantizeLinear output (what the next op reads), else the integer
+ * tensor, else the float one.
+ *
+ * 1. By name, with ONNX Runtime's conventions (qdq_loss_debug): float X
+ *    matches X_DequantizeLinear_Output, X_quantized, X (pre-Q, or a
+ *    graph output that keeps its name) or X_QuantizeLinear_Input.
+ * 2. By structure, for the float tensors left:
+ *    - graph inputs and outputs by position;
+ *    - the compute ops (Conv, ConvTranspose, Gemm, MatMul and QLinearConv,
+ *      QLinearMatMul, ConvInteger, MatMulInteger, QGemm) of both graphs,
+ *      in topological order, aligned by a longest common subsequence on
+ *      (op family, weight shape); a float op's output is taken after a
+ *      BatchNormalization the candidate folded in;
+ *    - then forward through the other ops: a float node whose inputs are
+ *      all matched matches a candidate node of the same op (QLinearAdd
+ *      counts as Add) that reads the same classes.
+ * 3. Fused activations: quantizers drop a Relu/Clip after a layer (QDQ
+ *    renames the layer's output after it; QOperator keeps the layer's
+ *    name but clips through the output range). When a float tensor's only
+ *    consumer is a Relu/Clip the candidate does not have, and the
+ *    candidate's quantized range starts at 0 (zero point = qmin), the
+ *    candidate holds the activation's output: the pair moves there.
+ */
+#include "analysis/analysis-int.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+#include "onnx/onnx.h"
+
+#define NONE ((size_t)-1)
+
+/* ---- a name table ---- */
+
+struct names {
+	const char **v;          /* names, borrowed */
+	size_t n, cap;
+	size_t *tab;             /* hash -> index + 1 */
+	size_t tab_cap;          /* power of two */
+};
+
+static uint64_t
+hash_str(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s != '\0'; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static size_t
+names_find(const struct names *t, const char *s)
+{
+	size_t i;
+
+	if (t->tab_cap == 0)
+		return NONE;
+	for (i = hash_str(s) & (t->tab_cap - 1); t->tab[i] != 0;
+	     i = (i + 1) & (t->tab_cap - 1))
+		if (strcmp(t->v[t->tab[i] - 1], s) == 0)
+			return t->tab[i] - 1;
+	return NONE;
+}
+
+static size_t
+names_add(struct names *t, const char *s)
+{
+	size_t i, k;
+
+	if ((i = names_find(t, s)) != NONE)
+		return i;
+	if (2 * (t->n + 1) > t->tab_cap) {
+		size_t cap = t->tab_cap ? t->tab_cap * 2 : 64;
+
+		free(t->tab);
+		t->tab = xcalloc(cap, sizeof *t->tab);
+		t->tab_cap = cap;
+		for (k = 0; k < t->n; k++) {
+			for (i = hash_str(t->v[k]) & (cap - 1); t->tab[i] != 0;
+			     i = (i + 1) & (cap - 1))
+				;
+			t->tab[i] = k + 1;
+		}
+	}
+	if (t->n == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 64;
+		t->v = xreallocarray(t->v, t->cap, sizeof *t->v);
+	}
+	t->v[t->n] = s;
+	for (i = hash_str(s) & (t->tab_cap - 1); t->tab[i] != 0;
+	     i = (i + 1) & (t->tab_cap - 1))
+		;
+	t->tab[i] = ++t->n;
+	return t->n - 1;
+}
+
+static void
+names_free(struct names *t)
+{
+	free(t->v);
+	free(t->tab);
+}
+
+/* ---- one graph's activations ---- */
+
+struct side {
+	const struct qr_graph *g;
+	const struct qr_model *m;
+	struct names t;          /* activations: graph inputs, node outputs */
+	long *pos;               /* per tensor: producer's topological
+				  * position, -1 for a graph input */
+	long *prod;              /* per tensor: producer node index or -1 */
+	size_t *parent;          /* union-find over Q/DQ links (quant) */
+	size_t *canon;           /* per class root: the member compared */
+	size_t *match;           /* per tensor (float) or class root
+				  * (quant): the other side's index */
+	size_t n_inputs;
+	size_t *inputs;          /* graph inputs (non-constant), in order */
+};
+
+static int
+is_op(const struct qr_node *n, const char *op)
+{
+	return strcmp(n->op_type, op) == 0;
+}
+
+static int
+is_qdq(const struct qr_node *n)
+{
+	return is_op(n, "QuantizeLinear") || is_op(n, "DequantizeLinear");
+}
+
+static size_t
+find(struct side *s, size_t i)
+{
+	while (s->parent[i] != i) {
+		s->parent[i] = s->parent[s->parent[i]];
+		i = s->parent[i];
+	}
+	return i;
+}
+
+static void
+side_init(struct side *s, const struct qr_graph *g)
+{
+	const struct qr_model *m = qr_graph_model(g);
+	const size_t *order = qr_graph_topo_order(g);
+	size_t nn = qr_graph_n_nodes(g), i, k;
+
+	memset(s, 0, sizeof *s);
+	s->g = g;
+	s->m = m;
+	s->inputs = xcalloc(m->graph.n_input + 1, sizeof *s->inputs);
+	for (i = 0; i < m->graph.n_input; i++) {
+		const char *nm = m->graph.inputs[i].name;
+
+		if (qr_graph_const(g, nm) != NULL || names_find(&s->t, nm) != NONE)
+			continue;
+		s->inputs[s->n_inputs++] = names_add(&s->t, nm);
+	}
+	for (k = 0; k < nn; k++) {
+		const struct qr_node *n = qr_graph_node(g, order[k]);
+
+		for (i = 0; i < n->n_out; i++)
+			if (n->out[i][0] != '\0' &&
+			    qr_graph_const(g, n->out[i]) == NULL)
+				names_add(&s->t, n->out[i]);
+	}
+	s->pos = xcalloc(s->t.n + 1, sizeof *s->pos);
+	s->prod = xcalloc(s->t.n + 1, sizeof *s->prod);
+	s->parent = xcalloc(s->t.n + 1, sizeof *s->parent);
+	s->canon = xcalloc(s->t.n + 1, sizeof *s->canon);
+	s->match = xcalloc(s->t.n + 1, sizeof *s->match);
+	for (i = 0; i < s->t.n; i++) {
+		s->pos[i] = -1;
+		s->prod[i] = -1;
+		s->parent[i] = i;
+		s->canon[i] = NONE;
+		s->match[i] = NONE;
+	}
+	for (k = 0; k < nn; k++) {
+		const struct qr_node *n = qr_graph_node(g, order[k]);
+
+		for (i = 0; i < n->n_out; i++) {
+			size_t t = n->out[i][0] ? names_find(&s->t, n->out[i])
+						: NONE;
+
+			if (t != NONE) {
+				s->pos[t] = (long)k;
+				s->prod[t] = (long)order[k];
+			}
+		}
+	}
+}
+
+static void
+side_free(struct side *s)
+{
+	names_free(&s->t);
+	free(s->pos);
+	free(s->prod);
+	free(s->parent);
+	free(s->canon);
+	free(s->match);
+	free(s->inputs);
+}
+
+static const struct qr_node *
+producer(const struct side *s, size_t t)
+{
+	return s->prod[t] >= 0 ? qr_graph_node(s->g, (size_t)s->prod[t])
+			       : NULL;
+}
+
+/* How telling a member of a class is: DequantizeLinear output 3, integer
+ * tensor (QuantizeLinear or QLinear* output) 2, anything else 1. */
+static int
+member_rank(const struct side *s, size_t t)
+{
+	const struct qr_node *p = producer(s, t);
+
+	if (p == NULL)
+		return 1;
+	if (is_op(p, "DequantizeLinear"))
+		return 3;
+	if (is_op(p, "QuantizeLinear") || strncmp(p->op_type, "QLinear", 7) == 0 ||
+	    is_op(p, "QGemm"))
+		return 2;
+	return 1;
+}
+
+/* Classes of the candidate: tensors joined through Q/DQ; each class
+ * compared through its best member (earliest among equals). */
+static void
+side_classes(struct side *s)
+{
+	size_t nn = qr_graph_n_nodes(s->g), k, i;
+
+	for (k = 0; k < nn; k++) {
+		const struct qr_node *n = qr_graph_node(s->g, k);
+		size_t a, b;
+
+		if (!is_qdq(n) || n->n_in < 1 || n->n_out < 1)
+			continue;
+		a = names_find(&s->t, n->in[0]);
+		b = n->out[0][0] ? names_find(&s->t, n->out[0]) : NONE;
+		if (a != NONE && b != NONE)
+			s->parent[find(s, a)] = find(s, b);
+	}
+	for (i = 0; i < s->t.n; i++) {
+		size_t r = find(s, i), c = s->canon[r];
+
+		if (c == NONE || member_rank(s, i) > member_rank(s, c) ||
+		    (member_rank(s, i) == member_rank(s, c) &&
+		     s->pos[i] < s->pos[c]))
+			s->canon[r] = i;
+	}
+}
+
+/* Consumers of every member of class r that are not Q/DQ, into out
+ * (heap, *n). */
+static size_t *
+class_consumers(struct side *s, size_t r, size_t *n)
+{
+	size_t *out = NULL, cap = 0, i, j, k, nc;
+
+	*n = 0;
+	for (i = 0; i < s->t.n; i++) {
+		const size_t *cs;
+
+		if (find(s, i) != r)
+			continue;
+		cs = qr_graph_consumers(s->g, s->t.v[i], &nc);
+		for (j = 0; j < nc; j++) {
+			const struct qr_node *c = qr_graph_node(s->g, cs[j]);
+			int dup = 0;
+
+			if (is_qdq(c))
+				continue;
+			for (k = 0; k < *n; k++)
+				dup |= out[k] == cs[j];
+			if (dup)
+				continue;
+			if (*n == cap) {
+				cap = cap ? cap * 2 : 4;
+				out = xreallocarray(out, cap, sizeof *out);
+			}
+			out[(*n)++] = cs[j];
+		}
+	}
+	return out;
+}
+
+static int
+class_has_consumer(struct side *s, size_t r, const char *op1, const char *op2)
+{
+	size_t n, i, *cs = class_consumers(s, r, &n);
+	int found = 0;
+
+	for (i = 0; i < n; i++) {
+		const struct qr_node *c = qr_graph_node(s->g, cs[i]);
+
+		found |= is_op(c, op1) || (op2 != NULL && is_op(c, op2));
+	}
+	free(cs);
+	return found;
+}
+
+/* ---- quantization parameters ---- */
+
+/* Inputs holding the output scale and zero point of a quantized op, or
+ * 0 when op is not one. */
+static int
+out_param_inputs(const struct qr_node *n, size_t *is, size_t *iz)
+{
+	static const struct { const char *op; size_t s, z; } tab[] = {
+		{ "QuantizeLinear", 1, 2 },
+		{ "QLinearConv", 6, 7 },
+		{ "QLinearMatMul", 6, 7 },
+		{ "QLinearAdd", 6, 7 },
+		{ "QLinearMul", 6, 7 },
+		{ "QGemm", 7, 8 },
+		{ "QLinearConcat", 0, 1 },
+		{ "QLinearGlobalAveragePool", 3, 4 },
+		{ "QLinearAveragePool", 3, 4 },
+		{ "QLinearSigmoid", 3, 4 },
+		{ "QLinearLeakyRelu", 3, 4 },
+		{ "QLinearSoftmax", 3, 4 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof tab / sizeof tab[0]; i++)
+		if (is_op(n, tab[i].op)) {
+			*is = tab[i].s;
+			*iz = tab[i].z;
+			return 1;
+		}
+	return 0;
+}
+
+/* Ops whose integer output keeps its input's scale and zero point. */
+static int
+is_passthrough(const struct qr_node *n)
+{
+	static const char *const ops[] = {
+		"MaxPool", "Flatten", "Reshape", "Transpose", "Squeeze",
+		"Unsqueeze", "Identity", "Slice", "Split", "Gather", "Pad",
+		"Resize", "DepthToSpace", "SpaceToDepth", "Tile", "Expand",
+		NULL,
+	};
+	size_t i;
+
+	for (i = 0; ops[i] != NULL; i++)
+		if (is_op(n, ops[i]))
+			return 1;
+	return 0;
+}
+
+/* Fill p from node n's scale input is and zero point input iz. */
+static int
+params_from(const struct qr_graph *g, const struct qr_node *n, size_t is,
+	    size_t iz, struct qr_as_qparams *p)
+{
+	const struct qr_tensor_data *sc, *zp = NULL;
+	size_t i;
+
+	if (is >= n->n_in || n->in[is][0] == '\0' ||
+	    (sc = qr_graph_const(g, n->in[is])) == NULL || sc->n_elem == 0 ||
+	    sc->data == NULL)
+		return 0;
+	if (iz < n->n_in && n->in[iz][0] != '\0') {
+		zp = qr_graph_const(g, n->in[iz]);
+		if (zp == NULL || zp->data == NULL ||
+		    (zp->n_elem != sc->n_elem && zp->n_elem != 1))
+			return 0;
+	}
+	p->n = sc->n_elem;
+	p->scale = xmalloc(p->n * sizeof *p->scale);
+	p->zp = xcalloc(p->n, sizeof *p->zp);
+	for (i = 0; i < p->n; i++) {
+		p->scale[i] = (float)qr_tensor_get(sc, i);
+		if (zp != NULL)
+			p->zp[i] = (int32_t)qr_tensor_get(zp,
+						zp->n_elem == 1 ? 0 : i);
+	}
+	p->dtype = zp != NULL ? zp->dtype : QR_DT_UINT8;
+	p->axis = is_qdq(n) ? (int)qr_node_attr_int(n, "axis", 1) : 1;
+	qr_as_qrange(p->dtype, &p->qmin, &p->qmax);
+	return 1;
+}
+
+int
+qr_am_qparams(const struct qr_graph *g, const char *name,
+	      struct qr_as_qparams *p)
+{
+	const char *cur = name;
+	const size_t *cs;
+	size_t is, iz, nc, i;
+	int hop;
+
+	memset(p, 0, sizeof *p);
+	for (hop = 0; hop < 16 && cur != NULL; hop++) {
+		long pi = qr_graph_producer(g, cur);
+		const struct qr_node *n;
+
+		if (pi < 0)
+			break;
+		n = qr_graph_node(g, (size_t)pi);
+		if (is_op(n, "DequantizeLinear"))
+			return params_from(g, n, 1, 2, p);
+		if (out_param_inputs(n, &is, &iz))
+			return params_from(g, n, is, iz, p);
+		if (!is_passthrough(n) || n->n_in < 1 ||
+		    qr_graph_const(g, n->in[0]) != NULL)
+			break;
+		cur = n->in[0];
+	}
+	/* A tensor read by a DequantizeLinear (an integer graph input) or
+	 * fed to a QuantizeLinear (a float pre-Q tensor). */
+	cs = qr_graph_consumers(g, name, &nc);
+	for (i = 0; i < nc; i++) {
+		const struct qr_node *n = qr_graph_node(g, cs[i]);
+
+		if (is_qdq(n) && n->n_in >= 2 && strcmp(n->in[0], name) == 0)
+			return params_from(g, n, 1, 2, p);
+	}
+	return 0;
+}
+
+/* 1 when the candidate's class r cannot hold negative values: its
+ * quantized range starts at 0 (zero point = qmin). */
+static int
+class_nonnegative(struct side *q, size_t r)
+{
+	struct qr_as_qparams p;
+	int yes = 0;
+	size_t i;
+
+	if (!qr_am_qparams(q->g, q->t.v[q->canon[r]], &p))
+		return 0;
+	yes = 1;
+	for (i = 0; i < p.n; i++)
+		yes &= p.zp[i] == p.qmin;
+	qr_as_qparams_free(&p);
+	return yes;
+}
+
+/* ---- building the result ---- */
+
+struct ctx {
+	struct side f, q;
+	struct qr_am *out;
+};
+
+static void
+add_pair(struct ctx *c, size_t ft, size_t qr, enum qr_match how,
+	 char *reason)
+{
+	struct qr_am_pair *p;
+
+	c->out->pairs = xreallocarray(c->out->pairs, c->out->n + 1,
+				      sizeof *c->out->pairs);
+	p = &c->out->pairs[c->out->n++];
+	memset(p, 0, sizeof *p);
+	p->f = c->f.t.v[ft];
+	p->q = c->q.t.v[c->q.canon[qr]];
+	p->how = how;
+	p->reason = reason;
+	p->fpos = c->f.pos[ft];
+	c->f.match[ft] = qr;
+	c->q.match[qr] = ft;
+}
+
+/* The pair of float tensor ft, or NULL. */
+static struct qr_am_pair *
+pair_of(struct ctx *c, size_t ft)
+{
+	size_t i;
+
+	for (i = 0; i < c->out->n; i++)
+		if (c->out->pairs[i].f == c->f.t.v[ft])
+			return &c->out->pairs[i];
+	return NULL;
+}
+
+/* The only consumer of float tensor ft when it is op1/op2, else NULL. */
+static const struct qr_node *
+sole_consumer(struct side *s, size_t t, const char *op1, const char *op2)
+{
+	const size_t *cs;
+	const struct qr_node *n;
+	size_t nc;
+
+	if (qr_graph_is_output(s->g, s->t.v[t]))
+		return NULL;
+	cs = qr_graph_consumers(s->g, s->t.v[t], &nc);
+	if (nc != 1)
+		return NULL;
+	n = qr_graph_node(s->g, cs[0]);
+	if (n->domain[0] != '\0' || n->n_out < 1 || n->out[0][0] == '\0' ||
+	    (!is_op(n, op1) && (op2 == NULL || !is_op(n, op2))))
+		return NULL;
+	return n;
+}
+
+/* Step 3: move the pair of ft past a Relu/Clip the candidate fused. */
+static void
+fuse_activation(struct ctx *c, size_t ft)
+{
+	struct qr_am_pair *p = pair_of(c, ft);
+	const struct qr_node *act;
+	size_t at, qr;
+	char *r;
+
+	if (p == NULL)
+		return;
+	act = sole_consumer(&c->f, ft, "Relu", "Clip");
+	if (act == NULL)
+		return;
+	at = names_find(&c->f.t, act->out[0]);
+	qr = c->f.match[ft];
+	if (at == NONE || c->f.match[at] != NONE ||
+	    class_has_consumer(&c->q, qr, "Relu", "Clip") ||
+	    !class_nonnegative(&c->q, qr))
+		return;
+	r = xasprintf("%s; %s '%s' fused into it (range starts at 0)",
+		      p->reason, act->op_type, act->name);
+	free(p->reason);
+	p->reason = r;
+	p->f = c->f.t.v[at];
+	p->fpos = c->f.pos[at];
+	c->f.match[ft] = NONE;
+	c->f.match[at] = qr;
+	c->q.match[qr] = at;
+}
+
+static void
+match_names(struct ctx *c)
+{
+	static const char *const suffix[] = {
+		"_DequantizeLinear_Output", "_quantized", "",
+		"_QuantizeLinear_Input",
+	};
+	size_t ft, k;
+	char *nm;
+
+	for (ft = 0; ft < c->f.t.n; ft++) {
+		for (k = 0; k < sizeof suffix / sizeof suffix[0]; k++) {
+			size_t qt, r;
+
+			nm = xasprintf("%s%s", c->f.t.v[ft], suffix[k]);
+			qt = names_find(&c->q.t, nm);
+			if (qt != NONE && c->q.match[r = find(&c->q, qt)] == NONE) {
+				add_pair(c, ft, r, QR_MATCH_NAME,
+					 xasprintf("name %s -> %s",
+						   c->f.t.v[ft], nm));
+				free(nm);
+				break;
+			}
+			free(nm);
+		}
+	}
+	for (ft = 0; ft < c->f.t.n; ft++)
+		if (c->f.match[ft] != NONE)
+			fuse_activation(c, ft);
+}
+
+/* A compute op: family (QR_AN_FAM_*) and its weight (NULL when the
+ * weight is not a constant). */
+struct comp {
+	size_t node;
+	int family;
+	const struct qr_tensor_data *w;
+};
+
+/* The constant behind a weight input, seen through a DequantizeLinear. */
+static const struct qr_tensor_data *
+weight_const(const struct qr_graph *g, const char *name)
+{
+	const struct qr_tensor_data *w = qr_graph_const(g, name);
+	long pi;
+	const struct qr_node *n;
+
+	if (w != NULL)
+		return w;
+	pi = qr_graph_producer(g, name);
+	if (pi < 0)
+		return NULL;
+	n = qr_graph_node(g, (size_t)pi);
+	if (is_op(n, "DequantizeLinear") && n->n_in >= 1)
+		return qr_graph_const(g, n->in[0]);
+	return NULL;
+}
+
+static int
+comp_of(const struct qr_graph *g, const struct qr_node *n, int quant,
+	struct comp *c)
+{
+	static const struct { const char *op; int fam; size_t w; int q; } tab[] = {
+		{ "Conv", QR_AN_FAM_CONV, 1, 0 },
+		{ "ConvTranspose", QR_AN_FAM_CONVT, 1, 0 },
+		{ "Gemm", QR_AN_FAM_MATMUL, 1, 0 },
+		{ "MatMul", QR_AN_FAM_MATMUL, 1, 0 },
+		{ "QLinearConv", QR_AN_FAM_CONV, 3, 1 },
+		{ "QLinearMatMul", QR_AN_FAM_MATMUL, 3, 1 },
+		{ "ConvInteger", QR_AN_FAM_CONV, 1, 1 },
+		{ "MatMulInteger", QR_AN_FAM_MATMUL, 1, 1 },
+		{ "QGemm", QR_AN_FAM_MATMUL, 3, 1 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof tab / sizeof tab[0]; i++) {
+		if (!is_op(n, tab[i].op) || (tab[i].q && !quant) ||
+		    n->n_out < 1 || n->out[0][0] == '\0')
+			continue;
+		c->family = tab[i].fam;
+		c->w = tab[i].w < n->n_in ? weight_const(g, n->in[tab[i].w])
+					  : NULL;
+		return 1;
+	}
+	return 0;
+}
+
+static struct comp *
+comps(const struct qr_graph *g, int quant, size_t *n)
+{
+	const size_t *order = qr_graph_topo_order(g);
+	size_t nn = qr_graph_n_nodes(g), k;
+	struct comp *v = xcalloc(nn + 1, sizeof *v);
+
+	*n = 0;
+	for (k = 0; k < nn; k++)
+		if (comp_of(g, qr_graph_node(g, order[k]), quant, &v[*n]))
+			v[(*n)++].node = order[k];
+	return v;
+}
+
+static int
+comp_eq(const struct comp *a, const struct comp *b)
+{
+	int i;
+
+	if (a->family != b->family)
+		return 0;
+	if (a->w == NULL || b->w == NULL)
+		return a->w == b->w;
+	if (a->w->ndim != b->w->ndim)
+		return 0;
+	for (i = 0; i < a->w->ndim; i++)
+		if (a->w->dims[i] != b->w->dims[i])
+			return 0;
+	return 1;
+}
+
+static void
+try_pair(struct ctx *c, size_t ft, size_t qt, const char *why)
+{
+	size_t r;
+
+	if (ft == NONE || qt == NONE || c->f.match[ft] != NONE)
+		return;
+	r = find(&c->q, qt);
+	if (c->q.match[r] != NONE)
+		return;
+	add_pair(c, ft, r, QR_MATCH_STRUCTURE, xstrdup(why));
+	fuse_activation(c, ft);
+}
+
+/* Align the compute ops (LCS on family + weight shape) and pair their
+ * outputs, the float one taken after a BatchNormalization the candidate
+ * folded. */
+static void
+match_compute(struct ctx *c)
+{
+	size_t nf, nq, i, j, k = 0;
+	struct comp *fc = comps(c->f.g, 0, &nf), *qc = comps(c->q.g, 1, &nq);
+	uint32_t *L = xcalloc((nf + 1) * (nq + 1), sizeof *L);
+	char shape[96], why[256];
+
+#define LCS(a, b) L[(a) * (nq + 1) + (b)]
+	for (i = nf; i-- > 0;)
+		for (j = nq; j-- > 0;)
+			LCS(i, j) = comp_eq(&fc[i], &qc[j])
+				? LCS(i + 1, j + 1) + 1
+				: LCS(i + 1, j) > LCS(i, j + 1) ? LCS(i + 1, j)
+								 : LCS(i, j + 1);
+	i = j = 0;
+	while (i < nf && j < nq) {
+		if (comp_eq(&fc[i], &qc[j]) && LCS(i, j) == LCS(i + 1, j + 1) + 1) {
+			const struct qr_node *fn = qr_graph_node(c->f.g, fc[i].node);
+			const struct qr_node *qn = qr_graph_node(c->q.g, qc[j].node);
+			size_t ft = names_find(&c->f.t, fn->out[0]);
+			size_t qt = names_find(&c->q.t, qn->out[0]);
+			const struct qr_node *bn;
+
+			while (ft != NONE &&
+			       (bn = sole_consumer(&c->f, ft,
+						   "BatchNormalization", NULL)) &&
+			       qt != NONE &&
+			       !class_has_consumer(&c->q, find(&c->q, qt),
+						   "BatchNormalization", NULL))
+				ft = names_find(&c->f.t, bn->out[0]);
+			if (fc[i].w != NULL)
+				qr_an_dims_buf(fc[i].w->dims, fc[i].w->ndim,
+					       shape, sizeof shape);
+			else
+				snprintf(shape, sizeof shape, "none");
+			snprintf(why, sizeof why,
+				 "%s op #%zu of both graphs (weight %s): %s ~ %s",
+				 qr_an_family_name(fc[i].family), ++k, shape,
+				 fn->name, qn->name);
+			try_pair(c, ft, qt, why);
+			i++;
+			j++;
+		} else if (LCS(i + 1, j) >= LCS(i, j + 1)) {
+			i++;
+		} else {
+			j++;
+		}
+	}
+#undef LCS
+	free(L);
+	free(qc);
+	free(fc);
+}
+
+/* The op a candidate node computes, as the float graph would name it. */
+static const char *
+norm_op(const struct qr_node *n)
+{
+	if (strncmp(n->op_type, "QLinear", 7) == 0)
+		return n->op_type + 7;
+	return n->op_type;
+}
+
+/* Classes (quant) or tensors (float) read by node n, sorted, into v;
+ * returns the count, or NONE when a float input is unmatched. */
+static size_t
+node_inputs(struct side *s, const struct qr_node *n, int quant, size_t *v)
+{
+	size_t i, k = 0, a, b;
+
+	for (i = 0; i < n->n_in; i++) {
+		size_t t;
+
+		if (n->in[i][0] == '\0' || qr_graph_const(s->g, n->in[i]))
+			continue;
+		t = names_find(&s->t, n->in[i]);
+		if (t == NONE)
+			return NONE;
+		if (quant) {
+			v[k++] = find(s, t);
+		} else {
+			if (s->match[t] == NONE)
+				return NONE;
+			v[k++] = s->match[t];
+		}
+	}
+	for (a = 1; a < k; a++)
+		for (b = a; b > 0 && v[b - 1] > v[b]; b--) {
+			size_t x = v[b];
+
+			v[b] = v[b - 1];
+			v[b - 1] = x;
+		}
+	return k;
+}
+
+/* Forward through the other ops, in float topological order. */
+static void
+match_forward(struct ctx *c)
+{
+	const size_t *order = qr_graph_topo_order(c->f.g);
+	size_t nn = qr_graph_n_nodes(c->f.g), k, j, o;
+	struct comp dummy;
+
+	for (k = 0; k < nn; k++) {
+		const struct qr_node *fn = qr_graph_node(c->f.g, order[k]);
+		size_t *fin, *qin, nfi, nc, *cs;
+
+		if (fn->n_out < 1 || comp_of(c->f.g, fn, 0, &dummy))
+			continue;
+		fin = xcalloc(fn->n_in + 1, sizeof *fin);
+		nfi = node_inputs(&c->f, fn, 0, fin);
+		if (nfi == NONE || nfi == 0) {
+			free(fin);
+			continue;
+		}
+		cs = class_consumers(&c->q, fin[0], &nc);
+		for (j = 0; j < nc; j++) {
+			const struct qr_node *qn = qr_graph_node(c->q.g, cs[j]);
+			size_t nqi;
+
+			if (strcmp(norm_op(qn), fn->op_type) != 0)
+				continue;
+			qin = xcalloc(qn->n_in + 1, sizeof *qin);
+			nqi = node_inputs(&c->q, qn, 1, qin);
+			if (nqi == nfi && memcmp(qin, fin, nfi * sizeof *qin) == 0) {
+				for (o = 0; o < fn->n_out && o < qn->n_out; o++) {
+					char why[256];
+
+					if (!fn->out[o][0] || !qn->out[o][0])
+						continue;
+					snprintf(why, sizeof why,
+						 "%s after matched inputs: %s ~ %s",
+						 fn->op_type, fn->name, qn->name);
+					try_pair(c, names_find(&c->f.t, fn->out[o]),
+						 names_find(&c->q.t, qn->out[o]),
+						 why);
+				}
+				free(qin);
+				break;
+			}
+			free(qin);
+		}
+		free(cs);
+		free(fin);
+	}
+}
+
+static void
+match_io(struct ctx *c)
+{
+	const struct qr_graph_data *fg = &c->f.m->graph, *qg = &c->q.m->graph;
+	size_t i;
+	char why[64];
+
+	for (i = 0; i < c->f.n_inputs && i < c->q.n_inputs; i++) {
+		snprintf(why, sizeof why, "graph input #%zu", i);
+		try_pair(c, c->f.inputs[i], c->q.inputs[i], why);
+	}
+	for (i = 0; i < fg->n_output && i < qg->n_output; i++) {
+		snprintf(why, sizeof why, "graph output #%zu", i);
+		try_pair(c, names_find(&c->f.t, fg->outputs[i].name),
+			 names_find(&c->q.t, qg->outputs[i].name), why);
+	}
+}
+
+/* Ops whose outputs are shape arithmetic, not activations. */
+static int
+is_shape_op(const struct qr_node *n)
+{
+	static const char *const ops[] = {
+		"Constant", "Shape", "ConstantOfShape", "Cast", "Range",
+		"Size", "NonZero", NULL,
+	};
+	size_t i;
+
+	for (i = 0; ops[i] != NULL; i++)
+		if (is_op(n, ops[i]))
+			return 1;
+	return 0;
+}
+
+static char *
+unmatched_reason(struct ctx *c, size_t ft)
+{
+	const struct qr_node *n;
+	size_t at;
+
+	if ((n = sole_consumer(&c->f, ft, "BatchNormalization", NULL)) != NULL)
+		return xasprintf("BatchNormalization '%s' follows; the candidate "
+				 "folded it into this layer", n->name);
+	if ((n = sole_consumer(&c->f, ft, "Relu", "Clip")) != NULL &&
+	    (at = names_find(&c->f.t, n->out[0])) != NONE &&
+	    c->f.match[at] != NONE)
+		return xasprintf("%s '%s' follows and was fused into the "
+				 "candidate's layer; compared after it",
+				 n->op_type, n->name);
+	return xstrdup("no counterpart by name or structure");
+}
+
+static int
+cmp_pair(const void *a, const void *b)
+{
+	const struct qr_am_pair *x = a, *y = b;
+
+	return (x->fpos > y->fpos) - (x->fpos < y->fpos);
+}
+
+/* Chain members computed after the compared one (the local run writes
+ * them too). */
+static void
+fill_also(struct ctx *c, struct qr_am_pair *p)
+{
+	size_t qt = names_find(&c->q.t, p->q), r = find(&c->q, qt), i;
+
+	for (i = 0; i < c->q.t.n; i++) {
+		if (i == qt || find(&c->q, i) != r || c->q.prod[i] < 0 ||
+		    c->q.pos[i] < c->q.pos[qt])
+			continue;
+		p->also = xreallocarray(p->also, p->n_also + 1,
+					sizeof *p->also);
+		p->also[p->n_also++] = c->q.t.v[i];
+	}
+}
+
+void
+qr_am_match(const struct qr_graph *fg, const struct qr_graph *qg,
+	    struct qr_am *out)
+{
+	struct ctx c;
+	size_t ft, i;
+
+	memset(out, 0, sizeof *out);
+	c.out = out;
+	side_init(&c.f, fg);
+	side_init(&c.q, qg);
+	side_classes(&c.q);
+	match_names(&c);
+	match_io(&c);
+	match_compute(&c);
+	match_forward(&c);
+	qsort(out->pairs, out->n, sizeof *out->pairs, cmp_pair);
+	for (i = 0; i < out->n; i++)
+		fill_also(&c, &out->pairs[i]);
+	for (ft = 0; ft < c.f.t.n; ft++) {
+		const struct qr_node *p = producer(&c.f, ft);
+		struct qr_am_unmatched *u;
+
+		if (c.f.match[ft] != NONE || (p != NULL && is_shape_op(p)))
+			continue;
+		out->un = xreallocarray(out->un, out->n_un + 1,
+					sizeof *out->un);
+		u = &out->un[out->n_un++];
+		u->f = c.f.t.v[ft];
+		u->fpos = c.f.pos[ft];
+		u->reason = unmatched_reason(&c, ft);
+	}
+	side_free(&c.f);
+	side_free(&c.q);
+}
+
+void
+qr_am_free(struct qr_am *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->n; i++) {
+		free(m->pairs[i].reason);
+		free(m->pairs[i].also);
+	}
+	free(m->pairs);
+	for (i = 0; i < m->n_un; i++)
+		free(m->un[i].reason);
+	free(m->un);
+	memset(m, 0, sizeof *m);
+}
+
+/*
+ * See analysis.h. Builds both graph indexes, matches, and copies the
+ * result so it borrows nothing. QR_EGRAPH from qr_graph_new.
+ */
+enum qr_status
+qr_act_match_new(const struct qr_model *fmodel, const struct qr_model *qmodel,
+		 struct qr_act_match **out, struct qr_diag *d)
+{
+	struct qr_graph *fg = NULL, *qg = NULL;
+	struct qr_act_match *m;
+	struct qr_am am;
+	enum qr_status st;
+	size_t i;
+
+	*out = NULL;
+	if ((st = qr_graph_new(fmodel, &fg, d)) != QR_OK ||
+	    (st = qr_graph_new(qmodel, &qg, d)) != QR_OK)
+		goto out;
+	qr_am_match(fg, qg, &am);
+	m = xcalloc(1, sizeof *m);
+	m->pairs = xcalloc(am.n + 1, sizeof *m->pairs);
+	for (i = 0; i < am.n; i++) {
+		m->pairs[i].ftensor = xstrdup(am.pairs[i].f);
+		m->pairs[i].qtensor = xstrdup(am.pairs[i].q);
+		m->pairs[i].match = am.pairs[i].how;
+		m->pairs[i].reason = xstrdup(am.pairs[i].reason);
+	}
+	m->n = am.n;
+	m->unmatched = xcalloc(am.n_un + 1, sizeof *m->unmatched);
+	for (i = 0; i < am.n_un; i++)
+		m->unmatched[i] = xasprintf("%s: %s", am.un[i].f,
+					    am.un[i].reason);
+	m->n_unmatched = am.n_un;
+	qr_am_free(&am);
+	*out = m;
+out:
+	qr_graph_free(qg);
+	qr_graph_free(fg);
+	return st;
+}
+
+void
+qr_act_match_free(struct qr_act_match *m)
+{
+	size_t i;
+
+	if (m == NULL)
+		return;
+	for (i = 0; i < m->n; i++) {
+		free(m->pairs[i].ftensor);
+		free(m->pairs[i].qtensor);
+		free(m->pairs[i].reason);
+	}
+	free(m->pairs);
+	for (i = 0; i < m->n_unmatched; i++)
+		free(m->unmatched[i]);
+	free(m->unmatched);
+	free(m);
+}

@@ -1,0 +1,283 @@
+/*
+ * dwconv: the direct depthwise convolution of one channel, on a padded,
+ * stride-phased float plane (see kernels-int.h). Output rows are built 16
+ * columns at a time with every tap summed in a register (AVX-512 when the
+ * CPU has it, a plain loop otherwise; both add the taps in the same
+ * order, so they give the same bits).
+ */
+#include "kernels/kernels-int.h"
+#include "util/util.h"
+
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define QR_HAVE_AVX512_CODE 1
+#endif
+
+void
+qr_dw_geom(const struct qr_conv_params *p, struct qr_dw_geom *g)
+{
+	g->oh = qr_conv_out_h(p);
+	g->ow = qr_conv_out_w(p);
+	g->rows = g->oh ? (g->oh - 1) * p->stride_h +
+				  (p->kh - 1) * p->dil_h + 1 : 0;
+	g->cols = g->ow ? (g->ow - 1) * p->stride_w +
+				  (p->kw - 1) * p->dil_w + 1 : 0;
+	g->phase_len = (g->cols + p->stride_w - 1) / p->stride_w;
+	/* + 16 so masked tails never leave the row */
+	g->row_len = p->stride_w * g->phase_len + 16;
+}
+
+/* Row r of the plane: zeros, then the image columns [c0, c1) of the
+ * padded row (c0 >= pad_l) copied from xr[c - pad_l] into their phases. */
+#define FILL_BODY(T, conv)                                                  \
+	size_t r, c, s = p->stride_w;                                       \
+	size_t c0 = p->pad_l < g->cols ? p->pad_l : g->cols;                \
+	size_t c1 = p->pad_l + p->w < g->cols ? p->pad_l + p->w : g->cols;  \
+	for (r = 0; r < g->rows; r++) {                                     \
+		float *d = buf + r * g->row_len;                            \
+		size_t ih = r - p->pad_t;                                   \
+		const T *xr;                                                \
+		if (r < p->pad_t || ih >= p->h || c0 >= c1) {               \
+			memset(d, 0, g->row_len * sizeof *d);               \
+			continue;                                           \
+		}                                                           \
+		xr = (const T *)x + ih * p->w - p->pad_l;                   \
+		if (s == 1) {                                               \
+			memset(d, 0, c0 * sizeof *d);                       \
+			for (c = c0; c < c1; c++)                           \
+				d[c] = conv(xr[c]);                         \
+			memset(d + c1, 0, (g->row_len - c1) * sizeof *d);   \
+			continue;                                           \
+		}                                                           \
+		memset(d, 0, g->row_len * sizeof *d);                       \
+		for (c = c0; c < c1; c++)                                   \
+			d[(c % s) * g->phase_len + c / s] = conv(xr[c]);    \
+	}
+
+/* Stride 1: rows are plain copies between the pads. */
+static void
+fill_f32_s1(const struct qr_conv_params *p, const struct qr_dw_geom *g,
+	    const float *x, float *buf)
+{
+	size_t c0 = p->pad_l < g->cols ? p->pad_l : g->cols;
+	size_t c1 = p->pad_l + p->w < g->cols ? p->pad_l + p->w : g->cols;
+	size_t r;
+
+	for (r = 0; r < g->rows; r++) {
+		float *d = buf + r * g->row_len;
+		size_t ih = r - p->pad_t;
+
+		if (r < p->pad_t || ih >= p->h || c0 >= c1) {
+			memset(d, 0, g->row_len * sizeof *d);
+			continue;
+		}
+		memset(d, 0, c0 * sizeof *d);
+		memcpy(d + c0, x + ih * p->w, (c1 - c0) * sizeof *d);
+		memset(d + c1, 0, (g->row_len - c1) * sizeof *d);
+	}
+}
+
+void
+qr_dw_fill_f32(const struct qr_conv_params *p, const struct qr_dw_geom *g,
+	       const float *x, float *buf)
+{
+#define AS_F(v) (v)
+	if (p->stride_w == 1)
+		fill_f32_s1(p, g, x, buf);
+	else {
+		FILL_BODY(float, AS_F)
+	}
+#undef AS_F
+}
+
+#ifdef QR_HAVE_AVX512_CODE
+/* d[i] = (float)(x[i] - zp) for n bytes x. */
+static __attribute__((target("avx512f,avx512bw,avx512vl"))) void
+cvt_row_q8(const uint8_t *x, size_t n, int is_signed, int32_t zp, float *d)
+{
+	const __m512i z = _mm512_set1_epi32(zp);
+	size_t i;
+
+	for (i = 0; i < n; i += 16) {
+		size_t left = n - i;
+		__mmask16 m = left >= 16 ? (__mmask16)0xffff :
+			      (__mmask16)((1u << left) - 1);
+		__m128i b = _mm_maskz_loadu_epi8(m, x + i);
+		__m512i v = is_signed ? _mm512_cvtepi8_epi32(b) :
+					_mm512_cvtepu8_epi32(b);
+
+		_mm512_mask_storeu_ps(d + i, m, _mm512_cvtepi32_ps(
+							_mm512_sub_epi32(v, z)));
+	}
+}
+
+/* Stride-1 int8 planes, rows converted 16 bytes at a time. */
+static void
+fill_q8_s1(const struct qr_conv_params *p, const struct qr_dw_geom *g,
+	   const void *x, int is_signed, int32_t zp, float *buf)
+{
+	size_t c0 = p->pad_l < g->cols ? p->pad_l : g->cols;
+	size_t c1 = p->pad_l + p->w < g->cols ? p->pad_l + p->w : g->cols;
+	size_t r;
+
+	for (r = 0; r < g->rows; r++) {
+		float *d = buf + r * g->row_len;
+		size_t ih = r - p->pad_t;
+
+		if (r < p->pad_t || ih >= p->h || c0 >= c1) {
+			memset(d, 0, g->row_len * sizeof *d);
+			continue;
+		}
+		memset(d, 0, c0 * sizeof *d);
+		cvt_row_q8((const uint8_t *)x + ih * p->w, c1 - c0, is_signed,
+			   zp, d + c0);
+		memset(d + c1, 0, (g->row_len - c1) * sizeof *d);
+	}
+}
+#endif
+
+void
+qr_dw_fill_q8(const struct qr_conv_params *p, const struct qr_dw_geom *g,
+	      const void *x, int is_signed, int32_t zp, float *buf)
+{
+#ifdef QR_HAVE_AVX512_CODE
+	if (p->stride_w == 1 &&
+	    (qr_kernels_cpu_features() & QR_CPU_AVX512BW)) {
+		fill_q8_s1(p, g, x, is_signed, zp, buf);
+		return;
+	}
+#endif
+#define SUB_ZP(v) ((float)((int32_t)(v) - zp))
+	if (is_signed) {
+		FILL_BODY(int8_t, SUB_ZP)
+	} else {
+		FILL_BODY(uint8_t, SUB_ZP)
+	}
+#undef SUB_ZP
+}
+
+/* Start of the run read by tap (ki, kj) for output row oh. */
+static inline const float *
+tap_src(const struct qr_conv_params *p, const struct qr_dw_geom *g,
+	const float *buf, size_t oh, size_t ki, size_t kj)
+{
+	size_t off = kj * p->dil_w;
+
+	return buf + (oh * p->stride_h + ki * p->dil_h) * g->row_len +
+	       (off % p->stride_w) * g->phase_len + off / p->stride_w;
+}
+
+static void
+plane_portable(const struct qr_conv_params *p, const struct qr_dw_geom *g,
+	       const float *buf, const float *w, float bias, float *y)
+{
+	size_t oh, ki, kj, ow;
+
+	for (oh = 0; oh < g->oh; oh++) {
+		float *yr = y + oh * g->ow;
+
+		for (ow = 0; ow < g->ow; ow++)
+			yr[ow] = bias;
+		for (ki = 0; ki < p->kh; ki++)
+			for (kj = 0; kj < p->kw; kj++) {
+				const float *src = tap_src(p, g, buf, oh, ki,
+							   kj);
+				float wv = w[ki * p->kw + kj];
+
+				for (ow = 0; ow < g->ow; ow++)
+					yr[ow] = fmaf(wv, src[ow], yr[ow]);
+			}
+	}
+}
+
+#ifdef QR_HAVE_AVX512_CODE
+#define QR_AVX512 __attribute__((target("avx512f,fma")))
+
+/* 3x3 taps fully unrolled, any stride and dilation. */
+static QR_AVX512 void
+plane_avx512(const struct qr_conv_params *p, const struct qr_dw_geom *g,
+	     const float *buf, const float *w, float bias, float *y)
+{
+	size_t ntap = p->kh * p->kw, oh, ow, t;
+	const float *src[64];
+	__m512 wv[64];
+	const __m512 b = _mm512_set1_ps(bias);
+
+	for (t = 0; t < ntap && t < 64; t++)
+		wv[t] = _mm512_set1_ps(w[t]);
+	for (oh = 0; oh < g->oh; oh++) {
+		float *yr = y + oh * g->ow;
+
+		for (t = 0; t < ntap; t++)
+			src[t] = tap_src(p, g, buf, oh, t / p->kw, t % p->kw);
+		for (ow = 0; ow + 32 <= g->ow; ow += 32) {
+			__m512 a0 = b, a1 = b;
+
+			for (t = 0; t < ntap; t++) {
+				a0 = _mm512_fmadd_ps(
+					wv[t], _mm512_loadu_ps(src[t] + ow), a0);
+				a1 = _mm512_fmadd_ps(
+					wv[t], _mm512_loadu_ps(src[t] + ow + 16),
+					a1);
+			}
+			_mm512_storeu_ps(yr + ow, a0);
+			_mm512_storeu_ps(yr + ow + 16, a1);
+		}
+		for (; ow < g->ow; ow += 16) {
+			size_t left = g->ow - ow;
+			__mmask16 m = left >= 16 ? (__mmask16)0xffff :
+				      (__mmask16)((1u << left) - 1);
+			__m512 a0 = b;
+
+			for (t = 0; t < ntap; t++)
+				a0 = _mm512_fmadd_ps(
+					wv[t],
+					_mm512_maskz_loadu_ps(m, src[t] + ow),
+					a0);
+			_mm512_mask_storeu_ps(yr + ow, m, a0);
+		}
+	}
+}
+#endif
+
+#ifdef QR_HAVE_AVX512_CODE
+static QR_AVX512 size_t
+to_s32_avx512(const float *acc, size_t n, int32_t *out)
+{
+	size_t i;
+
+	for (i = 0; i + 16 <= n; i += 16)
+		_mm512_storeu_si512(out + i,
+				    _mm512_cvttps_epi32(_mm512_loadu_ps(acc + i)));
+	return i;
+}
+#endif
+
+void
+qr_dw_plane(const struct qr_conv_params *p, const struct qr_dw_geom *g,
+	    const float *buf, const float *w, float bias, float *y)
+{
+#ifdef QR_HAVE_AVX512_CODE
+	if ((qr_kernels_cpu_features() & QR_CPU_AVX512BW) &&
+	    p->kh * p->kw <= 64) {
+		plane_avx512(p, g, buf, w, bias, y);
+		return;
+	}
+#endif
+	plane_portable(p, g, buf, w, bias, y);
+}
+
+void
+qr_dw_to_s32(const float *acc, size_t n, int32_t *out)
+{
+	size_t i = 0;
+
+#ifdef QR_HAVE_AVX512_CODE
+	if (qr_kernels_cpu_features() & QR_CPU_AVX512BW)
+		i = to_s32_avx512(acc, n, out);
+#endif
+	for (; i < n; i++)
+		out[i] = (int32_t)acc[i];
+}

@@ -1,0 +1,512 @@
+/*
+ * test_activations: float <-> quant activation matching on the digits
+ * samples (names, structure on the renamed model, fused activations in
+ * QOperator), the streaming statistics on literal arrays, quantize /
+ * dequantize, and qr_analysis_run_data end to end: the float model as its
+ * own candidate (exact), digits_qdq on the 20 samples of digits_test.npy
+ * (local error below cumulative, top-1 and accuracy), determinism, and a
+ * model the engine cannot run (partial).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis.h"
+#include "analysis/analysis-int.h"
+#include "graph/tensor.h"
+#include "onnx/onnx.h"
+#include "run/run.h"
+#include "tap.h"
+#include "util/util.h"
+
+#define SAMPLES QR_SRCDIR "/samples/"
+
+static struct qr_model *
+load(const char *path)
+{
+	struct qr_model *m = NULL;
+	struct qr_diag d = { 0 };
+
+	if (qr_onnx_load(path, &m, &d) != QR_OK)
+		diag("%s", d.msg);
+	qr_diag_clear(&d);
+	return m;
+}
+
+static struct qr_model *
+sample(const char *file)
+{
+	char *p = xasprintf("%s%s", SAMPLES, file);
+	struct qr_model *m = load(p);
+
+	free(p);
+	return m;
+}
+
+static struct qr_act_match *
+match(const char *f, const char *q)
+{
+	struct qr_model *fm = sample(f), *qm = sample(q);
+	struct qr_act_match *m = NULL;
+	struct qr_diag d = { 0 };
+
+	if (fm && qm && qr_act_match_new(fm, qm, &m, &d) != QR_OK)
+		diag("%s", d.msg);
+	qr_diag_clear(&d);
+	qr_onnx_free(fm);
+	qr_onnx_free(qm);
+	return m;
+}
+
+static size_t
+count_kind(const struct qr_act_match *m, enum qr_match k)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < m->n; i++)
+		n += m->pairs[i].match == k;
+	return n;
+}
+
+static const struct qr_act_match_pair *
+pair_for(const struct qr_act_match *m, const char *ftensor)
+{
+	size_t i;
+
+	for (i = 0; i < m->n; i++)
+		if (strcmp(m->pairs[i].ftensor, ftensor) == 0)
+			return &m->pairs[i];
+	return NULL;
+}
+
+static void
+test_matching(void)
+{
+	struct qr_act_match *qdq = match("digits_float.onnx", "digits_qdq.onnx");
+	struct qr_act_match *ren = match("digits_float.onnx",
+					 "digits_qdq_renamed.onnx");
+	struct qr_act_match *qop = match("digits_float.onnx", "digits_qop.onnx");
+	const struct qr_act_match_pair *p;
+	size_t i, same = 0;
+
+	if (!ok(qdq && ren && qop, "matching runs on the digits models"))
+		goto out;
+	/* input, relu1..5 (clip4), pool, flatten, logits */
+	ok(qdq->n == 9 && count_kind(qdq, QR_MATCH_NAME) == 9,
+	   "digits_qdq: 9 tensors matched, all by name (got %zu, %zu by name)",
+	   qdq->n, count_kind(qdq, QR_MATCH_NAME));
+	p = pair_for(qdq, "/relu3/Relu_output_0");
+	ok(p && strcmp(p->qtensor,
+		       "/relu3/Relu_output_0_DequantizeLinear_Output") == 0,
+	   "QDQ: float X matches X_DequantizeLinear_Output");
+	p = pair_for(qdq, "logits");
+	ok(p && strcmp(p->qtensor, "logits") == 0,
+	   "QDQ: the graph output keeps its name");
+	ok(qdq->n_unmatched == 7, "digits_qdq: 7 float tensors unmatched "
+	   "(conv outputs before BN/activation) (got %zu)", qdq->n_unmatched);
+	for (i = 0; i < qdq->n_unmatched; i++)
+		if (strstr(qdq->unmatched[i], "/conv1/Conv_output_0") == qdq->unmatched[i])
+			ok(strstr(qdq->unmatched[i], "BatchNormalization") != NULL,
+			   "unmatched conv1 output says BN was folded: %s",
+			   qdq->unmatched[i]);
+
+	ok(ren->n == qdq->n && count_kind(ren, QR_MATCH_STRUCTURE) == ren->n,
+	   "renamed: %zu pairs, all by structure (got %zu, %zu structure)",
+	   qdq->n, ren->n, count_kind(ren, QR_MATCH_STRUCTURE));
+	for (i = 0; i < ren->n && i < qdq->n; i++)
+		same += strcmp(ren->pairs[i].ftensor, qdq->pairs[i].ftensor) == 0;
+	ok(same == qdq->n, "renamed: structure matches the same float "
+	   "tensors as names do, position by position (%zu of %zu)", same,
+	   qdq->n);
+	p = pair_for(ren, "/relu1/Relu_output_0");
+	ok(p && strcmp(p->qtensor, "t37") == 0,
+	   "renamed: relu1 ~ t37 (conv1's DequantizeLinear output), got %s",
+	   p ? p->qtensor : "-");
+	p = pair_for(ren, "input");
+	ok(p && strcmp(p->qtensor, "t4") == 0,
+	   "renamed: graph input by position, compared after its Q/DQ");
+
+	ok(qop->n == 9, "digits_qop: 9 tensors matched (got %zu)", qop->n);
+	p = pair_for(qop, "/relu3/Relu_output_0");
+	ok(p && strcmp(p->qtensor, "/conv3/Conv_output_0_quantized") == 0 &&
+	   strstr(p->reason, "fused") != NULL,
+	   "QOperator: the fused Relu's output matches the QLinearConv "
+	   "output (%s)", p ? p->reason : "-");
+	p = pair_for(qop, "/Flatten_output_0");
+	ok(p && strcmp(p->qtensor, "/Flatten_output_0_quantized") == 0,
+	   "QOperator: X matches X_quantized");
+	ok(pair_for(qop, "/conv3/Conv_output_0") == NULL,
+	   "QOperator: the pre-activation float tensor is not paired");
+out:
+	qr_act_match_free(qdq);
+	qr_act_match_free(ren);
+	qr_act_match_free(qop);
+}
+
+static void
+test_stats(void)
+{
+	static const float x[4] = { 1, 2, 3, 4 }, y[4] = { 1, 2, 3, 5 };
+	static const float x2[3] = { 0, -1, 2 }, y2[3] = { 0.5f, -1, 2 };
+	static const float z[3] = { 0, 0, 0 };
+	static const float bad[3] = { NAN, 1, INFINITY };
+	struct qr_cmp_acc a = { 0 };
+	double c1 = 34 / (sqrt(30.0) * sqrt(39.0)), c2 = 5 / (sqrt(5.0) * sqrt(5.25));
+
+	ok_near(qr_cosine(x, y, 4), c1, 1e-12, "cosine of literal arrays");
+	ok(qr_cosine(z, z, 3) == 1.0 && qr_cosine(z, x, 3) == 0.0,
+	   "cosine: both zero is 1, one zero is 0");
+	ok(isnan(qr_cmp_sqnr_db(&a)) && isnan(qr_cmp_cosine_mean(&a)),
+	   "no sample: NaN");
+	qr_cmp_add(&a, x, y, 4);
+	ok_near(qr_cmp_sqnr_db(&a), 10 * log10(30.0), 1e-12,
+		"SQNR of one sample: 10 log10(30/1)");
+	qr_cmp_add(&a, x2, y2, 3);
+	/* concatenated: sum x^2 = 35, sum e^2 = 1.25 */
+	ok_near(qr_cmp_sqnr_db(&a), 10 * log10(35 / 1.25), 1e-12,
+		"SQNR with samples concatenated");
+	ok_near(qr_cmp_mse(&a), 1.25 / 7, 1e-12, "MSE over all elements");
+	ok_near(qr_cmp_norm_l2(&a), sqrt(1.25 / 35), 1e-12,
+		"normalized L2 = ||x-y|| / ||x||");
+	ok_near(qr_cmp_cosine_mean(&a), (c1 + c2) / 2, 1e-12,
+		"cosine mean over samples");
+	ok_near(a.cos_min, c2 < c1 ? c2 : c1, 1e-12, "cosine min");
+	ok_near(a.max_abs, 1.0, 0, "max abs error");
+	qr_cmp_add(&a, bad, x, 3);
+	ok(a.nan_x == 1 && a.inf_x == 1 && a.nan_y == 0,
+	   "NaN and Inf are counted, not summed");
+	memset(&a, 0, sizeof a);
+	qr_cmp_add(&a, x, x, 4);
+	ok(isinf(qr_cmp_sqnr_db(&a)) && qr_cmp_sqnr_db(&a) > 0 &&
+	   qr_cmp_cosine_mean(&a) == 1.0, "identical: SQNR +inf, cosine 1");
+}
+
+static void
+test_quant(void)
+{
+	struct qr_as_qparams p = { 0 };
+	struct qr_tensor *t = NULL;
+	static const float v[8] = { -1.0f, 0.05f, 0.15f, 0.25f, 0.35f,
+				    1.0f, 30.0f, NAN };
+	float back[8], sc = 0.1f;
+	int32_t zp = 10;
+	int64_t dims[1] = { 8 };
+	const uint8_t *q;
+	uint64_t lo_hist[4] = { 0 }, under = 0, over = 0;
+	double lo, hi;
+
+	p.dtype = QR_DT_UINT8;
+	p.n = 1;
+	p.scale = &sc;
+	p.zp = &zp;
+	p.qmin = 0;
+	p.qmax = 255;
+	qr_tensor_new(QR_DT_UINT8, 1, dims, &t, NULL);
+	ok(qr_as_from_float(t, &p, v), "quantize into a uint8 tensor");
+	q = t->data;
+	/* -1/0.1 = -10 -> 0; 0.5 -> 0 (even) -> 10; 1.5 -> 2 -> 12;
+	 * 2.5 -> 2 -> 12; 3.5 -> 4 -> 14; 10 -> 20; 300 -> 255; NaN -> zp */
+	ok(q[0] == 0 && q[1] == 10 && q[2] == 12 && q[3] == 12 &&
+	   q[4] == 14 && q[5] == 20 && q[6] == 255 && q[7] == 10,
+	   "round half to even, saturate (%d %d %d %d %d %d %d %d)", q[0],
+	   q[1], q[2], q[3], q[4], q[5], q[6], q[7]);
+	ok(qr_as_to_float(t, &p, back) && fabsf(back[0] - (-1.0f)) < 1e-6f &&
+	   fabsf(back[5] - 1.0f) < 1e-6f && fabsf(back[6] - 24.5f) < 1e-5f,
+	   "dequantize (q - zp) * scale");
+	ok(qr_as_saturated(&p, v, 7, dims, 1) == 1,
+	   "saturation counts values beyond half a step outside the range");
+	qr_as_hist_range(v, NULL, 7, &lo, &hi);
+	ok(lo < -1.0 && hi > 30.0, "histogram range padded (%g..%g)", lo, hi);
+	qr_as_hist_add(0, 1, lo_hist, 4, &under, &over, v, 8);
+	ok(under == 1 && over == 1 && lo_hist[0] == 2 && lo_hist[1] == 2 &&
+	   lo_hist[3] == 1, "histogram bins, hi in the last bin, "
+	   "under/overflow, NaN skipped");
+	qr_tensor_free(t);
+}
+
+/* ---- qr_analysis_run_data ---- */
+
+/* A feed over the rows of a [N,...] float tensor, with labels. */
+struct feed {
+	struct qr_tensor *all;   /* [N, ...] */
+	const int *labels;
+	size_t next, n;
+	struct qr_tensor one;    /* row view */
+	struct qr_tensor *ptr;
+	char name[32];
+	const char *input;
+};
+
+static enum qr_status
+feed_next(void *user, struct qr_tensor *const **inputs, size_t *n_inputs,
+	  int *label, const char **name, struct qr_diag *d)
+{
+	struct feed *f = user;
+	size_t row;
+
+	(void)d;
+	if (f->next >= f->n) {
+		*n_inputs = 0;
+		return QR_OK;
+	}
+	row = f->all->n_elem / (size_t)f->all->dims[0];
+	f->one = *f->all;
+	f->one.name = f->input;
+	f->one.dims[0] = 1;
+	f->one.n_elem = row;
+	f->one.nbytes = row * sizeof(float);
+	f->one.data = (float *)f->all->data + f->next * row;
+	f->one.owned = 0;
+	f->ptr = &f->one;
+	*inputs = &f->ptr;
+	*n_inputs = 1;
+	*label = f->labels ? f->labels[f->next] : -1;
+	snprintf(f->name, sizeof f->name, "row %zu", f->next);
+	*name = f->name;
+	f->next++;
+	return QR_OK;
+}
+
+static int digit_labels[20];
+
+static struct qr_tensor *
+digits_data(void)
+{
+	struct qr_tensor *t = NULL;
+	struct qr_diag d = { 0 };
+	FILE *fp = fopen(SAMPLES "digits_labels.txt", "r");
+	int i;
+
+	for (i = 0; fp && i < 20; i++)
+		if (fscanf(fp, "%d", &digit_labels[i]) != 1)
+			digit_labels[i] = -1;
+	if (fp)
+		fclose(fp);
+	if (qr_npy_read(SAMPLES "digits_test.npy", "input", &t, &d) != QR_OK)
+		diag("%s", d.msg);
+	qr_diag_clear(&d);
+	return t;
+}
+
+static struct qr_analysis *
+run_data(const char *ffile, const char *const *qfiles, size_t nq,
+	 struct qr_tensor *data, enum qr_status *stp, struct qr_diag *d)
+{
+	struct qr_model *fm = strchr(ffile, '/') ? load(ffile) : sample(ffile);
+	struct qr_model *qm[4] = { 0 };
+	struct qr_analysis *a = NULL;
+	struct qr_act_opts o = { 0 };
+	struct feed f = { 0 };
+	size_t i;
+
+	for (i = 0; i < nq; i++)
+		qm[i] = strchr(qfiles[i], '/') ? load(qfiles[i])
+					       : sample(qfiles[i]);
+	*stp = qr_analysis_new(fm, (const struct qr_model *const *)qm, nq,
+			       NULL, &a, d);
+	if (*stp != QR_OK)
+		goto out;
+	f.all = data;
+	f.labels = digit_labels;
+	f.n = (size_t)data->dims[0];
+	f.input = "input";
+	o.next = feed_next;
+	o.user = &f;
+	o.samples = f.n;
+	o.source = "npy";
+	o.cos_threshold = 0.99;
+	o.sqnr_threshold = 20;
+	*stp = qr_analysis_run_data(a, fm, (const struct qr_model *const *)qm,
+				    nq, &o, d);
+out:
+	qr_onnx_free(fm);
+	for (i = 0; i < nq; i++)
+		qr_onnx_free(qm[i]);
+	return a;
+}
+
+static const struct qr_act_pair *
+act_pair(const struct qr_analysis *a, size_t cand, const char *tensor)
+{
+	size_t i;
+
+	for (i = 0; i < a->n_act_pairs; i++)
+		if (a->act_pairs[i].quant == cand &&
+		    strcmp(a->act_tensors[a->act_pairs[i].tensor].name,
+			   tensor) == 0)
+			return &a->act_pairs[i];
+	return NULL;
+}
+
+static void
+test_run(struct qr_tensor *data)
+{
+	static const char *const self[] = { "digits_float.onnx" };
+	static const char *const qdq[] = { "digits_qdq.onnx",
+					   "digits_qdq_renamed.onnx" };
+	struct qr_diag d = { 0 };
+	struct qr_analysis *a, *b;
+	enum qr_status st;
+	size_t i, exact = 0, local_better = 0, n0 = 0, same = 1;
+	const struct qr_act_pair *p;
+	const struct qr_act_output *o;
+
+	/* The float model as its own candidate: every tensor exact. */
+	a = run_data("digits_float.onnx", self, 1, data, &st, &d);
+	ok(st == QR_OK && a != NULL, "float vs itself runs (%s)", d.msg);
+	if (a == NULL)
+		return;
+	ok(a->data.samples == 20, "20 samples run (%zu)", a->data.samples);
+	ok(a->n_act_pairs >= 16, "float vs itself: every activation paired "
+	   "(%zu)", a->n_act_pairs);
+	for (i = 0; i < a->n_act_pairs; i++) {
+		p = &a->act_pairs[i];
+		exact += p->cosine_mean == 1.0 && isinf(p->sqnr_db) &&
+			 isinf(p->local_sqnr_db) && p->max_abs == 0 &&
+			 p->samples == 20;
+	}
+	ok(exact == a->n_act_pairs, "float vs itself: cosine 1, SQNR +inf, "
+	   "cumulative and local (%zu of %zu)", exact, a->n_act_pairs);
+	o = a->n_act_outputs ? &a->act_outputs[0] : NULL;
+	ok(o && o->classifier && o->agree == o->rows && o->rows == 20,
+	   "float vs itself: top-1 agreement 20/20");
+	ok(o && o->labeled == 20 && o->float_correct == o->quant_correct &&
+	   o->float_correct >= 18, "float accuracy on 20 digits: %zu/20",
+	   o ? o->float_correct : 0);
+	qr_analysis_free(a);
+
+	/* digits_qdq and its renamed twin side by side. */
+	a = run_data("digits_float.onnx", qdq, 2, data, &st, &d);
+	ok(st == QR_OK && a != NULL, "float vs qdq + renamed runs (%s)",
+	   d.msg);
+	if (a == NULL)
+		return;
+	for (i = 0; i < a->n_act_pairs; i++) {
+		p = &a->act_pairs[i];
+		if (p->quant != 0)
+			continue;
+		n0++;
+		local_better += p->local_sqnr_db >= p->sqnr_db - 1e-9;
+		diag("%-36s cos %.6f min %.6f sqnr %6.2f local %6.2f "
+		     "rmse/s %.3f sat %.4f", a->act_tensors[p->tensor].name,
+		     p->cosine_mean, p->cosine_min, p->sqnr_db,
+		     p->local_sqnr_db, p->rmse_over_scale, p->saturation);
+	}
+	ok(n0 == 9, "qdq: 9 activations compared (%zu)", n0);
+	ok(local_better >= n0 - 1, "local SQNR >= cumulative for %zu of %zu "
+	   "layers", local_better, n0);
+	/* The digits pixels are x = 2p/255 - 1 and the input scale is 2/255
+	 * with zero point 127, so x/s + zp = p - 0.5: every value sits on a
+	 * half step and rounding loses exactly half a step (rmse/scale 0.5,
+	 * not the 0.289 of values spread over the steps). */
+	p = act_pair(a, 0, "input");
+	ok(p && fabs(p->local_sqnr_db - p->sqnr_db) < 1e-9 &&
+	   fabs(p->rmse_over_scale - 0.5) < 1e-3 && p->zero_point == 127,
+	   "graph input: local = cumulative, rmse/scale 0.5 (%g)",
+	   p ? p->rmse_over_scale : NAN);
+	p = act_pair(a, 0, "/relu5/Relu_output_0");
+	ok(p && p->has_qparams && p->cosine_mean > 0.9 &&
+	   p->cosine_min <= p->cosine_mean && p->sqnr_db > 5,
+	   "relu5: plausible cosine %g and SQNR %g", p ? p->cosine_mean : 0,
+	   p ? p->sqnr_db : 0);
+	ok(p && p->local_sqnr_db > p->sqnr_db + 3,
+	   "relu5: fed float inputs, its own error is far smaller (local %g "
+	   "dB, cumulative %g dB)", p ? p->local_sqnr_db : 0,
+	   p ? p->sqnr_db : 0);
+	/* the renamed candidate is the same model: same numbers */
+	for (i = 0; i < a->n_act_pairs; i++) {
+		const struct qr_act_pair *x = &a->act_pairs[i], *y;
+
+		if (x->quant != 0)
+			continue;
+		y = act_pair(a, 1, a->act_tensors[x->tensor].name);
+		if (y == NULL || y->sqnr_db != x->sqnr_db ||
+		    y->local_sqnr_db != x->local_sqnr_db ||
+		    y->cosine_min != x->cosine_min)
+			same = 0;
+	}
+	ok(same, "renamed candidate: identical numbers through structure "
+	   "matching");
+	ok(a->act_runs[0].born >= 0 && a->act_runs[0].worst_local >= 0,
+	   "error is born at %s (drop %.1f dB); worst local %s",
+	   a->act_runs[0].born >= 0 ? a->act_tensors[a->act_pairs[
+		   a->act_runs[0].born].tensor].name : "-",
+	   a->act_runs[0].born_drop_db,
+	   a->act_runs[0].worst_local >= 0 ? a->act_tensors[a->act_pairs[
+		   a->act_runs[0].worst_local].tensor].name : "-");
+	o = &a->act_outputs[0];
+	ok(o->classifier && o->rows == 20 && o->agree >= 18 &&
+	   o->samples == 20, "qdq: top-1 agreement %zu/20", o->agree);
+	for (i = 0; i < a->n_act_tensors; i++)
+		if (strcmp(a->act_tensors[i].name, "/relu1/Relu_output_0") == 0)
+			ok(a->act_tensors[i].channels == 16 &&
+			   a->act_tensors[i].ch_min[0] >= 0 &&
+			   a->act_tensors[i].ch_max[0] >= a->act_tensors[i].ch_mean[0],
+			   "relu1: 16 channels of float min/max/mean");
+
+	/* Determinism: the same run twice gives the same bits. */
+	b = run_data("digits_float.onnx", qdq, 2, data, &st, &d);
+	same = b != NULL && b->n_act_pairs == a->n_act_pairs;
+	for (i = 0; same && i < a->n_act_pairs; i++)
+		same = memcmp(&a->act_pairs[i].cosine_mean,
+			      &b->act_pairs[i].cosine_mean,
+			      offsetof(struct qr_act_pair, nan_float) -
+			      offsetof(struct qr_act_pair, cosine_mean)) == 0 &&
+		       memcmp(a->act_pairs[i].hist_quant,
+			      b->act_pairs[i].hist_quant,
+			      sizeof a->act_pairs[i].hist_quant) == 0;
+	ok(same, "two runs give identical statistics");
+	qr_analysis_free(b);
+	qr_analysis_free(a);
+	qr_diag_clear(&d);
+}
+
+static void
+test_partial(struct qr_tensor *data)
+{
+	static const char *const q[] = { "digits_qdq.onnx" };
+	struct qr_diag d = { 0 };
+	struct qr_analysis *a;
+	enum qr_status st;
+	char *path = xasprintf("%s/tests/data/activations/unsupported.onnx",
+			       QR_SRCDIR);
+	static const char *qq[1];
+
+	qq[0] = path;
+	a = run_data("digits_float.onnx", qq, 1, data, &st, &d);
+	ok(st == QR_EPARTIAL && a && a->act_runs[0].why != NULL &&
+	   strstr(a->act_runs[0].why, "Einsum") != NULL,
+	   "a candidate the engine cannot run: partial, reason names the op "
+	   "(%s)", a && a->act_runs[0].why ? a->act_runs[0].why : d.msg);
+	qr_analysis_free(a);
+	/* the float model itself: nothing compared, the reason kept */
+	a = run_data(path, qq, 1, data, &st, &d);
+	ok(st == QR_EPARTIAL && a && !a->data.ran && a->data.why != NULL &&
+	   strstr(a->data.why, "Einsum") != NULL && a->n_act_pairs == 0,
+	   "a float model the engine cannot run: partial, data.why names "
+	   "the op");
+	qr_analysis_free(a);
+	(void)q;
+	free(path);
+	qr_diag_clear(&d);
+}
+
+int
+main(void)
+{
+	struct qr_tensor *data;
+
+	plan_no_plan();
+	test_matching();
+	test_stats();
+	test_quant();
+	data = digits_data();
+	if (ok(data != NULL && data->ndim == 4 && data->dims[0] == 20,
+	       "digits_test.npy read")) {
+		test_run(data);
+		test_partial(data);
+	}
+	qr_tensor_free(data);
+	return done();
+}
