@@ -1363,9 +1363,9 @@ check_spec(const struct qr_chart_spec *sp, const char *path,
  * axes, titles, legend. The legend goes in the first empty corner of the
  * plot (top right first) or, when none is empty, right of the plot.
  */
-enum qr_status
-qr_chart_draw(const struct qr_chart_spec *spec, const char *path,
-	      struct qr_area **areas, size_t *n_areas, struct qr_diag *d)
+static enum qr_status
+draw_chart(const struct qr_chart_spec *spec, const char *path,
+	   struct qr_area **areas, size_t *n_areas, struct qr_diag *d)
 {
 	enum qr_status st;
 	cairo_surface_t *surf = NULL;
@@ -1455,5 +1455,72 @@ qr_chart_draw(const struct qr_chart_spec *spec, const char *path,
 	free_labels(&L);
 	cairo_destroy(cr);
 	cairo_surface_destroy(surf);
+	return st;
+}
+
+/* Replace, in place, every byte that does not start a valid UTF-8
+ * sequence (RFC 3629: no overlongs, surrogates or values past U+10FFFF)
+ * with '?': cairo refuses invalid UTF-8 and model names can hold any
+ * bytes. */
+static void
+fix_utf8(char *str)
+{
+	unsigned char *s = (unsigned char *)str;
+	size_t n, k;
+
+	if (s == NULL)
+		return;
+	while (*s != '\0') {
+		unsigned c = s[0];
+
+		if (c < 0x80) {
+			s++;
+			continue;
+		}
+		n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 :
+		    c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+		for (k = 1; k < n; k++)
+			if ((s[k] & 0xc0) != 0x80)
+				n = 0;
+		if (n == 3 && ((c == 0xe0 && s[1] < 0xa0) ||
+			       (c == 0xed && s[1] >= 0xa0)))
+			n = 0;
+		if (n == 4 && ((c == 0xf0 && s[1] < 0x90) ||
+			       (c == 0xf4 && s[1] >= 0x90)))
+			n = 0;
+		if (n == 0) {
+			*s++ = '?';
+			continue;
+		}
+		s += n;
+	}
+}
+
+/* Draw a copy of spec whose every string is valid UTF-8. */
+enum qr_status
+qr_chart_draw(const struct qr_chart_spec *spec, const char *path,
+	      struct qr_area **areas, size_t *n_areas, struct qr_diag *d)
+{
+	struct qr_chart_spec *safe;
+	enum qr_status st;
+	size_t i, nt = 0;
+
+	if (spec == NULL || spec->n_series == 0 || spec->series == NULL)
+		return draw_chart(spec, path, areas, n_areas, d);
+	safe = qr_chart_spec_copy(spec);
+	fix_utf8((char *)safe->title);
+	fix_utf8((char *)safe->xlabel);
+	fix_utf8((char *)safe->ylabel);
+	for (i = 0; i < safe->n_series; i++) {
+		fix_utf8((char *)safe->series[i].label);
+		if (safe->series[i].n > nt)
+			nt = safe->series[i].n;
+	}
+	for (i = 0; safe->xticks != NULL && i < nt; i++)
+		fix_utf8((char *)safe->xticks[i]);
+	for (i = 0; safe->hlines != NULL && i < safe->n_hlines; i++)
+		fix_utf8((char *)safe->hlines[i].label);
+	st = draw_chart(safe, path, areas, n_areas, d);
+	qr_chart_spec_free(safe);
 	return st;
 }

@@ -1,6 +1,7 @@
 /*
- * fuzz: entry points shared by the libFuzzer harnesses (tests/fuzz/fuzz_<name>.c)
- * and the regression replayer (tests/test_fuzz_regress.c).
+ * fuzz: entry points shared by the libFuzzer harnesses
+ * (tests/fuzz/fuzz_<name>.c) and the regression replayer
+ * (tests/test_fuzz_regress.c).
  *
  * Each qr_fuzz_<name> feeds one input through a loader (and what comes
  * after it) and returns the enum qr_status it ended with. Hostile input
