@@ -26,7 +26,7 @@ libcairo2-dev libopenblas-dev libgraphviz-dev fonts-dejavu-core"
 # come from Debian unless the machine already has them.
 if [ "$check" = yes ]; then
 	pkgs="$pkgs libonnx-testdata valgrind python3-torch python3-torchvision
-python3-onnx python3-numpy"
+python3-onnx python3-numpy chromium"
 	command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs"
 	command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
 fi
@@ -58,5 +58,10 @@ if [ "$check" = yes ]; then
 	[ -d tests/ort/node_modules/onnxruntime-node ] ||
 		(cd tests/ort && npm ci --ignore-scripts --no-audit --no-fund) ||
 		echo "quickstart: npm ci failed; the ONNX Runtime cross-check will be skipped" >&2
+	# playwright-core drives Debian's chromium for the browser test; it
+	# downloads no browser (and --ignore-scripts runs nothing).
+	[ -d tests/browser/node_modules/playwright-core ] ||
+		(cd tests/browser && npm ci --ignore-scripts --no-audit --no-fund) ||
+		echo "quickstart: npm ci failed; the browser test will be skipped" >&2
 	make -j"$(nproc)" check
 fi

@@ -458,6 +458,278 @@ check_bad(const char *what, const char *const *args, int want_rc,
 		ok(!exists(out), "%s: no report written", what);
 }
 
+/* 1 when the file at path contains needle. */
+static int
+file_has(const char *path, const char *needle)
+{
+	char *text = NULL;
+	size_t len;
+	int r = 0;
+
+	if (qr_read_file(path, &text, &len, NULL) == QR_OK)
+		r = strstr(text, needle) != NULL;
+	free(text);
+	return r;
+}
+
+/* Occurrences of needle in the file at path. */
+static int
+file_count(const char *path, const char *needle)
+{
+	char *text = NULL;
+	const char *p;
+	size_t len;
+	int n = 0;
+
+	if (qr_read_file(path, &text, &len, NULL) != QR_OK)
+		return -1;
+	for (p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+		n++;
+	free(text);
+	return n;
+}
+
+/* Layer pages, layers.html rows and graph.svg nodes: one per layer. */
+static void
+check_layers_and_graph(const char *out)
+{
+	char *dir = qr_path_join(out, "layers"), *lpath, *gpath, *ipath;
+	struct dirent *de;
+	DIR *dp = opendir(dir);
+	int pages = 0, rows, links, bad_page = 0;
+	static const char *const nodes[] = { "/conv1/Conv", "/bn1/BatchNormalization",
+					     "/relu4/Clip", "/pool/GlobalAveragePool",
+					     "/Flatten", "/fc/Gemm" };
+	size_t i;
+
+	ok(dp != NULL, "layers/ exists");
+	while (dp != NULL && (de = readdir(dp)) != NULL) {
+		char *p;
+
+		if (strstr(de->d_name, ".html") == NULL)
+			continue;
+		pages++;
+		p = qr_path_join(dir, de->d_name);
+		if (!file_has(p, "<base href=\"../\">") ||
+		    !file_has(p, "layers.html"))
+			bad_page++;
+		free(p);
+	}
+	if (dp != NULL)
+		closedir(dp);
+	lpath = qr_path_join(out, "layers.html");
+	gpath = qr_path_join(out, "graph.svg");
+	ipath = qr_path_join(out, "graph.html");
+	rows = file_count(lpath, "<tr id=\"l-");
+	ok(pages >= 15 && rows == pages,
+	   "layers.html has a row per layer page (%d rows, %d pages)", rows,
+	   pages);
+	ok(bad_page == 0, "every layer page links back and sets <base>");
+	for (i = 0; i < sizeof nodes / sizeof nodes[0]; i++)
+		ok(file_has(lpath, nodes[i]), "layers.html lists %s", nodes[i]);
+	ok(file_has(lpath, "data-v=") && file_has(lpath, "class=\"data sortable"),
+	   "layers.html: sortable table with sort keys");
+	links = file_count(gpath, "<a xlink:href=\"layers/");
+	ok(exists(gpath) && links == pages,
+	   "graph.svg links every node to its layer page (%d links, %d "
+	   "layers)", links, pages);
+	ok(file_has(gpath, "<?xml") && file_has(gpath, "</svg>"),
+	   "graph.svg is a complete SVG file");
+	ok(file_count(ipath, "<a xlink:href=\"layers/") == pages,
+	   "graph.html inlines the graph of the one candidate");
+	free(ipath);
+	free(gpath);
+	free(lpath);
+	free(dir);
+}
+
+/* --fail-if, --config with fail_if, --compare-to, --help, --version. */
+static void
+check_ci(const char *fmodel, const char *qmodel)
+{
+	char *digits = src("samples/digits");
+	char *pertensor = src("samples/digits_qdq_pertensor.onnx");
+	char *qop = src("samples/digits_qop.onnx");
+	char *gout = tmp("gate"), *gsum = tmp("gate/summary.md");
+	char *gidx = tmp("gate/index.html"), *gjson = tmp("gate/report.json");
+	char *old = tmp("old"), *oldjson = tmp("old/report.json");
+	char *cout = tmp("cmp"), *cjson = tmp("cmp/report.json");
+	char *chtml = tmp("cmp/compare.html"), *csum = tmp("cmp/summary.md");
+	char *cfg = tmp("ci.json"), *cfgout = tmp("cfg");
+	char *bad = tmp("bad-gate");
+	const char *data[] = { "--data", digits, "--samples", "10", "--scale",
+			       "0.00392156862745098", "--mean", "0.5", "--std",
+			       "0.5", "--quiet" };
+	cJSON *j;
+	int rc;
+
+	/* a failing and a passing check: exit 3, report written, listed */
+	rc = run((const char *[]){"--float", fmodel, "--quant", qmodel, "-o",
+				  gout, data[0], data[1], data[2], data[3],
+				  data[4], data[5], data[6], data[7], data[8],
+				  data[9], data[10],
+				  "--fail-if", "layer.sqnr_db<60",
+				  "--fail-if", "weight.max_rel_range > 1000",
+				  NULL});
+	ok(rc == 3, "--fail-if crossed: exit 3 (got %d: %s)", rc, last_err);
+	ok(exists(gidx) && exists(gsum), "--fail-if crossed: the report is "
+	   "still written");
+	ok(strstr(last_err, "qreport: check failed: layer.sqnr_db < 60") !=
+		   NULL && strstr(last_err, "weight.max_rel_range") == NULL,
+	   "stderr names the failed check only (quiet)");
+	ok(count_lines(last_err) == 2, "stderr: one line per failed check and "
+	   "one summary line (%d lines)", count_lines(last_err));
+	ok(file_has(gidx, "layer.sqnr_db &lt; 60") &&
+	   file_has(gidx, "1 of 2 failed"), "index.html lists the checks");
+	ok(file_has(gsum, "| layer.sqnr\\_db &lt; 60 | **FAILED** |") &&
+	   file_has(gsum, "| weight.max\\_rel\\_range &gt; 1000 | passed |"),
+	   "summary.md lists each check and its result");
+	j = load_json(gjson);
+	{
+		const cJSON *g = j ? cJSON_GetObjectItem(j, "gate") : NULL;
+		const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(
+			g, "checks"), 0);
+
+		ok(g && cJSON_IsFalse(cJSON_GetObjectItem(g, "passed")) &&
+		   num(c0, "failures") > 0 &&
+		   num(c0, "failures") == num(c0, "items"),
+		   "report.json gate: the check failed on every layer");
+	}
+	cJSON_Delete(j);
+
+	/* malformed expressions: exit 1, one line, no report */
+	check_bad("--fail-if without an operator",
+		  (const char *[]){"--float", fmodel, "-o", bad, "--fail-if",
+				   "layer.sqnr_db", NULL}, 1, "layer.sqnr_db",
+		  bad);
+	check_bad("--fail-if with an unknown metric",
+		  (const char *[]){"--float", fmodel, "-o", bad, "--fail-if",
+				   "layer.snr<3", NULL}, 1, "unknown metric 'snr'",
+		  bad);
+	check_bad("--fail-if with an unknown subject",
+		  (const char *[]){"--float", fmodel, "-o", bad, "--fail-if",
+				   "model.cosine<3", NULL}, 1, "SUBJECT", bad);
+	check_bad("--fail-if with a bad number",
+		  (const char *[]){"--float", fmodel, "-o", bad, "--fail-if",
+				   "output.cosine < 0.9x", NULL}, 1, "number",
+		  bad);
+
+	/* the config file: fail_if read from it; a flag wins over it */
+	{
+		char *text = xasprintf(
+			"{\"float\": \"%s\", \"quant\": [\"%s\"], \"output\": \"%s\","
+			" \"samples\": 4, \"quiet\": true,"
+			" \"fail_if\": [\"output.cosine < 1.01\", \"quant_weight.sqnr_db<10\"]}",
+			fmodel, qmodel, cfgout);
+
+		qr_write_file(cfg, text, strlen(text), NULL);
+		free(text);
+	}
+	rc = run((const char *[]){"--config", cfg, NULL});
+	ok(rc == 3 && strstr(last_err, "output.cosine < 1.01") != NULL,
+	   "config fail_if: exit 3 naming the check (got %d: %s)", rc,
+	   last_err);
+	rc = run((const char *[]){"--config", cfg, "--fail-if",
+				  "output.cosine<0", NULL});
+	ok(rc == 0, "a --fail-if flag replaces the config's checks (got %d: "
+	   "%s)", rc, last_err);
+	{
+		const char *t = "{\"float\": \"x.onnx\", \"output\": \"o\", "
+				"\"fail_if\": \"layer.sqnr_db\"}";
+
+		qr_write_file(cfg, t, strlen(t), NULL);
+	}
+	check_bad("config with a malformed fail_if",
+		  (const char *[]){"--config", cfg, NULL}, 1, "ci.json", NULL);
+
+	/* --compare-to: a previous report of another candidate */
+	rc = run((const char *[]){"--float", fmodel, "--quant", pertensor,
+				  "-o", old, data[0], data[1], data[2], data[3],
+				  data[4], data[5], data[6], data[7], data[8],
+				  data[9], data[10], NULL});
+	ok(rc == 0, "previous report: exit 0 (%s)", last_err);
+	rc = run((const char *[]){"--float", fmodel, "--quant", qmodel,
+				  "--quant", qop, "-o", cout, "--compare-to",
+				  oldjson, data[0], data[1], data[2], data[3],
+				  data[4], data[5], data[6], data[7], data[8],
+				  data[9], data[10], NULL});
+	ok(rc == 0, "--compare-to: exit 0 (got %d: %s)", rc, last_err);
+	j = load_json(cjson);
+	{
+		const cJSON *c = j ? cJSON_GetObjectItem(j, "compare") : NULL;
+		const cJSON *x;
+		int deltas = 0, news = 0;
+
+		cJSON_ArrayForEach(x, cJSON_GetObjectItem(c, "activations")) {
+			const cJSON *dl = cJSON_GetObjectItem(x, "sqnr_db_delta");
+
+			deltas += cJSON_IsNumber(dl) && fabs(dl->valuedouble) > 0.5;
+			news += strcmp(cJSON_GetObjectItem(x, "status")
+					       ->valuestring, "new") == 0;
+		}
+		ok(deltas > 0, "compare: per-channel vs per-tensor weights "
+		   "change the SQNR of %d tensors", deltas);
+		ok(news > 0 && num(c, "new") >= news,
+		   "compare: the second candidate's tensors are new");
+		ok(num(c, "improved") > 0, "compare: per-channel improves on "
+		   "per-tensor");
+	}
+	cJSON_Delete(j);
+	ok(file_has(chtml, "improved") && file_has(chtml, "/relu1/Relu_output_0"),
+	   "compare.html lists the changed layers");
+	ok(file_has(csum, "## Changes against") && file_has(csum, "improved |"),
+	   "summary.md has the changes");
+	check_bad("--compare-to a missing report",
+		  (const char *[]){"--float", fmodel, "-o", bad, "--compare-to",
+				   "/nonexistent/report.json", NULL}, 2,
+		  "/nonexistent/report.json", bad);
+	check_bad("--compare-to a file that is not a report",
+		  (const char *[]){"--float", fmodel, "-o", bad, "--compare-to",
+				   cfg, NULL}, 2, "ci.json", bad);
+
+	/* --help ends with the exit codes; --version */
+	{
+		char *hpath = tmp("help.txt");
+		char *cmd = xasprintf("'%s' --help > '%s'", qreport, hpath);
+		char *text = NULL;
+		size_t len = 0;
+
+		rc = system(cmd);
+		ok(rc == 0 && qr_read_file(hpath, &text, &len, NULL) == QR_OK &&
+		   strstr(text, "--fail-if EXPR") && strstr(text, "--compare-to") &&
+		   strstr(text, "Exit codes:") &&
+		   strstr(strstr(text, "Exit codes:"), "4  partial report") &&
+		   strstr(text, "Exit codes:") > strstr(text, "--version"),
+		   "--help documents --fail-if and --compare-to and ends with "
+		   "the exit codes");
+		free(text);
+		free(cmd);
+		cmd = xasprintf("'%s' --version > '%s'", qreport, hpath);
+		rc = system(cmd);
+		ok(rc == 0 && qr_read_file(hpath, &text, &len, NULL) == QR_OK &&
+		   strncmp(text, "qreport ", 8) == 0, "--version");
+		free(text);
+		free(cmd);
+		free(hpath);
+	}
+	free(bad);
+	free(cfgout);
+	free(cfg);
+	free(csum);
+	free(chtml);
+	free(cjson);
+	free(cout);
+	free(oldjson);
+	free(old);
+	free(gjson);
+	free(gidx);
+	free(gsum);
+	free(gout);
+	free(qop);
+	free(pertensor);
+	free(digits);
+}
+
 int
 main(void)
 {
@@ -498,6 +770,7 @@ main(void)
 		ok(rc == 0, "report with --data samples/digits: exit 0 (got "
 		   "%d: %s)", rc, last_err);
 		check_activations(aout);
+		check_layers_and_graph(aout);
 		free(aout);
 		free(digits);
 	}
@@ -599,6 +872,7 @@ main(void)
 		free(pout);
 		free(pjson);
 	}
+	check_ci(fmodel, qmodel);
 	outfile = tmp("a-file");
 	qr_write_file(outfile, "keep me", 7, NULL);
 	check_bad("output is a file",

@@ -1,6 +1,7 @@
 /* test_report: the report folder from a hand-built analysis, escaping,
  * the template language and the atomic replace. */
 #include "analysis/analysis.h"
+#include "onnx/onnx.h"
 #include "report/report.h"
 #include "report/report-int.h"
 #include "util/util.h"
@@ -288,7 +289,7 @@ test_escape(void)
 	free(s);
 	free(longs);
 	s = escaped(qr_md_escape, "a|b*c_d`e<f>[g]\nh");
-	ok(strcmp(s, "a\\|b\\*c\\_d\\`e\\<f\\>\\[g\\] h") == 0,
+	ok(strcmp(s, "a\\|b\\*c\\_d\\`e&lt;f&gt;\\[g\\] h") == 0,
 	   "markdown escape: %s", s);
 	free(s);
 
@@ -352,7 +353,12 @@ static int
 html_is_clean(const char *dir, const char *page)
 {
 	char *text = slurp(dir, page);
-	int rc = text != NULL && strstr(text, "<script") == NULL &&
+	const char *ours = "<script src=\"assets/qreport.js\" defer></script>";
+	const char *s = text ? strstr(text, "<script") : NULL;
+	/* the one script is qreport's own, from assets/ */
+	int rc = text != NULL && s != NULL &&
+		 strncmp(s, ours, strlen(ours)) == 0 &&
+		 strstr(s + 1, "<script") == NULL &&
 		 strstr(text, "&lt;script&gt;alert(1)") != NULL;
 
 	free(text);
@@ -539,8 +545,8 @@ test_report(const char *root)
 	ok(all, "no raw <script> in any page, escaped form present");
 	s = slurp(out, "index.html");
 	ok(s && strstr(s, "class=\"verdict bad\"") && strstr(s, "<map ") &&
-	   strstr(s, "href=\"weights.html#w-1\""),
-	   "index: verdict, chart map, link to the layer's anchor");
+	   strstr(s, "href=\"layers/L1-_script_alert_1___script_.html\""),
+	   "index: verdict, chart map, link to the layer's page");
 	free(s);
 	s = slurp(out, "weights.html");
 	ok(s && strstr(s, "id=\"w-1\"") && strstr(s, "class=\"num bad\">80<"),
@@ -548,12 +554,196 @@ test_report(const char *root)
 	free(s);
 	s = slurp(out, "summary.md");
 	ok(s && !has_unescaped_tag(s) &&
-	   strstr(s, "\\<script\\>alert(1)\\</script\\>") != NULL,
+	   strstr(s, "&lt;script&gt;alert(1)&lt;/script&gt;") != NULL,
 	   "summary.md escapes model strings");
 	free(s);
 	test_json(out);
 	test_charts(out);
+	s = slurp(out, "layers.html");
+	ok(s && strstr(s, "<tr id=\"l-0\"") && strstr(s, "<tr id=\"l-2\"") &&
+	   !strstr(s, "<tr id=\"l-3\""),
+	   "layers.html: a row for each of the 3 layers (no graph)");
+	free(s);
+	ok(html_is_clean(out, "layers/L1-_script_alert_1___script_.html") &&
+	   html_is_clean(out, "layers.html"),
+	   "layer pages and layers.html escape model strings");
+	s = slurp(out, "graph.html");
+	ok(s && strstr(s, "No graph view") && !exists(out, "graph.svg"),
+	   "without the model there is no graph, and graph.html says so");
+	free(s);
 	free(out);
+	qr_diag_clear(&d);
+}
+
+/* ---- the graph view of a model with hostile names ---- */
+
+static int
+count_str(const char *s, const char *needle)
+{
+	int n = 0;
+
+	for (; (s = strstr(s, needle)) != NULL; s += strlen(needle))
+		n++;
+	return n;
+}
+
+#define BACKSLASH "back\\Nslash\\G\\n"
+#define CONTROL "ctl\x01\x1b[31m bad\xff\xfe utf8"
+
+/* 1 when s is valid UTF-8 without control characters but \n, \t. */
+static int
+clean_utf8(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p) {
+		int n = *p < 0x80 ? 0 : (*p & 0xe0) == 0xc0 ? 1
+			: (*p & 0xf0) == 0xe0 ? 2 : (*p & 0xf8) == 0xf0 ? 3 : -1;
+
+		if (n < 0 || (*p < 0x20 && *p != '\n' && *p != '\t') ||
+		    *p == 0x7f)
+			return 0;
+		for (p++; n > 0; n--, p++)
+			if ((*p & 0xc0) != 0x80)
+				return 0;
+	}
+	return 1;
+}
+
+static void
+test_graph(const char *root)
+{
+	static const char *in_input[] = { "input" };
+	static const char *t[] = { "t0", "t1", "t2", "t3", "out" };
+	static const char *ins[5][1] = { { "input" }, { "t0" }, { "t1" },
+					 { "t2" }, { "t3" } };
+	static const char *outs[5][1] = { { "t0" }, { "t1" }, { "t2" },
+					  { "t3" }, { "out" } };
+	static struct qr_node nodes[5];
+	static struct qr_value_info gin = { "input", 1, -1, NULL };
+	static struct qr_value_info gout = { "out", 1, -1, NULL };
+	struct qr_model m;
+	struct qr_report_opts opts = { NULL, "qreport", "9.9" };
+	struct qr_diag d = {0};
+	char *out = qr_path_join(root, "graph"), *svg, *page, *dt;
+	const char *names[5] = { "conv1", HOSTILE, DOTS QUOTED, BACKSLASH,
+				 CONTROL };
+	size_t i;
+
+	(void)in_input;
+	(void)t;
+	for (i = 0; i < 5; i++)
+		nodes[i] = (struct qr_node){ names[i], i < 3 ? "Conv" :
+					     i == 3 ? "Relu" : "Relu<b>&",
+					     "", 1, ins[i], 1, outs[i], 0,
+					     NULL };
+	memset(&m, 0, sizeof m);
+	m.path = "hostile.onnx";
+	m.graph.name = HOSTILE;
+	m.graph.n_node = 5;
+	m.graph.nodes = nodes;
+	m.graph.n_input = 1;
+	m.graph.inputs = &gin;
+	m.graph.n_output = 1;
+	m.graph.outputs = &gout;
+	opts.float_model = &m;
+	ok(qr_report_write(&fake, &opts, out, &d) == QR_OK,
+	   "report with a hostile graph (%s)", d.msg);
+	svg = slurp(out, "graph.svg");
+	ok(svg != NULL, "graph.svg written");
+	ok(svg && !strstr(svg, "<script") &&
+	   strstr(svg, "&lt;script&gt;alert(1)&lt;/script&gt;") &&
+	   strstr(svg, "&quot;quoted&quot; &amp;") &&
+	   strstr(svg, "Relu&lt;b&gt;&amp;"),
+	   "graph.svg: names and ops XML-escaped");
+	ok(svg && strstr(svg, "back\\Nslash\\G\\n") && !strstr(svg, "backn3") &&
+	   strstr(svg, "back\xe2\x88\x96Nslash"),
+	   "graph.svg: a backslash in a name stays a backslash (no \\N "
+	   "expansion)");
+	ok(svg && clean_utf8(svg), "graph.svg: valid UTF-8, no control "
+	   "characters");
+	ok(svg && count_str(svg, "<a xlink:href=\"layers/L") == 5,
+	   "graph.svg: every node links to its layer page");
+	free(svg);
+	page = slurp(out, "graph.html");
+	ok(page && html_is_clean(out, "graph.html") && clean_utf8(page),
+	   "graph.html: the inlined SVG is escaped");
+	free(page);
+	ok(html_is_clean(out, "layers/L1-_script_alert_1___script_.html") &&
+	   exists(out, "layers/L4-ctl___31m_bad___utf8.html"),
+	   "layer pages of hostile nodes: safe names, escaped content");
+	page = slurp(out, "layers.html");
+	ok(page && count_str(page, "<tr id=\"l-") == 5,
+	   "layers.html: every node of the graph is a row");
+	free(page);
+	dt = qr_dot_text("a\\N\x01\xff" "bc", 100, 0);
+	ok(strcmp(dt, "a\\\\N \xef\xbf\xbd" "bc") == 0,
+	   "qr_dot_text doubles backslashes, blanks controls, fixes UTF-8");
+	free(dt);
+	dt = qr_dot_text("abcdefgh", 4, 0);
+	ok(strcmp(dt, "abcd\xe2\x80\xa6") == 0, "qr_dot_text cuts with an "
+	   "ellipsis");
+	free(dt);
+	free(out);
+	qr_diag_clear(&d);
+}
+
+/* ---- --fail-if ---- */
+
+static void
+test_gate(void)
+{
+	static const char *bad[] = {
+		"", "layer", "layer.sqnr_db", "layer.sqnr_db 20",
+		"layer.sqnr_db == 20", "layer.snr < 2", "model.cosine<1",
+		"layer.sqnr_db < x", "layer.sqnr_db < 1e999", "layer.sqnr_db<2 3",
+	};
+	struct qr_gate g = {0};
+	struct qr_diag d = {0};
+	cJSON *j, *r;
+	char *line;
+	size_t i;
+	int all = 1;
+
+	for (i = 0; i < sizeof bad / sizeof *bad; i++)
+		if (qr_gate_add(&g, bad[i], &d) != QR_EUSAGE ||
+		    strchr(d.msg, '\n') != NULL) {
+			diag("accepted: '%s'", bad[i]);
+			all = 0;
+		}
+	ok(all && g.n == 0, "malformed --fail-if expressions are QR_EUSAGE");
+	ok(qr_gate_add(&g, " weight.max_rel_range>50 ", &d) == QR_OK &&
+	   qr_gate_add(&g, "layer.sqnr_db <= 20", &d) == QR_OK &&
+	   qr_gate_add(&g, "layer.cosine<0.5", &d) == QR_OK &&
+	   qr_gate_add(&g, "output.top1 < 0.99", &d) == QR_OK && g.n == 4,
+	   "well-formed expressions parse (%s)", d.msg);
+	j = cJSON_Parse("{\"weights\":[{\"layer\":\"a\",\"max_rel_range\":80},"
+			"{\"layer\":\"b\",\"max_rel_range\":1},"
+			"{\"layer\":\"c\",\"max_rel_range\":120}],"
+			"\"activations\":[{\"tensor\":\"t\",\"quant\":0,"
+			"\"sqnr_db\":null},{\"tensor\":\"u\",\"quant\":1,"
+			"\"sqnr_db\":20}],\"outputs\":[]}");
+	r = qr_report_gate_eval(&g, j);
+	ok(g.checks[0].n_fail == 2 && g.checks[0].n_items == 3 &&
+	   g.checks[0].worst && strncmp(g.checks[0].worst, "c ", 2) == 0,
+	   "weight.max_rel_range>50: 2 of 3 fail, worst c (%s)",
+	   g.checks[0].worst ? g.checks[0].worst : "none");
+	ok(g.checks[1].n_fail == 1 && strstr(g.checks[1].worst,
+					     "u (candidate 2)"),
+	   "layer.sqnr_db<=20: an exact (null) SQNR passes, 20 fails");
+	ok(g.checks[2].n_fail == 0 && g.checks[2].n_items == 2,
+	   "a missing metric never matches");
+	ok(g.checks[3].n_items == 0 && g.checks[3].n_fail == 0,
+	   "no outputs: nothing to check, passed");
+	ok(g.n_failed == 2 && cJSON_IsFalse(cJSON_GetObjectItem(r, "passed")),
+	   "two checks failed");
+	line = qr_gate_line(&g, 0);
+	ok(strstr(line, "2 of 3 weight layers match") != NULL,
+	   "gate line: %s", line);
+	free(line);
+	cJSON_Delete(r);
+	cJSON_Delete(j);
+	qr_gate_clear(&g);
 	qr_diag_clear(&d);
 }
 
@@ -671,6 +861,8 @@ main(void)
 	test_escape();
 	test_template();
 	test_report(root);
+	test_graph(root);
+	test_gate();
 	test_replace(root);
 	test_templates_dir(root);
 	if (getenv("QR_KEEP") == NULL)

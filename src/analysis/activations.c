@@ -4,8 +4,9 @@
  *
  * Per sample:
  *   1. the float model runs once; its hook copies the matched float
- *      tensors of this sample (one buffer per tensor, reused from sample
- *      to sample) and adds them to the per-channel statistics;
+ *      tensors of this sample (one buffer per tensor and slot, reused
+ *      from sample to sample) and adds them to the per-channel
+ *      statistics;
  *   2. each candidate runs twice:
  *      - cumulative: a normal run; the hook compares each matched tensor
  *        with the float one (integer tensors dequantized with their scale
@@ -17,10 +18,20 @@
  *        (ONNX Runtime qdq_loss_debug's "local" error; TFLite's quantization
  *        debugger feeds dequantized float inputs the same way).
  * Only sums, histograms and per-channel ranges survive a sample.
+ *
+ * Two lanes (threads) share this work when there are two cores or more:
+ * the float run of sample s+1 beside the candidate runs of sample s, or
+ * a candidate's cumulative run beside its local run (each candidate has
+ * a second executor for that). Samples in flight live in two slots (the
+ * float tensors, inputs and float outputs of each). Every accumulator is
+ * written by one kind of task in sample order (float: per-channel
+ * ranges; cumulative: cum, histograms, saturation, outputs; local: loc),
+ * so the results do not depend on which lane ran what.
  */
 #include "analysis/analysis-int.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,17 +46,19 @@
 #define RMSE_SCALE_BAD 0.7       /* TFLite debugger: suspect above */
 #define SATURATION_BAD 0.01      /* fraction of values outside the range */
 
+#define SLOTS 2                  /* samples in flight (double buffer) */
+
 /* A float tensor compared by some candidate. */
 struct ftens {
 	const char *name;        /* borrowed from the float model */
 	long node;               /* producer node index, -1 for an input */
 	long pos;                /* topological position, -1 for an input */
-	float *buf;              /* this sample's values */
-	size_t cap;              /* floats allocated in buf */
-	size_t n;                /* elements this sample */
-	int ndim;
-	int64_t dims[QR_TENSOR_MAX_DIMS];
-	int have;                /* 1 once seen in this sample */
+	float *buf[SLOTS];       /* values of the sample in each slot */
+	size_t cap[SLOTS];       /* floats allocated in buf */
+	size_t n[SLOTS];         /* elements of that sample */
+	int ndim[SLOTS];
+	int64_t dims[SLOTS][QR_TENSOR_MAX_DIMS];
+	int have[SLOTS];         /* 1 once seen in that sample */
 	int seen;                /* 1 once seen in any sample */
 	char *shape;             /* of the first sample */
 	struct qr_as_chan chan;  /* per-channel statistics */
@@ -53,7 +66,9 @@ struct ftens {
 	size_t out;              /* index in a->act_tensors */
 };
 
-/* A matched pair of one candidate, with its running sums. */
+/* A matched pair of one candidate, with its running sums. The cumulative
+ * run's task alone writes cum, the histograms, saturation, qdtype and
+ * shape_bad; the local run's task alone writes loc. */
 struct cpair {
 	size_t ft;               /* index into the ftens array */
 	const struct qr_am_pair *am; /* borrowed from cand.am */
@@ -95,7 +110,9 @@ struct outacc {
 struct cand {
 	const struct qr_model *m;
 	struct qr_graph *g;
-	struct qr_exec *e;
+	struct qr_exec *e;       /* the cumulative run's executor */
+	struct qr_exec *el;      /* the local run's: its own when two lanes
+				  * run them at once, else e */
 	struct qr_am am;
 	struct cpair *pairs;     /* am.n */
 	struct hook_map map;
@@ -106,10 +123,26 @@ struct cand {
 	int ran;
 	char *why;
 	double seconds;
+	size_t next[2];          /* next sample of the cumulative / local
+				  * task */
+	int busy[2];             /* that task is running */
+};
+
+/* One sample in flight: the inputs (copied, the feed reuses its own)
+ * and the float model's outputs, kept until every candidate task of the
+ * sample has read them. */
+struct slot {
+	struct qr_tensor **ins;  /* n_ins owned copies */
+	size_t n_ins;
+	struct qr_tensor **fouts; /* the float outputs (owned copies) */
+	size_t n_fouts;
+	int label;
+	size_t pending;          /* candidate tasks of this sample left */
 };
 
 struct ctx {
 	struct qr_analysis *a;
+	const struct qr_act_opts *o;
 	const struct qr_model *fm;
 	struct qr_graph *fg;
 	struct qr_exec *fe;
@@ -118,10 +151,28 @@ struct ctx {
 	struct hook_map fmap;    /* float node -> ftens */
 	struct cand *c;
 	size_t n_c;
+	struct slot slot[SLOTS];
+	/* scheduling, under mu */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	size_t next_f;           /* next sample the float task reads */
+	size_t f_done;           /* samples whose float task finished */
+	int f_busy;              /* a float task runs */
+	int eof;                 /* the feed is exhausted at next_f */
+	enum qr_status stop;     /* QR_OK, or why every lane stops */
+	enum qr_status partial;  /* QR_EPARTIAL once a candidate failed */
+	size_t done, running;    /* progress: runs done, models running */
+	struct qr_diag *d;       /* the caller's; the float task's only */
+};
+
+/* What one run's hook works with (one per task: lanes run at once). */
+struct hctx {
+	struct ctx *c;
+	struct cand *q;          /* NULL for the float run */
+	int local;               /* the local run */
+	size_t s;                /* slot */
 	float *scratch;          /* quant values of one tensor */
 	size_t scratch_cap;
-	int local;               /* the candidate run under way is local */
-	struct cand *cur;        /* the candidate under way */
 };
 
 static float *
@@ -185,22 +236,23 @@ out_slot(const struct qr_node *n, const char *name)
 	return NONE;
 }
 
-/* Copy t into f's buffer (this sample) and add it to the statistics. */
+/* Copy t into f's buffer of slot s and add it to the statistics (float
+ * tasks only, in sample order). */
 static void
-ft_take(struct ftens *f, const struct qr_tensor *t)
+ft_take(struct ftens *f, size_t s, const struct qr_tensor *t)
 {
-	grow(&f->buf, &f->cap, t->n_elem);
-	if (!qr_as_to_float(t, NULL, f->buf))
+	grow(&f->buf[s], &f->cap[s], t->n_elem);
+	if (!qr_as_to_float(t, NULL, f->buf[s]))
 		return;
-	f->n = t->n_elem;
-	f->ndim = t->ndim;
-	memcpy(f->dims, t->dims, sizeof f->dims);
-	f->have = 1;
+	f->n[s] = t->n_elem;
+	f->ndim[s] = t->ndim;
+	memcpy(f->dims[s], t->dims, sizeof f->dims[s]);
+	f->have[s] = 1;
 	if (!f->seen) {
 		f->shape = qr_an_dims_str(t->dims, t->ndim);
 		f->seen = 1;
 	}
-	qr_as_chan_add(&f->chan, f->buf, t->dims, t->ndim);
+	qr_as_chan_add(&f->chan, f->buf[s], t->dims, t->ndim);
 	f->n_values += t->n_elem;
 }
 
@@ -208,53 +260,67 @@ static int
 float_hook(const struct qr_node *node, struct qr_tensor *const *outs,
 	   size_t n_outs, void *user)
 {
-	struct ctx *c = user;
+	struct hctx *h = user;
+	struct ctx *c = h->c;
 	size_t ni = (size_t)(node - c->fm->graph.nodes), k;
 
 	for (k = c->fmap.start[ni]; k < c->fmap.start[ni + 1]; k++) {
-		const struct hook_ent *h = &c->fmap.ent[k];
+		const struct hook_ent *e = &c->fmap.ent[k];
 
-		if (h->slot < n_outs && outs[h->slot] != NULL)
-			ft_take(&c->ft[h->pair], outs[h->slot]);
+		if (e->slot < n_outs && outs[e->slot] != NULL)
+			ft_take(&c->ft[e->pair], h->s, outs[e->slot]);
 	}
 	return 0;
 }
 
-/* Compare quant tensor t with its float counterpart (and, in the local
- * run, overwrite it afterwards). */
+/* Compare quant tensor t with its float counterpart: the cumulative run
+ * feeds cum, the histograms and saturation; the local run loc only. */
 static void
-compare(struct ctx *c, struct cpair *p, struct qr_tensor *t)
+compare(struct hctx *h, struct cpair *p, struct qr_tensor *t)
 {
-	struct ftens *f = &c->ft[p->ft];
+	struct ftens *f = &h->c->ft[p->ft];
+	const float *x = f->buf[h->s];
+	size_t n = f->n[h->s];
 	float *y;
 
-	if (!f->have)
+	if (!f->have[h->s])
 		return;
-	if (t->n_elem != f->n) {
-		p->shape_bad = 1;
+	if (t->n_elem != n) {
+		if (!h->local)
+			p->shape_bad = 1;
 		return;
 	}
-	y = grow(&c->scratch, &c->scratch_cap, t->n_elem);
+	if (h->local) {
+		if (t->dtype == QR_DT_FLOAT) {
+			qr_cmp_add(&p->loc, x, t->data, n);
+			return;
+		}
+		y = grow(&h->scratch, &h->scratch_cap, n);
+		if (qr_as_to_float(t, p->qp.n ? &p->qp : NULL, y))
+			qr_cmp_add(&p->loc, x, y, n);
+		return;
+	}
 	p->qdtype = t->dtype;
-	if (!qr_as_to_float(t, p->qp.n ? &p->qp : NULL, y))
-		return;
-	if (c->local) {
-		qr_cmp_add(&p->loc, f->buf, y, f->n);
-		return;
+	if (t->dtype == QR_DT_FLOAT) {
+		y = t->data;
+	} else {
+		y = grow(&h->scratch, &h->scratch_cap, n);
+		if (!qr_as_to_float(t, p->qp.n ? &p->qp : NULL, y))
+			return;
 	}
-	qr_cmp_add(&p->cum, f->buf, y, f->n);
+	qr_cmp_add(&p->cum, x, y, n);
 	if (!p->hist_set) {
-		qr_as_hist_range(f->buf, y, f->n, &p->hlo, &p->hhi);
+		qr_as_hist_range(x, y, n, &p->hlo, &p->hhi);
 		p->hist_set = 1;
 	}
 	qr_as_hist_add(p->hlo, p->hhi, p->hf, QR_ACT_HIST_BINS, &p->uf,
-		       &p->of, f->buf, f->n);
+		       &p->of, x, n);
 	qr_as_hist_add(p->hlo, p->hhi, p->hq, QR_ACT_HIST_BINS, &p->uq,
-		       &p->oq, y, f->n);
+		       &p->oq, y, n);
 	if (p->qp.n) {
-		p->sat += qr_as_saturated(&p->qp, f->buf, f->n, f->dims,
-					  f->ndim);
-		p->sat_n += f->n;
+		p->sat += qr_as_saturated(&p->qp, x, n, f->dims[h->s],
+					  f->ndim[h->s]);
+		p->sat_n += n;
 	}
 }
 
@@ -262,28 +328,30 @@ static int
 cand_hook(const struct qr_node *node, struct qr_tensor *const *outs,
 	  size_t n_outs, void *user)
 {
-	struct ctx *c = user;
-	struct cand *q = c->cur;
+	struct hctx *h = user;
+	struct ctx *c = h->c;
+	struct cand *q = h->q;
 	size_t ni = (size_t)(node - q->m->graph.nodes), k;
 
 	for (k = q->map.start[ni]; k < q->map.start[ni + 1]; k++) {
-		const struct hook_ent *h = &q->map.ent[k];
-		struct cpair *p = &q->pairs[h->pair];
+		const struct hook_ent *e = &q->map.ent[k];
+		struct cpair *p = &q->pairs[e->pair];
+		struct ftens *f = &c->ft[p->ft];
 		struct qr_tensor *t;
 
-		if (h->slot >= n_outs || (t = outs[h->slot]) == NULL)
+		if (e->slot >= n_outs || (t = outs[e->slot]) == NULL)
 			continue;
-		if (h->also < 0)
-			compare(c, p, t);
-		if (!c->local || !c->ft[p->ft].have || t->n_elem != c->ft[p->ft].n)
+		if (e->also < 0)
+			compare(h, p, t);
+		if (!h->local || !f->have[h->s] || t->n_elem != f->n[h->s])
 			continue;
-		if (h->also < 0)
+		if (e->also < 0)
 			qr_as_from_float(t, p->qp.n ? &p->qp : NULL,
-					 c->ft[p->ft].buf);
+					 f->buf[h->s]);
 		else
-			qr_as_from_float(t, p->also_qp[h->also].n
-					 ? &p->also_qp[h->also] : NULL,
-					 c->ft[p->ft].buf);
+			qr_as_from_float(t, p->also_qp[e->also].n
+					 ? &p->also_qp[e->also] : NULL,
+					 f->buf[h->s]);
 	}
 	return 0;
 }
@@ -421,9 +489,31 @@ cand_free(struct cand *q)
 	free(q->outs);
 	map_free(&q->map);
 	qr_am_free(&q->am);
+	if (q->el != q->e)
+		qr_exec_free(q->el);
 	qr_exec_free(q->e);
 	qr_graph_free(q->g);
 	free(q->why);
+}
+
+static void
+strv_add(char ***v, size_t *n, const char *s)
+{
+	*v = xreallocarray(*v, *n + 1, sizeof **v);
+	(*v)[(*n)++] = xstrdup(s != NULL ? s : "");
+}
+
+/* The message of the last error in d, then d cleared of it. */
+static char *
+take_error(struct qr_diag *d)
+{
+	char *s = xstrdup(d != NULL && d->msg[0] ? d->msg : "unknown error");
+
+	if (d != NULL) {
+		d->status = QR_OK;
+		d->msg[0] = '\0';
+	}
+	return s;
 }
 
 /* ---- one sample ---- */
@@ -439,19 +529,19 @@ argmax_row(const float *v, size_t n)
 	return best;
 }
 
-/* Compare the candidate's graph outputs with the float model's. */
+/* Compare the candidate's graph outputs with the float model's (kept in
+ * slot sl). Cumulative tasks only, in sample order. */
 static void
-compare_outputs(struct ctx *c, struct cand *q, int label)
+compare_outputs(struct cand *q, const struct slot *sl)
 {
-	size_t nf, nq, i, r;
-	struct qr_tensor *const *fo = qr_exec_outputs(c->fe, &nf);
+	size_t nq, i, r;
 	struct qr_tensor *const *qo = qr_exec_outputs(q->e, &nq);
 	float *x = NULL, *y = NULL;
 
-	for (i = 0; i < q->n_outs && i < nf && i < nq; i++) {
+	for (i = 0; i < q->n_outs && i < sl->n_fouts && i < nq; i++) {
 		struct outacc *o = &q->outs[i];
 		struct qr_cmp_acc one = {0};
-		const struct qr_tensor *a = fo[i], *b = qo[i];
+		const struct qr_tensor *a = sl->fouts[i], *b = qo[i];
 
 		if (a == NULL || b == NULL || a->n_elem != b->n_elem)
 			continue;
@@ -481,10 +571,10 @@ compare_outputs(struct ctx *c, struct cand *q, int label)
 
 			o->rows++;
 			o->agree += af == aq;
-			if (label >= 0 && a->dims[0] == 1) {
+			if (sl->label >= 0 && a->dims[0] == 1) {
 				o->labeled++;
-				o->fcorrect += af == (size_t)label;
-				o->qcorrect += aq == (size_t)label;
+				o->fcorrect += af == (size_t)sl->label;
+				o->qcorrect += aq == (size_t)sl->label;
 			}
 		}
 	}
@@ -492,47 +582,337 @@ compare_outputs(struct ctx *c, struct cand *q, int label)
 	free(y);
 }
 
-/* Run candidate q on this sample, cumulative then local. The inputs are
- * renamed to the candidate's graph inputs by position. */
-static enum qr_status
-run_cand(struct ctx *c, struct cand *q, struct qr_tensor *const *ins,
-	 size_t n_ins, int label, struct qr_diag *d)
+/* A new owned copy of t (name borrowed as it is). */
+static struct qr_tensor *
+tensor_dup(const struct qr_tensor *t)
 {
-	enum qr_status st = QR_OK;
-	size_t nfi, nqi, i, j, k;
-	const char *const *fnames = qr_exec_inputs(c->fe, &nfi);
-	const char *const *qnames = qr_exec_inputs(q->e, &nqi);
-	struct qr_tensor *alias = xcalloc(n_ins + 1, sizeof *alias);
-	struct qr_tensor **ptr = xcalloc(n_ins + 1, sizeof *ptr);
-	double t0 = qr_now();
+	struct qr_tensor *c = xcalloc(1, sizeof *c);
 
-	for (i = 0; i < n_ins; i++) {
-		alias[i] = *ins[i];
+	*c = *t;
+	c->data = NULL;
+	c->cap = 0;
+	c->owned = 1;
+	qr_tensor_alloc(c);
+	if (t->nbytes > 0)
+		memcpy(c->data, t->data, t->nbytes);
+	return c;
+}
+
+/* Free the sample held in sl (pending, the scheduler's, is left alone). */
+static void
+slot_clear(struct slot *sl)
+{
+	size_t i;
+
+	for (i = 0; i < sl->n_ins; i++)
+		qr_tensor_free(sl->ins[i]);
+	for (i = 0; i < sl->n_fouts; i++)
+		qr_tensor_free(sl->fouts[i]);
+	free(sl->ins);
+	free(sl->fouts);
+	sl->ins = NULL;
+	sl->fouts = NULL;
+	sl->n_ins = sl->n_fouts = 0;
+	sl->label = -1;
+}
+
+/* Run candidate q's cumulative (local 0) or local run on the sample in
+ * slot s. The inputs are renamed to the candidate's graph inputs by
+ * position. d is the task's own. */
+static enum qr_status
+run_cand(struct ctx *c, struct cand *q, int local, size_t s,
+	 struct qr_diag *d)
+{
+	struct slot *sl = &c->slot[s];
+	struct qr_exec *e = local ? q->el : q->e;
+	struct hctx h = {0};
+	enum qr_status st;
+	size_t nfi, nqi, i, j;
+	const char *const *fnames = qr_exec_inputs(c->fe, &nfi);
+	const char *const *qnames = qr_exec_inputs(e, &nqi);
+	struct qr_tensor *alias = xcalloc(sl->n_ins + 1, sizeof *alias);
+	struct qr_tensor **ptr = xcalloc(sl->n_ins + 1, sizeof *ptr);
+
+	h.c = c;
+	h.q = q;
+	h.local = local;
+	h.s = s;
+	for (i = 0; i < sl->n_ins; i++) {
+		alias[i] = *sl->ins[i];
 		alias[i].owned = 0;
 		for (j = 0; j < nfi && j < nqi; j++)
-			if (ins[i]->name && strcmp(ins[i]->name, fnames[j]) == 0)
+			if (sl->ins[i]->name &&
+			    strcmp(sl->ins[i]->name, fnames[j]) == 0)
 				alias[i].name = qnames[j];
 		ptr[i] = &alias[i];
 	}
-	c->cur = q;
-	for (k = 0; k < 2 && st == QR_OK; k++) {
-		c->local = (int)k;
-		for (i = 0; i < q->n_pre; i++) {
-			struct cpair *p = &q->pairs[q->pre[i]];
+	for (i = 0; i < q->n_pre; i++) {
+		struct cpair *p = &q->pairs[q->pre[i]];
 
-			for (j = 0; j < n_ins; j++)
-				if (strcmp(alias[j].name, p->am->q) == 0)
-					compare(c, p, &alias[j]);
-		}
-		st = qr_exec_run(q->e, ptr, n_ins, cand_hook, c, d);
-		if (st == QR_OK && k == 0)
-			compare_outputs(c, q, label);
+		for (j = 0; j < sl->n_ins; j++)
+			if (strcmp(alias[j].name, p->am->q) == 0)
+				compare(&h, p, &alias[j]);
 	}
-	c->local = 0;
-	q->seconds += qr_now() - t0;
+	st = qr_exec_run(e, ptr, sl->n_ins, cand_hook, &h, d);
+	if (st == QR_OK && !local)
+		compare_outputs(q, sl);
+	free(h.scratch);
 	free(ptr);
 	free(alias);
 	return st;
+}
+
+/* The float task: read the next sample into slot s, run the float model
+ * and keep its matched tensors and outputs there. *eof is set when the
+ * feed has no more samples. Runs alone on the caller's diag. */
+static enum qr_status
+run_float(struct ctx *c, size_t s, int *eof)
+{
+	struct qr_analysis *a = c->a;
+	struct slot *sl = &c->slot[s];
+	struct qr_tensor *const *ins = NULL, *const *fo;
+	struct hctx h = {0};
+	const char *name = NULL, *const *fnames;
+	size_t n_ins = 0, nf, nfi, i, j;
+	int label = -1;
+	enum qr_status st;
+
+	*eof = 0;
+	st = c->o->next(c->o->user, &ins, &n_ins, &label, &name, c->d);
+	if (st != QR_OK)
+		return st;
+	if (n_ins == 0) {
+		*eof = 1;
+		return QR_OK;
+	}
+	slot_clear(sl);
+	fnames = qr_exec_inputs(c->fe, &nfi);
+	sl->ins = xcalloc(n_ins + 1, sizeof *sl->ins);
+	sl->n_ins = n_ins;
+	sl->label = label;
+	for (i = 0; i < n_ins; i++) {
+		sl->ins[i] = tensor_dup(ins[i]);
+		/* the feed's names may not outlive its next call */
+		for (j = 0; j < nfi; j++)
+			if (ins[i]->name && strcmp(ins[i]->name, fnames[j]) == 0)
+				sl->ins[i]->name = fnames[j];
+	}
+	for (i = 0; i < c->n_ft; i++)
+		c->ft[i].have[s] = 0;
+	for (i = 0; i < n_ins; i++) {
+		size_t fi = ins[i]->name ? ft_find(c, ins[i]->name) : NONE;
+
+		if (fi != NONE && c->ft[fi].node < 0)
+			ft_take(&c->ft[fi], s, sl->ins[i]);
+	}
+	h.c = c;
+	h.s = s;
+	st = qr_exec_run(c->fe, ins, n_ins, float_hook, &h, c->d);
+	if (st != QR_OK) {
+		if (st == QR_EUSAGE || st == QR_ESHAPE)
+			return st;
+		a->data.why = take_error(c->d);
+		return QR_EPARTIAL;
+	}
+	fo = qr_exec_outputs(c->fe, &nf);
+	sl->fouts = xcalloc(nf + 1, sizeof *sl->fouts);
+	sl->n_fouts = nf;
+	for (i = 0; i < nf; i++)
+		sl->fouts[i] = fo[i] ? tensor_dup(fo[i]) : NULL;
+	strv_add(&a->data.sample_names, &a->data.samples, name);
+	a->data.labels = xreallocarray(a->data.labels, a->data.samples,
+				       sizeof *a->data.labels);
+	a->data.labels[a->data.samples - 1] = label;
+	return QR_OK;
+}
+
+/* A unit of work for a lane. */
+struct task {
+	int kind;                /* 0 none, 1 float, 2 candidate */
+	struct cand *q;
+	int local;
+	size_t sample;
+};
+
+/* The next runnable task, under c->mu; kind 0 when none is. The float
+ * task of the next sample goes first (it fills the pipeline), then the
+ * candidates' runs of the oldest sample. Each accumulator is written by
+ * one kind of task, in sample order, so results do not depend on the
+ * schedule. */
+static struct task
+pick(struct ctx *c)
+{
+	struct task t = {0};
+	size_t k;
+	int r;
+
+	if (c->stop != QR_OK)
+		return t;
+	if (!c->f_busy && !c->eof && c->next_f == c->f_done &&
+	    c->slot[c->next_f % SLOTS].pending == 0) {
+		t.kind = 1;
+		t.sample = c->next_f;
+		return t;
+	}
+	for (k = 0; k < c->n_c; k++) {
+		struct cand *q = &c->c[k];
+
+		for (r = 0; r < 2; r++) {
+			if (!q->ran || q->busy[r] || q->next[r] >= c->f_done)
+				continue;
+			if (r == 1 && q->el == q->e && q->busy[0])
+				continue;
+			if (r == 0 && q->el == q->e && q->busy[1])
+				continue;
+			t.kind = 2;
+			t.q = q;
+			t.local = r;
+			t.sample = q->next[r];
+			return t;
+		}
+	}
+	return t;
+}
+
+/* Nothing left to run or wait for. */
+static int
+finished(const struct ctx *c)
+{
+	size_t k;
+
+	if (c->f_busy)
+		return 0;
+	for (k = 0; k < c->n_c; k++)
+		if (c->c[k].busy[0] || c->c[k].busy[1])
+			return 0;
+	if (c->stop != QR_OK)
+		return 1;
+	if (!c->eof)
+		return 0;
+	for (k = 0; k < c->n_c; k++)
+		if (c->c[k].ran && (c->c[k].next[0] < c->f_done ||
+				    c->c[k].next[1] < c->f_done))
+			return 0;
+	return 1;
+}
+
+/* Mark a candidate task done (under mu): its sample's slot is released
+ * once every candidate task of the sample has run. */
+static void
+task_done(struct ctx *c, struct task *t)
+{
+	struct slot *sl = &c->slot[t->sample % SLOTS];
+
+	t->q->busy[t->local] = 0;
+	t->q->next[t->local]++;
+	sl->pending--;
+}
+
+/* A candidate that failed leaves its remaining tasks undone: their
+ * slots' counts go down now. */
+static void
+cand_drop(struct ctx *c, struct cand *q)
+{
+	int r;
+	size_t s;
+
+	q->ran = 0;
+	c->partial = QR_EPARTIAL;
+	for (r = 0; r < 2; r++)
+		for (s = q->next[r] + (q->busy[r] ? 1 : 0); s < c->f_done;
+		     s++)
+			c->slot[s % SLOTS].pending--;
+	q->next[0] = q->next[1] = (size_t)-1 / 2;
+}
+
+static void
+progress(struct ctx *c)
+{
+	size_t total = c->o->samples;
+
+	if (total < c->f_done)
+		total = c->f_done;
+	if (c->o->progress)
+		c->o->progress(++c->done, total * c->running,
+			       c->o->progress_user);
+}
+
+/* A lane: take tasks until none is left. Lanes run at once, each with
+ * its own executors' runs; the float task alone touches the caller's
+ * diag, a candidate task reports through its own. */
+static void *
+lane(void *arg)
+{
+	struct ctx *c = arg;
+	struct qr_diag qd;
+
+	pthread_mutex_lock(&c->mu);
+	for (;;) {
+		struct task t = pick(c);
+		enum qr_status st;
+		double t0;
+		size_t k;
+		int eof;
+
+		if (t.kind == 0) {
+			if (finished(c))
+				break;
+			pthread_cond_wait(&c->cv, &c->mu);
+			continue;
+		}
+		if (t.kind == 1) {
+			c->f_busy = 1;
+			pthread_mutex_unlock(&c->mu);
+			st = run_float(c, t.sample % SLOTS, &eof);
+			pthread_mutex_lock(&c->mu);
+			c->f_busy = 0;
+			if (st != QR_OK) {
+				c->stop = st;
+			} else if (eof) {
+				c->eof = 1;
+			} else {
+				c->running = 1;
+				for (k = 0; k < c->n_c; k++) {
+					c->running += c->c[k].ran;
+					if (c->c[k].ran)
+						c->slot[t.sample % SLOTS]
+							.pending += 2;
+				}
+				c->next_f++;
+				c->f_done++;
+				progress(c);
+			}
+			pthread_cond_broadcast(&c->cv);
+			continue;
+		}
+		t.q->busy[t.local] = 1;
+		pthread_mutex_unlock(&c->mu);
+		memset(&qd, 0, sizeof qd);
+		t0 = qr_now();
+		st = run_cand(c, t.q, t.local, t.sample % SLOTS, &qd);
+		pthread_mutex_lock(&c->mu);
+		t.q->seconds += qr_now() - t0;
+		if (st != QR_OK) {
+			if (t.q->ran) {
+				t.q->why = take_error(&qd);
+				task_done(c, &t);
+				cand_drop(c, t.q);
+			} else {
+				task_done(c, &t);
+			}
+		} else {
+			task_done(c, &t);
+			/* one progress step per candidate and sample */
+			if (t.q->ran && t.q->next[0] == t.sample + 1 &&
+			    t.q->next[1] == t.sample + 1)
+				progress(c);
+		}
+		qr_diag_clear(&qd);
+		pthread_cond_broadcast(&c->cv);
+	}
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
 }
 
 /* ---- results ---- */
@@ -738,26 +1118,6 @@ cand_out(struct ctx *c, size_t k)
 	}
 }
 
-static void
-strv_add(char ***v, size_t *n, const char *s)
-{
-	*v = xreallocarray(*v, *n + 1, sizeof **v);
-	(*v)[(*n)++] = xstrdup(s != NULL ? s : "");
-}
-
-/* The message of the last error in d, then d cleared of it. */
-static char *
-take_error(struct qr_diag *d)
-{
-	char *s = xstrdup(d != NULL && d->msg[0] ? d->msg : "unknown error");
-
-	if (d != NULL) {
-		d->status = QR_OK;
-		d->msg[0] = '\0';
-	}
-	return s;
-}
-
 /*
  * See analysis.h. The float model that cannot be prepared (unsupported
  * op) or fails on a sample inside the graph leaves data.why and returns
@@ -772,13 +1132,19 @@ qr_analysis_run_data(struct qr_analysis *a, const struct qr_model *fmodel,
 {
 	struct ctx c;
 	struct qr_exec_opts eo = {0};
-	enum qr_status st = QR_OK, partial = QR_OK;
-	size_t i, k, done = 0, total, s;
+	enum qr_status st = QR_OK;
+	size_t i, k, s;
+	int lanes, helper = 0;
+	pthread_t th;
 	double t0 = qr_now();
 
 	memset(&c, 0, sizeof c);
 	c.a = a;
+	c.o = o;
 	c.fm = fmodel;
+	c.d = d;
+	pthread_mutex_init(&c.mu, NULL);
+	pthread_cond_init(&c.cv, NULL);
 	a->data.source = xstrdup(o->source ? o->source : "random");
 	a->data.preprocessing = o->preprocessing ? xstrdup(o->preprocessing)
 						 : NULL;
@@ -792,7 +1158,15 @@ qr_analysis_run_data(struct qr_analysis *a, const struct qr_model *fmodel,
 		a->act_runs[k].born = a->act_runs[k].worst_local = -1;
 		a->act_runs[k].born_drop_db = NAN;
 	}
-	eo.n_threads = o->n_threads;
+	/*
+	 * o->n_threads threads in all. With two or more, two lanes run whole
+	 * models at once (the float model of the next sample beside the
+	 * candidates' runs of this one, or a candidate's cumulative run
+	 * beside its local run), each op with half the threads: batch-1
+	 * models split poorly inside an op, whole runs side by side do not.
+	 */
+	lanes = o->n_threads >= 2 ? 2 : 1;
+	eo.n_threads = o->n_threads / lanes > 0 ? o->n_threads / lanes : 1;
 
 	if ((st = qr_graph_new(fmodel, &c.fg, d)) != QR_OK)
 		goto out;
@@ -814,75 +1188,31 @@ qr_analysis_run_data(struct qr_analysis *a, const struct qr_model *fmodel,
 		qr_am_match(c.fg, q->g, &q->am);
 		if (qr_exec_new(quant[k], &eo, &q->e, d) != QR_OK) {
 			q->why = take_error(d);
-			partial = QR_EPARTIAL;
+			c.partial = QR_EPARTIAL;
 			continue;
 		}
+		q->el = q->e;
+		if (lanes > 1 && qr_exec_new(quant[k], &eo, &q->el, d) != QR_OK)
+			q->el = q->e; /* it loaded once: cannot fail now */
 		q->ran = 1;
 	}
 	collect_ftens(&c);
 	for (k = 0; k < n_quant; k++)
 		cand_setup(&c, &c.c[k]);
 
-	total = o->samples;
-	for (s = 0;; s++) {
-		struct qr_tensor *const *ins = NULL;
-		size_t n_ins = 0, running = 1;
-		const char *name = NULL;
-		int label = -1;
-
-		if ((st = o->next(o->user, &ins, &n_ins, &label, &name, d)) !=
-		    QR_OK)
-			goto out;
-		if (n_ins == 0)
-			break;
-		for (i = 0; i < c.n_ft; i++)
-			c.ft[i].have = 0;
-		for (i = 0; i < n_ins; i++) {
-			size_t fi = ins[i]->name ? ft_find(&c, ins[i]->name)
-						 : NONE;
-
-			if (fi != NONE && c.ft[fi].node < 0)
-				ft_take(&c.ft[fi], ins[i]);
-		}
-		st = qr_exec_run(c.fe, ins, n_ins, float_hook, &c, d);
-		if (st != QR_OK) {
-			if (st == QR_EUSAGE || st == QR_ESHAPE)
-				goto out;
-			a->data.why = take_error(d);
-			st = QR_EPARTIAL;
-			goto out;
-		}
-		for (k = 0; k < n_quant; k++)
-			running += c.c[k].ran;
-		if (total < s + 1)
-			total = s + 1;
-		if (o->progress)
-			o->progress(++done, total * running, o->progress_user);
-		for (k = 0; k < n_quant; k++) {
-			struct cand *q = &c.c[k];
-
-			if (!q->ran)
-				continue;
-			if (run_cand(&c, q, ins, n_ins, label, d) != QR_OK) {
-				q->why = take_error(d);
-				q->ran = 0;
-				partial = QR_EPARTIAL;
-				continue;
-			}
-			if (o->progress)
-				o->progress(++done, total * running,
-					    o->progress_user);
-		}
-		strv_add(&a->data.sample_names, &a->data.samples, name);
-		a->data.labels = xreallocarray(a->data.labels, a->data.samples,
-					       sizeof *a->data.labels);
-		a->data.labels[a->data.samples - 1] = label;
-	}
+	if (lanes > 1 && pthread_create(&th, NULL, lane, &c) == 0)
+		helper = 1;
+	lane(&c);
+	if (helper)
+		pthread_join(th, NULL);
+	st = c.stop;
+	if (st != QR_OK)
+		goto out;
 	a->data.ran = 1;
 	act_tensors_out(&c);
 	for (k = 0; k < n_quant; k++)
 		cand_out(&c, k);
-	st = partial;
+	st = c.partial;
 out:
 	if (d != NULL)
 		for (i = o->warn_first; i < d->n_warnings; i++)
@@ -896,15 +1226,19 @@ out:
 	}
 	free(c.c);
 	for (i = 0; i < c.n_ft; i++) {
-		free(c.ft[i].buf);
+		for (s = 0; s < SLOTS; s++)
+			free(c.ft[i].buf[s]);
 		free(c.ft[i].shape);
 		qr_as_chan_free(&c.ft[i].chan);
 	}
 	free(c.ft);
+	for (s = 0; s < SLOTS; s++)
+		slot_clear(&c.slot[s]);
 	map_free(&c.fmap);
-	free(c.scratch);
 	qr_exec_free(c.fe);
 	qr_graph_free(c.fg);
+	pthread_cond_destroy(&c.cv);
+	pthread_mutex_destroy(&c.mu);
 	a->data.seconds = qr_now() - t0;
 	return st;
 }

@@ -43,33 +43,94 @@ qr_cosine(const float *x, const float *y, size_t n)
 	return sxy / (sqrt(sxx) * sqrt(syy));
 }
 
+#define CMP_BLOCK 1024             /* elements checked for finiteness at once */
+
+/* 1 when every value of x and y (n each) is finite: one bit test per
+ * value (exponent all ones is inf or NaN), no branch. */
+static int
+all_finite(const float *x, const float *y, size_t n)
+{
+	uint32_t bad = 0, u, v;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		memcpy(&u, &x[i], sizeof u);
+		memcpy(&v, &y[i], sizeof v);
+		bad |= ((u & 0x7f800000u) == 0x7f800000u) |
+		       ((v & 0x7f800000u) == 0x7f800000u);
+	}
+	return bad == 0;
+}
+
 /* One sample: sums over finite pairs, non-finite counts, the sample's
- * cosine. */
+ * cosine. Blocks that are all finite (nearly always) take a branch-free
+ * loop with four independent sets of sums; the others are checked value
+ * by value. */
 void
 qr_cmp_add(struct qr_cmp_acc *a, const float *x, const float *y, size_t n)
 {
 	double sxy = 0, sxx = 0, syy = 0, see = 0, mx = a->max_abs, cs;
 	uint64_t good = 0;
-	size_t i;
+	size_t i, b, m;
 
-	for (i = 0; i < n; i++) {
-		double u = x[i], v = y[i], e;
+	for (b = 0; b < n; b += m) {
+		m = n - b < CMP_BLOCK ? n - b : CMP_BLOCK;
+		if (all_finite(x + b, y + b, m)) {
+			double p[4] = {0}, q[4] = {0}, r[4] = {0}, t[4] = {0};
+			double mm[4] = {mx, mx, mx, mx};
+			size_t k;
 
-		if (!isfinite(u) || !isfinite(v)) {
-			a->nan_x += isnan(u);
-			a->inf_x += isinf(u);
-			a->nan_y += isnan(v);
-			a->inf_y += isinf(v);
+			for (i = b; i + 4 <= b + m; i += 4) {
+				for (k = 0; k < 4; k++) {
+					double u = x[i + k], v = y[i + k];
+					double e = u - v;
+
+					p[k] += u * v;
+					q[k] += u * u;
+					r[k] += v * v;
+					t[k] += e * e;
+					e = fabs(e);
+					mm[k] = e > mm[k] ? e : mm[k];
+				}
+			}
+			for (; i < b + m; i++) {
+				double u = x[i], v = y[i], e = u - v;
+
+				p[0] += u * v;
+				q[0] += u * u;
+				r[0] += v * v;
+				t[0] += e * e;
+				e = fabs(e);
+				mm[0] = e > mm[0] ? e : mm[0];
+			}
+			sxy += (p[0] + p[1]) + (p[2] + p[3]);
+			sxx += (q[0] + q[1]) + (q[2] + q[3]);
+			syy += (r[0] + r[1]) + (r[2] + r[3]);
+			see += (t[0] + t[1]) + (t[2] + t[3]);
+			for (k = 0; k < 4; k++)
+				mx = mm[k] > mx ? mm[k] : mx;
+			good += m;
 			continue;
 		}
-		e = u - v;
-		sxy += u * v;
-		sxx += u * u;
-		syy += v * v;
-		see += e * e;
-		if (fabs(e) > mx)
-			mx = fabs(e);
-		good++;
+		for (i = b; i < b + m; i++) {
+			double u = x[i], v = y[i], e;
+
+			if (!isfinite(u) || !isfinite(v)) {
+				a->nan_x += isnan(u);
+				a->inf_x += isinf(u);
+				a->nan_y += isnan(v);
+				a->inf_y += isinf(v);
+				continue;
+			}
+			e = u - v;
+			sxy += u * v;
+			sxx += u * u;
+			syy += v * v;
+			see += e * e;
+			if (fabs(e) > mx)
+				mx = fabs(e);
+			good++;
+		}
 	}
 	if (sxx == 0 && syy == 0)
 		cs = 1.0;
@@ -448,17 +509,24 @@ uint64_t
 qr_as_saturated(const struct qr_as_qparams *p, const float *x, size_t n,
 		const int64_t *dims, int ndim)
 {
-	size_t inner = qp_inner(p, dims, ndim), i;
+	size_t inner = qp_inner(p, dims, ndim), i, c, run;
 	uint64_t cnt = 0;
 
-	for (i = 0; i < n; i++) {
-		size_t c = qp_index(p, i, inner);
-		double s = p->scale[c];
-		double lo = (p->qmin - p->zp[c]) * s - s / 2;
-		double hi = (p->qmax - p->zp[c]) * s + s / 2;
+	/* one channel's bounds per run of `inner` elements (the whole
+	 * tensor for a per-tensor scale) */
+	for (i = 0; i < n; i += run) {
+		double s, lo, hi;
+		size_t j;
 
-		if (isfinite(x[i]) && (x[i] < lo || x[i] > hi))
-			cnt++;
+		c = qp_index(p, i, inner);
+		run = p->n > 1 ? inner - i % inner : n - i;
+		if (run > n - i)
+			run = n - i;
+		s = p->scale[c];
+		lo = (p->qmin - p->zp[c]) * s - s / 2;
+		hi = (p->qmax - p->zp[c]) * s + s / 2;
+		for (j = i; j < i + run; j++)
+			cnt += (x[j] < lo || x[j] > hi) && isfinite(x[j]);
 	}
 	return cnt;
 }

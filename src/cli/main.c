@@ -57,6 +57,8 @@ struct options {
 	uint64_t seed;              /* --seed */
 	double cos_threshold;       /* --cos-threshold; NaN: unset (0.99) */
 	double sqnr_threshold;      /* --sqnr-threshold; NaN: unset (20) */
+	struct qr_gate gate;        /* --fail-if checks, parsed */
+	char *compare_to;           /* --compare-to OLD/report.json */
 };
 
 static const char usage_text[] =
@@ -83,8 +85,9 @@ static const char usage_text[] =
 "                        samples, input (string or array), input_size,\n"
 "                        scale, mean, std (number or array), layout,\n"
 "                        channel_order, seed, cos_threshold,\n"
-"                        sqnr_threshold. Relative paths are relative to\n"
-"                        the config file's folder.\n"
+"                        sqnr_threshold, fail_if (string or array),\n"
+"                        compare_to. Relative paths are relative to the\n"
+"                        config file's folder.\n"
 "      --templates DIR   use templates (and DIR/assets) instead of the\n"
 "                        built-in ones\n"
 "      --bits N          weight bits for predicted SQNR (2..16, default 8)\n"
@@ -108,6 +111,24 @@ static const char usage_text[] =
 "      --cos-threshold C  flag layers whose mean cosine is below C (0.99)\n"
 "      --sqnr-threshold DB  flag layers whose SQNR is below DB (20)\n"
 "      --quiet           no progress bar or summary on stderr\n"
+"\n"
+"CI use (the report is always written; see DIR/summary.md):\n"
+"      --fail-if EXPR    exit 3 when a check fails; repeatable. EXPR is\n"
+"                        SUBJECT.METRIC OP NUMBER, OP one of < <= > >=,\n"
+"                        and fails when any item matches:\n"
+"                          output.{cosine,cosine_min,sqnr_db,top1,accuracy}\n"
+"                          layer.{cosine,cosine_min,sqnr_db,local_sqnr_db,\n"
+"                                 local_cosine,mse,max_abs,norm_l2,\n"
+"                                 rmse_over_scale,saturation}\n"
+"                          weight.{max_rel_range,sqnr_per_tensor_db,\n"
+"                                  sqnr_per_channel_db,zero_range_channels}\n"
+"                          quant_weight.{sqnr_db,clipped,compression}\n"
+"                        e.g. --fail-if 'output.cosine<0.999'\n"
+"                             --fail-if 'layer.sqnr_db<20'\n"
+"      --compare-to OLD/report.json\n"
+"                        list per-layer changes against a previous report\n"
+"                        (compare.html, summary.md); regressions are SQNR\n"
+"                        drops over 1 dB and cosine drops over 0.0005\n"
 "  -h, --help            show this help and exit\n"
 "      --version         show the version and exit\n"
 "\n"
@@ -352,7 +373,7 @@ config_data(const char *cfg_dir, const char *v)
 /* Fill the options the command line left unset from a JSON config. */
 static enum qr_status
 read_config(const char *path, struct options *o, int have_quant,
-	    struct qr_diag *d)
+	    int have_gate, struct qr_diag *d)
 {
 	enum qr_status st = QR_OK;
 	char *text = NULL, *dir = NULL;
@@ -519,6 +540,35 @@ read_config(const char *path, struct options *o, int have_quant,
 			    (st = parse_layout(it->valuestring, &o->layout, d)) !=
 				    QR_OK)
 				goto out;
+		} else if (strcmp(k, "fail_if") == 0 &&
+			   (cJSON_IsString(it) || cJSON_IsArray(it))) {
+			const cJSON *x;
+
+			if (have_gate)
+				continue;
+			if (cJSON_IsString(it)) {
+				st = qr_gate_add(&o->gate, it->valuestring, d);
+			} else {
+				cJSON_ArrayForEach(x, it) {
+					if (!cJSON_IsString(x)) {
+						st = qr_errorf(d, QR_EUSAGE,
+							"config '%s': \"fail_if\" must hold strings",
+							path);
+						break;
+					}
+					if ((st = qr_gate_add(&o->gate, x->valuestring,
+							      d)) != QR_OK)
+						break;
+				}
+			}
+			if (st != QR_OK) {
+				st = qr_errorf(d, QR_EUSAGE, "config '%s': %s",
+					       path, d->msg);
+				goto out;
+			}
+		} else if (strcmp(k, "compare_to") == 0 && cJSON_IsString(it)) {
+			if (o->compare_to == NULL)
+				o->compare_to = config_path(dir, it->valuestring);
 		} else if (strcmp(k, "channel_order") == 0 &&
 			   cJSON_IsString(it)) {
 			if (o->order < 0 &&
@@ -549,6 +599,8 @@ options_free(struct options *o)
 		free(o->quant_paths[i]);
 	free(o->outdir);
 	free(o->templates);
+	free(o->compare_to);
+	qr_gate_clear(&o->gate);
 	for (i = 0; i < o->n_data; i++)
 		free(o->data[i]);
 	for (i = 0; i < o->n_dims; i++)
@@ -564,7 +616,7 @@ parse_args(int argc, char **argv, struct options *o, int *exit_now,
 	enum { OPT_CONFIG = 256, OPT_TEMPLATES, OPT_BITS, OPT_QUIET,
 	       OPT_VERSION, OPT_DATA, OPT_SAMPLES, OPT_INPUT, OPT_INPUT_SIZE,
 	       OPT_MEAN, OPT_STD, OPT_SCALE, OPT_LAYOUT, OPT_ORDER, OPT_SEED,
-	       OPT_COS, OPT_SQNR };
+	       OPT_COS, OPT_SQNR, OPT_FAIL_IF, OPT_COMPARE };
 	static const struct option longopts[] = {
 		{"float", required_argument, NULL, 'f'},
 		{"quant", required_argument, NULL, 'q'},
@@ -585,6 +637,8 @@ parse_args(int argc, char **argv, struct options *o, int *exit_now,
 		{"seed", required_argument, NULL, OPT_SEED},
 		{"cos-threshold", required_argument, NULL, OPT_COS},
 		{"sqnr-threshold", required_argument, NULL, OPT_SQNR},
+		{"fail-if", required_argument, NULL, OPT_FAIL_IF},
+		{"compare-to", required_argument, NULL, OPT_COMPARE},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, OPT_VERSION},
 		{NULL, 0, NULL, 0},
@@ -687,6 +741,12 @@ parse_args(int argc, char **argv, struct options *o, int *exit_now,
 			st = parse_double("--sqnr-threshold", optarg, -1000,
 					  1000, &o->sqnr_threshold, d);
 			break;
+		case OPT_FAIL_IF:
+			st = qr_gate_add(&o->gate, optarg, d);
+			break;
+		case OPT_COMPARE:
+			set_str(&o->compare_to, optarg);
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			*exit_now = 1;
@@ -696,20 +756,24 @@ parse_args(int argc, char **argv, struct options *o, int *exit_now,
 			*exit_now = 1;
 			return QR_OK;
 		case ':':
-			return qr_errorf(d, QR_EUSAGE, "option '%s' needs a value",
+			return qr_errorf(d, QR_EUSAGE, "option '%s' needs a "
+					 "value (see qreport --help)",
 					 argv[optind - 1]);
 		default:
-			return qr_errorf(d, QR_EUSAGE, "unknown option '%s'",
+			return qr_errorf(d, QR_EUSAGE, "unknown option '%s' "
+					 "(see qreport --help)",
 					 argv[optind - 1]);
 		}
 		if (st != QR_OK)
 			return st;
 	}
 	if (optind < argc)
-		return qr_errorf(d, QR_EUSAGE, "unexpected argument '%s'",
-				 argv[optind]);
+		return qr_errorf(d, QR_EUSAGE, "unexpected argument '%s' "
+				 "(options take their value after them; see "
+				 "qreport --help)", argv[optind]);
 	if (config != NULL) {
-		enum qr_status st = read_config(config, o, o->n_quant > 0, d);
+		enum qr_status st = read_config(config, o, o->n_quant > 0,
+						o->gate.n > 0, d);
 
 		if (st != QR_OK)
 			return st;
@@ -866,11 +930,16 @@ run_report(const struct options *o, const char *cmdline, struct qr_diag *d)
 	struct qr_analysis *an = NULL;
 	struct qr_analysis_opts aopts = {0};
 	struct qr_report_opts ropts = {0};
+	struct qr_compare *old = NULL;
 	enum qr_status st;
 	double t0 = qr_now();
 	size_t i;
 	int partial = 0;
 
+	/* a missing old report fails before minutes of analysis */
+	if (o->compare_to != NULL &&
+	    (st = qr_compare_load(o->compare_to, &old, d)) != QR_OK)
+		goto out;
 	st = qr_onnx_load(o->float_path, &fmodel, d);
 	if (st != QR_OK)
 		goto out;
@@ -898,6 +967,9 @@ run_report(const struct options *o, const char *cmdline, struct qr_diag *d)
 	ropts.templates_dir = o->templates;
 	ropts.command_line = cmdline;
 	ropts.version = QR_VERSION;
+	ropts.float_model = fmodel;
+	ropts.gate = o->gate.n > 0 ? (struct qr_gate *)&o->gate : NULL;
+	ropts.compare = old;
 	st = qr_report_write(an, &ropts, o->outdir, d);
 	if (st != QR_OK)
 		goto out;
@@ -918,7 +990,28 @@ run_report(const struct options *o, const char *cmdline, struct qr_diag *d)
 		st = qr_errorf(d, QR_EPARTIAL, "activations not compared: %s",
 			       why ? why : "a model could not run");
 	}
+	/* the gate: one line per check on stderr; a failed check wins over
+	 * a partial report (exit 3, not 4) */
+	for (i = 0; i < o->gate.n; i++) {
+		char *line = qr_gate_line(&o->gate, i);
+
+		if (o->gate.checks[i].n_fail > 0)
+			fprintf(stderr, "qreport: check failed: %s\n", line);
+		else if (o->gate.checks[i].n_items == 0)
+			fprintf(stderr, "qreport: warning: check '%s' had "
+				"nothing to check (no such items in this "
+				"report)\n", o->gate.checks[i].expr);
+		else if (!o->quiet)
+			fprintf(stderr, "qreport: check passed: %s\n", line);
+		free(line);
+	}
+	if (o->gate.n_failed > 0)
+		st = qr_errorf(d, QR_ETHRESHOLD, "%zu of %zu --fail-if checks "
+			       "failed; the report lists them in %s/index.html "
+			       "and %s/summary.md", o->gate.n_failed, o->gate.n,
+			       o->outdir, o->outdir);
 out:
+	qr_compare_free(old);
 	qr_analysis_free(an);
 	for (i = 0; i < o->n_quant; i++)
 		qr_onnx_free(qmodels[i]);
@@ -952,6 +1045,8 @@ main(int argc, char **argv)
 				d.warnings[i].msg);
 	if (st == QR_EPARTIAL)
 		fprintf(stderr, "qreport: partial report: %s\n", d.msg);
+	else if (st == QR_ETHRESHOLD)
+		fprintf(stderr, "qreport: %s\n", d.msg);
 	else if (st != QR_OK)
 		fprintf(stderr, "qreport: error: %s\n", d.msg);
 	rc = exit_code(st);

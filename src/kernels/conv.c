@@ -24,7 +24,8 @@ struct qr_conv_f32_packed {
 	size_t group;            /* groups */
 	int transposed;          /* ConvTranspose weights */
 	int depthwise;           /* one input channel per group */
-	float *w;                /* weights in the ONNX layout, heap, owned */
+	float *w;                /* weights in the ONNX layout */
+	int owned;               /* w is a heap copy (else borrowed) */
 };
 
 static size_t
@@ -189,7 +190,7 @@ col_block(size_t k, size_t n, size_t elem)
 
 static struct qr_conv_f32_packed *
 pack(size_t c_out, size_t c_in, size_t kh, size_t kw, size_t group,
-     const float *w, int transposed)
+     const float *w, int transposed, int borrow)
 {
 	struct qr_conv_f32_packed *pk = xcalloc(1, sizeof *pk);
 	size_t nw;
@@ -204,7 +205,12 @@ pack(size_t c_out, size_t c_in, size_t kh, size_t kw, size_t group,
 	pk->transposed = transposed;
 	pk->depthwise = !transposed && c_in == group && group > 1;
 	nw = c_out * (c_in / group) * kh * kw;
+	if (borrow) {
+		pk->w = (float *)w;
+		return pk;
+	}
 	pk->w = xmalloc((nw ? nw : 1) * sizeof *pk->w);
+	pk->owned = 1;
 	memcpy(pk->w, w, nw * sizeof *w);
 	return pk;
 }
@@ -213,14 +219,21 @@ struct qr_conv_f32_packed *
 qr_conv_f32_pack_new(size_t c_out, size_t c_in, size_t kh, size_t kw,
 		     size_t group, const float *w)
 {
-	return pack(c_out, c_in, kh, kw, group, w, 0);
+	return pack(c_out, c_in, kh, kw, group, w, 0, 0);
+}
+
+struct qr_conv_f32_packed *
+qr_conv_f32_pack_view(size_t c_out, size_t c_in, size_t kh, size_t kw,
+		      size_t group, const float *w, int transposed)
+{
+	return pack(c_out, c_in, kh, kw, group, w, transposed, 1);
 }
 
 struct qr_conv_f32_packed *
 qr_convt_f32_pack_new(size_t c_out, size_t c_in, size_t kh, size_t kw,
 		      size_t group, const float *w)
 {
-	return pack(c_out, c_in, kh, kw, group, w, 1);
+	return pack(c_out, c_in, kh, kw, group, w, 1, 0);
 }
 
 void
@@ -228,7 +241,8 @@ qr_conv_f32_packed_free(struct qr_conv_f32_packed *pk)
 {
 	if (pk == NULL)
 		return;
-	free(pk->w);
+	if (pk->owned)
+		free(pk->w);
 	free(pk);
 }
 

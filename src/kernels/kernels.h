@@ -118,6 +118,13 @@ struct qr_conv_f32_packed;
 struct qr_conv_f32_packed *qr_conv_f32_pack_new(size_t c_out, size_t c_in,
 						size_t kh, size_t kw,
 						size_t group, const float *w);
+/* The same without a copy: the pack borrows w, which must outlive it
+ * (an op's constant weights outlive its prepared state). transposed: w
+ * is ConvTranspose's [c_in][c_out/group][kh][kw]. */
+struct qr_conv_f32_packed *qr_conv_f32_pack_view(size_t c_out, size_t c_in,
+						 size_t kh, size_t kw,
+						 size_t group, const float *w,
+						 int transposed);
 /* Bytes of workspace qr_conv_f32_run / qr_convt_f32_run need for the
  * geometry p (which must match the pack) on n_threads (may be 0). */
 size_t qr_conv_f32_workspace(const struct qr_conv_f32_packed *pk,

@@ -110,6 +110,12 @@ enum qr_status qr_op_q_vec(const struct qr_op_call *c, struct qr_diag *d,
 
 /* Grow a scratch buffer to at least n bytes (contents not kept). */
 void *qr_op_scratch(void **buf, size_t *cap, size_t n);
+/* A kernel workspace of n bytes for this run (contents not kept): the
+ * executor's shared one when c has it, else *own (grown, owned by the
+ * op's state). One buffer per executor instead of one per node keeps a
+ * model's workspace memory at its largest node's. */
+void *qr_op_ws(const struct qr_op_call *c, void **own, size_t *own_cap,
+	       size_t n);
 
 /* ---- integer matrix products (MatMulInteger, QLinearMatMul) ---- */
 

@@ -446,6 +446,15 @@ qr_op_scratch(void **buf, size_t *cap, size_t n)
 	return *buf;
 }
 
+/* See op-conv-int.h. */
+void *
+qr_op_ws(const struct qr_op_call *c, void **own, size_t *own_cap, size_t n)
+{
+	if (c->ws != NULL && c->ws_cap != NULL)
+		return qr_op_scratch(c->ws, c->ws_cap, n);
+	return qr_op_scratch(own, own_cap, n);
+}
+
 /* ---- Conv, ConvTranspose ---- */
 
 /* Per-node state: attributes and the packed weights. */
@@ -482,7 +491,7 @@ conv_check(const struct qr_op_call *c, struct qr_diag *d)
 }
 
 /*
- * Pack 1-D / 2-D weights w (float, [M][C/group][k...] or, transposed,
+ * Wrap 1-D / 2-D weights w (float, [M][C/group][k...] or, transposed,
  * [C][M/group][k...]) for group; NULL for 3-D weights (direct loop) or a
  * group that does not divide the channels (conv_geom reports it at run).
  */
@@ -505,11 +514,11 @@ conv_pack(const struct qr_tensor *w, int64_t group, int transposed)
 	if (c_in % (size_t)group != 0 || c_out % (size_t)group != 0 ||
 	    kh < 1 || kw < 1)
 		return NULL;
-	return transposed ?
-		qr_convt_f32_pack_new(c_out, c_in, kh, kw, (size_t)group,
-				      w->data) :
-		qr_conv_f32_pack_new(c_out, c_in, kh, kw, (size_t)group,
-				     w->data);
+	/* a view: constant weights (initializers, folded DequantizeLinear
+	 * outputs) outlive the state, and a weight packed at run is used
+	 * for that run only */
+	return qr_conv_f32_pack_view(c_out, c_in, kh, kw, (size_t)group,
+				     w->data, transposed);
 }
 
 static enum qr_status
@@ -690,7 +699,7 @@ conv_run(struct qr_op_call *c, struct qr_diag *d)
 		st->pk = conv_pack(c->in[1], st->win.group, st->transposed);
 		QR_ASSERT(st->pk != NULL);
 	}
-	ws = qr_op_scratch(&st->ws, &st->ws_cap,
+	ws = qr_op_ws(c, &st->ws, &st->ws_cap,
 			   qr_conv_f32_workspace(st->pk, &p, c->n_threads));
 	if (st->transposed)
 		qr_convt_f32_run(st->pk, &p, c->in[0]->data, bias,

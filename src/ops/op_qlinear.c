@@ -188,7 +188,7 @@ qlconv_run(struct qr_op_call *c, struct qr_diag *d)
 	q.y_signed = c->out[0]->dtype == QR_DT_INT8;
 	q.y_zp = yz;
 	qr_qconv_run(st->pk, &p, c->in[0]->data, &q, c->out[0]->data,
-		     qr_op_scratch(&st->ws, &st->ws_cap,
+		     qr_op_ws(c, &st->ws, &st->ws_cap,
 				   qr_qconv_workspace(st->pk, &p,
 						      c->n_threads)),
 		     c->n_threads);
@@ -1119,7 +1119,7 @@ qgemm_run(struct qr_op_call *c, struct qr_diag *d)
 			st->n = n;
 		}
 		qr_qgemm_run(st->pk, ap, a->dtype == QR_DT_INT8, az, m, acc, n,
-			     qr_op_scratch(&st->ws, &st->ws_cap,
+			     qr_op_ws(c, &st->ws, &st->ws_cap,
 					   qr_qgemm_workspace(st->pk, m,
 							      c->n_threads)),
 			     c->n_threads);

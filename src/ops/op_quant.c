@@ -532,7 +532,7 @@ convint_run(struct qr_op_call *c, struct qr_diag *d)
 	}
 	qr_qconv_run_s32(st->pk, &p, c->in[0]->data,
 			 c->in[0]->dtype == QR_DT_INT8, xzp, c->out[0]->data,
-			 qr_op_scratch(&st->ws, &st->ws_cap,
+			 qr_op_ws(c, &st->ws, &st->ws_cap,
 				       qr_qconv_workspace(st->pk, &p,
 							  c->n_threads)),
 			 c->n_threads);
@@ -765,7 +765,7 @@ qr_op_mm_int32(struct qr_op_call *c, struct qr_diag *d,
 		qr_qgemm_run(pk, (const uint8_t *)a->data + ai * mm->m * mm->k,
 			     a_signed, a_zp, mm->m, acc + bi * mm->m * mm->n,
 			     mm->n,
-			     qr_op_scratch(&st->ws, &st->ws_cap,
+			     qr_op_ws(c, &st->ws, &st->ws_cap,
 					   qr_qgemm_workspace(pk, mm->m,
 							      c->n_threads)),
 			     c->n_threads);

@@ -18,7 +18,9 @@
  *            so infer and run may trust the dtypes check accepted.
  *   prepare  once, at load: pick the dtype variant, pack constant weights
  *            (c->in[i] is non-NULL only for constant inputs here), keep
- *            the result in c->state.
+ *            the result in c->state. Constant inputs' data stay valid
+ *            until release, so a state may borrow them instead of
+ *            copying.
  *   infer    every run: from the actual inputs (data of small shape inputs
  *            such as Reshape's shape is readable) set each output's dtype
  *            and shape with qr_tensor_set_shape. No allocation.
@@ -52,6 +54,11 @@ struct qr_op_call {
 	const int *in_dtype;        /* n_in input dtypes (check), or
 				     * QR_DT_UNDEFINED: unknown or absent */
 	int *out_dtype;             /* n_out output dtypes, set by check */
+	void **ws;                  /* kernel workspace shared by every node
+				     * of one executor (it runs one node at a
+				     * time), grown with qr_op_ws; NULL: the
+				     * op keeps its own */
+	size_t *ws_cap;             /* bytes allocated in *ws */
 };
 
 typedef enum qr_status (*qr_op_check_fn)(const struct qr_op_call *c,
@@ -78,5 +85,12 @@ const struct qr_op_desc *qr_op_find(const char *domain, const char *op_type,
 				    int opset);
 /* All descriptors, for listings; *n gets the count. */
 const struct qr_op_desc *const *qr_op_all(size_t *n);
+
+/* Process-wide set-up before ops run, done once whoever calls first:
+ * detect the CPU's features (so threads running ops at once never race
+ * on the lazy detection) and set OpenBLAS to one thread (the kernels'
+ * pool owns the cores, even when every op runs on one thread because
+ * several executors run side by side). The executor calls it. */
+void qr_ops_init(void);
 
 #endif

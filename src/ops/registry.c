@@ -2,8 +2,10 @@
  * registry: the table of operators, built from ops.def with X-macros, and
  * lookup by (domain, op_type, opset). See ops.h.
  */
+#include <pthread.h>
 #include <string.h>
 
+#include "kernels/kernels.h"
 #include "ops/op-int.h"
 #include "ops/ops.h"
 
@@ -67,4 +69,20 @@ qr_op_all(size_t *n)
 {
 	*n = N_ROWS;
 	return all;
+}
+
+static void
+init_once(void)
+{
+	(void)qr_kernels_cpu_features();
+	qr_kernels_set_blas_threads(1);
+}
+
+/* See ops.h. */
+void
+qr_ops_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, init_once);
 }

@@ -89,7 +89,7 @@ qr_md_escape(struct qr_buf *b, const char *s)
 	/* Inline text only (never at a line start, where # - + also need
 	 * care): these are the characters that can start markup or HTML
 	 * mid-line in CommonMark and GFM. */
-	static const char punct[] = "\\`*_[]<>|&~";
+	static const char punct[] = "\\`*_[]|&~";
 	const unsigned char *p = (const unsigned char *)s;
 	size_t n;
 
@@ -98,6 +98,11 @@ qr_md_escape(struct qr_buf *b, const char *s)
 	while (*p != '\0') {
 		if (*p < 0x20 || *p == 0x7f) {
 			qr_buf_putc(b, ' ');
+			p++;
+		} else if (*p == '<' || *p == '>') {
+			/* entities, not "\\<": no raw tag text at all, even
+			 * for a reader that ignores markdown escapes */
+			qr_buf_puts(b, *p == '<' ? "&lt;" : "&gt;");
 			p++;
 		} else if (*p < 0x80) {
 			if (strchr(punct, *p) != NULL)

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SCHEMA_VERSION 1
 
 cJSON *
 qr_json_num(double v)
@@ -477,7 +476,7 @@ qr_report_json_new(const struct qr_analysis *a,
 	cJSON *root = cJSON_CreateObject(), *arr, *o;
 	size_t i;
 
-	cJSON_AddNumberToObject(root, "schema_version", SCHEMA_VERSION);
+	cJSON_AddNumberToObject(root, "schema_version", QR_SCHEMA_VERSION);
 	o = cJSON_AddObjectToObject(root, "generator");
 	cJSON_AddStringToObject(o, "name", "qreport");
 	add_str(o, "version", opts != NULL ? opts->version : NULL);

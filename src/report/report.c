@@ -27,17 +27,23 @@ static const struct page {
 	const char *file;  /* template and output name */
 	const char *label; /* nav-bar text */
 	const char *title; /* <title> and <h1> */
+	int compare;       /* 1: only with --compare-to */
 } pages[] = {
-	{ "index.html", "Overview", "Overview" },
-	{ "model.html", "Models", "Models and quantization" },
-	{ "weights.html", "Weights", "Weight ranges" },
-	{ "quant.html", "Quant weights", "Float \xe2\x86\x94 quantized weights" },
-	{ "cle.html", "CLE", "Cross-layer equalization" },
+	{ "index.html", "Overview", "Overview", 0 },
+	{ "layers.html", "Layers", "Every layer, every metric", 0 },
+	{ "graph.html", "Graph", "The network, coloured by error", 0 },
+	{ "model.html", "Models", "Models and quantization", 0 },
+	{ "weights.html", "Weights", "Weight ranges", 0 },
+	{ "quant.html", "Quant weights", "Float \xe2\x86\x94 quantized weights",
+	  0 },
+	{ "cle.html", "CLE", "Cross-layer equalization", 0 },
 	{ "activations.html", "Activations",
-	  "Activations: float \xe2\x86\x94 quantized on data" },
-	{ "help.html", "How to read", "How to read this report" },
+	  "Activations: float \xe2\x86\x94 quantized on data", 0 },
+	{ "compare.html", "Compare", "Changes against a previous report", 1 },
+	{ "help.html", "How to read", "How to read this report", 0 },
 };
 #define N_PAGES (sizeof pages / sizeof pages[0])
+#define LAYER_TEMPLATE "layer.html" /* one page per layer, in layers/ */
 
 static enum qr_status
 write_buf(const char *dir, const char *name, const struct qr_buf *b,
@@ -51,34 +57,90 @@ write_buf(const char *dir, const char *name, const struct qr_buf *b,
 	return st;
 }
 
+/* view.nav with page `active` marked (an index into pages[], or
+ * N_PAGES for none), view.page_title and view.base. */
+static void
+set_page_context(cJSON *view, size_t active, const char *title,
+		 const char *base, int compare)
+{
+	cJSON *nav = cJSON_CreateArray();
+	size_t j;
+
+	for (j = 0; j < N_PAGES; j++) {
+		cJSON *x;
+
+		if (pages[j].compare && !compare)
+			continue;
+		x = cJSON_CreateObject();
+		cJSON_AddStringToObject(x, "href", pages[j].file);
+		cJSON_AddStringToObject(x, "label", pages[j].label);
+		cJSON_AddBoolToObject(x, "active", active == j);
+		cJSON_AddItemToArray(nav, x);
+	}
+	cJSON_DeleteItemFromObject(view, "nav");
+	cJSON_AddItemToObject(view, "nav", nav);
+	cJSON_DeleteItemFromObject(view, "page_title");
+	cJSON_AddStringToObject(view, "page_title", title);
+	cJSON_DeleteItemFromObject(view, "base");
+	if (base != NULL)
+		cJSON_AddStringToObject(view, "base", base);
+	else
+		cJSON_AddNullToObject(view, "base");
+}
+
 static enum qr_status
-write_pages(const char *dir, const char *tdir, cJSON *view,
+write_pages(const char *dir, const char *tdir, cJSON *view, int compare,
 	    struct qr_diag *d)
 {
 	enum qr_status st = QR_OK;
-	size_t i, j;
+	size_t i;
 
 	for (i = 0; i < N_PAGES && st == QR_OK; i++) {
 		struct qr_buf out = {0};
-		cJSON *nav = cJSON_CreateArray();
 
-		for (j = 0; j < N_PAGES; j++) {
-			cJSON *x = cJSON_CreateObject();
-
-			cJSON_AddStringToObject(x, "href", pages[j].file);
-			cJSON_AddStringToObject(x, "label", pages[j].label);
-			cJSON_AddBoolToObject(x, "active", i == j);
-			cJSON_AddItemToArray(nav, x);
-		}
-		cJSON_DeleteItemFromObject(view, "nav");
-		cJSON_AddItemToObject(view, "nav", nav);
-		cJSON_DeleteItemFromObject(view, "page_title");
-		cJSON_AddStringToObject(view, "page_title", pages[i].title);
+		if (pages[i].compare && !compare)
+			continue;
+		set_page_context(view, i, pages[i].title, NULL, compare);
 		st = qr_tpl_render_file(tdir, pages[i].file, view, &out, d);
 		if (st == QR_OK)
 			st = write_buf(dir, pages[i].file, &out, d);
 		qr_buf_free(&out);
 	}
+	return st;
+}
+
+/* layers/<page>.html for every layer. The pages sit one folder down and
+ * say <base href="../">, so the charts, assets and links they share with
+ * the other pages resolve from the report's top. The template is parsed
+ * once per page; a 300-layer model takes well under a second. */
+static enum qr_status
+write_layer_pages(const struct qr_analysis *a,
+		  const struct qr_report_layers *L, const char *dir,
+		  const char *tdir, cJSON *view, int compare,
+		  struct qr_diag *d)
+{
+	enum qr_status st = QR_OK;
+	char *text = NULL;
+	size_t i, len;
+
+	if ((st = qr_report_source_read(tdir, "templates/" LAYER_TEMPLATE,
+					&text, &len, d)) != QR_OK)
+		return st;
+	for (i = 0; i < L->n && st == QR_OK; i++) {
+		struct qr_buf out = {0};
+		char *title = xasprintf("Layer %s", L->v[i].name);
+
+		cJSON_ReplaceItemInObject(view, "layer",
+					  qr_report_layer_view(a, L, view, i));
+		set_page_context(view, 1, title, "../", compare);
+		st = qr_tpl_render(tdir, LAYER_TEMPLATE, text, view, &out, d);
+		if (st == QR_OK)
+			st = write_buf(dir, L->v[i].page, &out, d);
+		qr_buf_free(&out);
+		free(title);
+	}
+	cJSON_ReplaceItemInObject(view, "layer", cJSON_CreateNull());
+	free(text);
 	return st;
 }
 
@@ -132,6 +194,170 @@ md_field(struct qr_buf *b, const cJSON *o, const char *key)
 		qr_md_escape(b, v->valuestring);
 }
 
+/* "- **Candidate 1 (qdq):** output cosine 0.9991; 3 layers below
+ * threshold; error is born at conv3_2" per candidate. */
+static void
+summary_headlines(struct qr_buf *b, const cJSON *view)
+{
+	const cJSON *x, *v = cJSON_GetObjectItemCaseSensitive(view, "verdict");
+	int any = 0;
+
+	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(v, "lines")) {
+		const cJSON *o = cJSON_GetObjectItemCaseSensitive(x, "output");
+		const cJSON *born = cJSON_GetObjectItemCaseSensitive(x, "born");
+
+		any = 1;
+		qr_buf_puts(b, "- **");
+		md_field(b, x, "label");
+		qr_buf_puts(b, " (");
+		md_field(b, x, "format");
+		qr_buf_puts(b, "):** ");
+		if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x,
+								   "compared"))) {
+			qr_buf_puts(b, "activations not compared: ");
+			md_field(b, x, "why");
+			qr_buf_puts(b, "\n");
+			continue;
+		}
+		if (cJSON_IsObject(o)) {
+			qr_buf_puts(b, "output cosine ");
+			md_field(b, o, "cos");
+			qr_buf_puts(b, "; ");
+		}
+		md_field(b, x, "n_flagged");
+		qr_buf_puts(b, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+					 x, "one_flagged"))
+			    ? " layer below threshold" : " layers below threshold");
+		if (cJSON_IsObject(born)) {
+			qr_buf_puts(b, "; error is born at ");
+			md_field(b, born, "tensor");
+		}
+		qr_buf_puts(b, "\n");
+	}
+	if (any)
+		qr_buf_puts(b, "\n");
+}
+
+static void
+summary_gate(struct qr_buf *b, const cJSON *view)
+{
+	const cJSON *g = cJSON_GetObjectItemCaseSensitive(view, "gate"), *c;
+
+	if (!cJSON_IsObject(g))
+		return;
+	qr_buf_puts(b, "## CI checks (--fail-if)\n\n");
+	qr_buf_puts(b, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(g,
+								     "passed"))
+		    ? "Every check passed.\n\n"
+		    : "**Some checks failed** (exit code 3).\n\n");
+	qr_buf_puts(b, "| check | result | matching items | worst |\n"
+		    "|---|---|--:|---|\n");
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(g, "checks")) {
+		int passed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+			c, "passed"));
+
+		qr_buf_puts(b, "| ");
+		md_field(b, c, "expr");
+		qr_buf_puts(b, passed ? " | passed | " : " | **FAILED** | ");
+		md_field(b, c, "failures");
+		qr_buf_puts(b, " of ");
+		md_field(b, c, "items");
+		qr_buf_puts(b, " | ");
+		md_field(b, c, "worst");
+		qr_buf_puts(b, " |\n");
+	}
+	qr_buf_puts(b, "\n");
+}
+
+static void
+summary_compare(struct qr_buf *b, const cJSON *view)
+{
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(view, "compare"), *x;
+	size_t shown = 0;
+
+	if (!cJSON_IsObject(c))
+		return;
+	qr_buf_puts(b, "## Changes against ");
+	md_field(b, c, "path");
+	qr_buf_puts(b, "\n\n");
+	md_field(b, c, "regressed");
+	qr_buf_puts(b, " regressed, ");
+	md_field(b, c, "improved");
+	qr_buf_puts(b, " improved, ");
+	md_field(b, c, "same");
+	qr_buf_puts(b, " unchanged, ");
+	md_field(b, c, "new");
+	qr_buf_puts(b, " new, ");
+	md_field(b, c, "gone");
+	qr_buf_puts(b, " gone (SQNR tolerance ");
+	md_field(b, c, "tol_sqnr");
+	qr_buf_puts(b, " dB, cosine ");
+	md_field(b, c, "tol_cos");
+	qr_buf_puts(b, ").\n\n");
+	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(c, "acts")) {
+		const char *st = cJSON_GetObjectItemCaseSensitive(
+			x, "status")->valuestring;
+
+		if (strcmp(st, "regressed") != 0 && strcmp(st, "improved") != 0)
+			continue;
+		if (shown == 0)
+			qr_buf_puts(b, "| candidate | tensor | SQNR old | SQNR new "
+				    "| change (dB) | local change (dB) | status |\n"
+				    "|--:|---|--:|--:|--:|--:|---|\n");
+		if (shown++ == SUMMARY_WORST)
+			break;
+		qr_buf_puts(b, "| ");
+		md_field(b, x, "candidate");
+		qr_buf_puts(b, " | ");
+		md_field(b, x, "name");
+		qr_buf_puts(b, " | ");
+		md_field(b, x, "sqnr_db_old");
+		qr_buf_puts(b, " | ");
+		md_field(b, x, "sqnr_db_new");
+		qr_buf_puts(b, " | ");
+		md_field(b, x, "sqnr_db_delta");
+		qr_buf_puts(b, " | ");
+		md_field(b, x, "local_sqnr_db_delta");
+		qr_buf_puts(b, " | ");
+		md_field(b, x, "status");
+		qr_buf_puts(b, " |\n");
+	}
+	if (shown > 0)
+		qr_buf_puts(b, "\n");
+}
+
+static void
+summary_worst_acts(struct qr_buf *b, const cJSON *view)
+{
+	const cJSON *x;
+	int first = 1;
+
+	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(view,
+							      "worst_acts")) {
+		if (first)
+			qr_buf_puts(b, "\n## Worst layers on the data\n\n"
+				    "| # | candidate | tensor | op | SQNR (dB) "
+				    "| local SQNR (dB) | cosine |\n"
+				    "|--:|--:|---|---|--:|--:|--:|\n");
+		first = 0;
+		qr_buf_printf(b, "| %d | ",
+			      cJSON_GetObjectItemCaseSensitive(x, "rank")
+				      ->valueint);
+		md_field(b, x, "candidate");
+		qr_buf_puts(b, " | ");
+		md_field(b, x, "tensor");
+		qr_buf_puts(b, " | ");
+		md_field(b, x, "op");
+		qr_buf_puts(b, " | ");
+		md_field(b, x, "sqnr");
+		qr_buf_puts(b, " | ");
+		md_field(b, x, "local_sqnr");
+		qr_buf_puts(b, " | ");
+		md_field(b, x, "cos");
+		qr_buf_puts(b, " |\n");
+	}
+}
+
 char *
 qr_report_summary_md(const struct qr_analysis *a, const cJSON *view)
 {
@@ -139,9 +365,14 @@ qr_report_summary_md(const struct qr_analysis *a, const cJSON *view)
 	const cJSON *x, *v;
 	size_t shown = 0;
 
-	qr_buf_puts(&b, "# qreport summary\n\n**Verdict:** ");
+	qr_buf_puts(&b, "# qreport summary\n\n");
+	summary_headlines(&b, view);
+	qr_buf_puts(&b, "**Verdict:** ");
 	md_field(&b, cJSON_GetObjectItemCaseSensitive(view, "verdict"), "text");
-	qr_buf_puts(&b, "\n\n## Models\n\n"
+	qr_buf_puts(&b, "\n\n");
+	summary_gate(&b, view);
+	summary_compare(&b, view);
+	qr_buf_puts(&b, "## Models\n\n"
 		    "| model | path | format | nodes | parameters | size |\n"
 		    "|---|---|---|--:|--:|--:|\n");
 	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(view, "models")) {
@@ -224,7 +455,8 @@ qr_report_summary_md(const struct qr_analysis *a, const cJSON *view)
 		qr_buf_puts(&b, "\n");
 	}
 
-	qr_buf_puts(&b, "\n## Worst layers\n\n");
+	summary_worst_acts(&b, view);
+	qr_buf_puts(&b, "\n## Worst weight layers\n\n");
 	x = cJSON_GetObjectItemCaseSensitive(view, "problems");
 	if (cJSON_GetArraySize(x) == 0) {
 		qr_buf_puts(&b, "No layer is flagged.\n");
@@ -349,20 +581,40 @@ build(const struct qr_analysis *a, const struct qr_report_opts *opts,
 	const char *tdir = opts != NULL ? opts->templates_dir : NULL;
 	char *charts = qr_path_join(dir, "charts");
 	char *assets = qr_path_join(dir, "assets");
+	char *layers = qr_path_join(dir, "layers");
 	cJSON *json = NULL, *view = NULL;
+	struct qr_report_layers *L = NULL;
 	struct qr_buf b = {0};
+	int compare = opts != NULL && opts->compare != NULL;
 
 	if ((st = qr_mkdirs(charts, d)) != QR_OK ||
-	    (st = qr_mkdirs(assets, d)) != QR_OK)
+	    (st = qr_mkdirs(assets, d)) != QR_OK ||
+	    (st = qr_mkdirs(layers, d)) != QR_OK)
 		goto out;
 	if ((st = write_assets(dir, tdir, d)) != QR_OK)
 		goto out;
+	if ((st = qr_report_layers_new(a, opts ? opts->float_model : NULL,
+				       &L, d)) != QR_OK)
+		goto out;
 	json = qr_report_json_new(a, opts, d);
+	if (opts != NULL && opts->gate != NULL)
+		cJSON_AddItemToObject(json, "gate",
+				      qr_report_gate_eval(opts->gate, json));
+	if (compare)
+		cJSON_AddItemToObject(json, "compare",
+				      qr_report_compare_new(opts->compare,
+							    json));
 	if ((st = write_json(dir, json, d)) != QR_OK)
 		goto out;
-	if ((st = qr_report_view_new(a, opts, charts, &view, d)) != QR_OK)
+	if ((st = qr_report_view_new(a, opts, L, json, charts, &view, d)) !=
+	    QR_OK)
 		goto out;
-	if ((st = write_pages(dir, tdir, view, d)) != QR_OK)
+	if ((st = qr_report_graph(a, L, dir, view, d)) != QR_OK)
+		goto out;
+	if ((st = write_pages(dir, tdir, view, compare, d)) != QR_OK)
+		goto out;
+	if ((st = write_layer_pages(a, L, dir, tdir, view, compare, d)) !=
+	    QR_OK)
 		goto out;
 	b.data = qr_report_summary_md(a, view);
 	b.len = strlen(b.data);
@@ -376,6 +628,8 @@ out:
 	qr_buf_free(&b);
 	cJSON_Delete(view);
 	cJSON_Delete(json);
+	qr_report_layers_free(L);
+	free(layers);
 	free(assets);
 	free(charts);
 	return st;

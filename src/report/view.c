@@ -186,7 +186,31 @@ struct chart_ctx {
 	struct qr_chart_queue q; /* charts to draw once the view is built */
 	struct qr_diag *d;
 	size_t next;         /* numbers chart files, keeping them unique */
+	const struct qr_report_layers *L; /* layer pages */
+	const struct qr_analysis *a;      /* what the view shows */
 };
+
+/* The page of layer name, or fallback (a printf format taking idx). */
+static char *
+layer_href(const struct chart_ctx *cc, const char *name,
+	   const char *fallback, size_t idx)
+{
+	const char *page = qr_report_layer_page(cc->L, name);
+
+	return page != NULL ? xstrdup(page) : xasprintf(fallback, idx);
+}
+
+/* o["page"]: the page of layer name, or null. */
+static void
+set_page(const struct chart_ctx *cc, cJSON *o, const char *name)
+{
+	const char *page = qr_report_layer_page(cc->L, name);
+
+	if (page != NULL)
+		cJSON_AddStringToObject(o, "page", page);
+	else
+		cJSON_AddNullToObject(o, "page");
+}
 
 /* Draw spec as charts/<prefix><n>-<name>.png and store its HTML in
  * o[key]. */
@@ -496,7 +520,7 @@ model_weight_charts(struct chart_ctx *cc, const struct qr_analysis *a,
 		pt[i] = plottable(w->sqnr_per_tensor_db);
 		pc[i] = plottable(w->sqnr_per_channel_db);
 		ticks[i] = or_empty(w->layer);
-		hrefs[i] = xasprintf("weights.html#w-%zu", i);
+		hrefs[i] = layer_href(cc, w->layer, "weights.html#w-%zu", i);
 		titles[i] = xasprintf("%s (%s): max relative range %.4g",
 				      ticks[i], or_empty(w->op),
 				      w->max_rel_range);
@@ -571,6 +595,7 @@ weights_view(struct chart_ctx *cc, const struct qr_analysis *a, cJSON *root)
 	for (i = 0; i < a->n_weights && st == QR_OK; i++) {
 		cJSON *o = weight_view(&a->weights[i], i);
 
+		set_page(cc, o, a->weights[i].layer);
 		cJSON_AddItemToArray(arr, o);
 		st = weight_chart(cc, o, &a->weights[i], i);
 	}
@@ -692,7 +717,7 @@ compression_chart(struct chart_ctx *cc, const struct qr_analysis *a,
 			continue;
 		v[j] = plottable(q->compression);
 		ticks[j] = or_empty(q->layer);
-		hrefs[j] = xasprintf("quant.html#qw-%zu", i);
+		hrefs[j] = layer_href(cc, q->layer, "quant.html#qw-%zu", i);
 		titles[j] = xasprintf("%s: %.2fx smaller (%zu to %zu bytes)",
 				      ticks[j], q->compression,
 				      q->float_bytes, q->quant_bytes);
@@ -722,7 +747,7 @@ quant_view(struct chart_ctx *cc, const struct qr_analysis *a, size_t k,
 	   cJSON **out)
 {
 	const struct qr_quant_summary *s = &a->quants[k];
-	cJSON *o = cJSON_CreateObject(), *arr;
+	cJSON *o = cJSON_CreateObject(), *arr, *x;
 	double worst = INFINITY, ratio;
 	const char *worst_layer = NULL;
 	size_t i, n_pairs = 0;
@@ -782,7 +807,9 @@ quant_view(struct chart_ctx *cc, const struct qr_analysis *a, size_t k,
 
 		if (q->quant != k)
 			continue;
-		cJSON_AddItemToArray(arr, pair_view(a, q, i));
+		x = pair_view(a, q, i);
+		set_page(cc, x, q->layer);
+		cJSON_AddItemToArray(arr, x);
 		n_pairs++;
 		if (q->sqnr_db < worst) {
 			worst = q->sqnr_db;
@@ -1074,7 +1101,8 @@ act_depth_charts(struct chart_ctx *cc, const struct qr_analysis *a, size_t k,
 		cum[i] = plottable(p->sqnr_db);
 		loc[i] = plottable(p->local_sqnr_db);
 		ticks[i] = tensor_name(a, pv[i]);
-		hrefs[i] = xasprintf("activations.html#ap-%zu", pv[i]);
+		hrefs[i] = layer_href(cc, a->act_tensors[p->tensor].layer,
+				      "activations.html#ap-%zu", pv[i]);
 		titles[i] = xasprintf("%s: cosine mean %.6f, min %.6f, max %.6f",
 				      ticks[i], p->cosine_mean, p->cosine_min,
 				      p->cosine_max);
@@ -1145,7 +1173,8 @@ act_depth_charts(struct chart_ctx *cc, const struct qr_analysis *a, size_t k,
 
 		worst[i] = plottable(p->sqnr_db);
 		wticks[i] = ticks[order[i]];
-		whrefs[i] = xasprintf("activations.html#ap-%zu", pv[order[i]]);
+		whrefs[i] = layer_href(cc, a->act_tensors[p->tensor].layer,
+				       "activations.html#ap-%zu", pv[order[i]]);
 		fmt_sqnr(c1, sizeof c1, p->sqnr_db);
 		wtitles[i] = xasprintf("%s: SQNR %s dB", wticks[i], c1);
 	}
@@ -1460,6 +1489,7 @@ act_cand_view(struct chart_ctx *cc, const struct qr_analysis *a, size_t k,
 	for (i = 0; i < n && st == QR_OK; i++) {
 		cJSON *row = act_row(a, pv[i], i + 1);
 
+		set_page(cc, row, a->act_tensors[a->act_pairs[pv[i]].tensor].layer);
 		cJSON_AddItemToArray(arr, row);
 		st = act_hist_chart(cc, a, pv[i], row);
 	}
@@ -1595,8 +1625,79 @@ act_verdict(const struct qr_analysis *a, size_t k, struct qr_buf *b,
 
 /* ---- verdict ---- */
 
+/* verdict.lines: one headline per candidate, e.g. "Candidate 1 (qdq):
+ * output cosine 0.9991; 3 layers below threshold; error is born at
+ * conv3_2", with the pieces apart so the page can colour and link them. */
 static void
-verdict_view(const struct qr_analysis *a, cJSON *root)
+verdict_lines(const struct qr_analysis *a, const struct chart_ctx *cc,
+	      cJSON *v)
+{
+	cJSON *lines = cJSON_AddArrayToObject(v, "lines");
+	size_t k;
+
+	for (k = 0; k < a->n_quant; k++) {
+		const struct qr_act_run *r = a->act_runs ? &a->act_runs[k]
+							 : NULL;
+		const struct qr_act_output *mo = main_output(a, k);
+		cJSON *x = cJSON_CreateObject();
+		const char *cls = "good";
+
+		cJSON_AddItemToArray(lines, x);
+		set_fmt(x, "label", "Candidate %zu", k + 1);
+		set_str(x, "format", qr_qformat_name(a->quants[k].format));
+		set_fmt(x, "anchor", "a-%zu", k);
+		cJSON_AddBoolToObject(x, "compared",
+				      r != NULL && r->ran && a->data.ran);
+		cJSON_AddNullToObject(x, "output");
+		cJSON_AddNullToObject(x, "born");
+		if (r == NULL || !r->ran || !a->data.ran) {
+			set_str(x, "why", r && r->why ? r->why
+				: a->data.why ? a->data.why
+					      : "no data was run");
+			set_str(x, "class", "warn");
+			continue;
+		}
+		cJSON_AddNullToObject(x, "why");
+		if (mo != NULL) {
+			cJSON *o = cJSON_CreateObject();
+
+			cJSON_ReplaceItemInObject(x, "output", o);
+			set_fmt(o, "cos", "%.5f", mo->cosine_mean);
+			set_str(o, "cos_class", cos_class(mo->cosine_mean,
+						    a->data.cos_threshold));
+			if (mo->cosine_mean < a->data.cos_threshold)
+				cls = "bad";
+			if (mo->classifier && mo->rows)
+				set_fmt(o, "top1", "%.1f%%",
+					100.0 * mo->agree / mo->rows);
+			else
+				cJSON_AddNullToObject(o, "top1");
+		}
+		set_count(x, "n_flagged", r->n_flagged);
+		cJSON_AddBoolToObject(x, "one_flagged", r->n_flagged == 1);
+		set_str(x, "flagged_class", r->n_flagged ? "bad" : "good");
+		if (r->n_flagged > 0 && strcmp(cls, "good") == 0)
+			cls = "warn";
+		if (r->born >= 0) {
+			cJSON *o = cJSON_CreateObject();
+			const struct qr_act_tensor *t =
+				&a->act_tensors[a->act_pairs[r->born].tensor];
+
+			cJSON_ReplaceItemInObject(x, "born", o);
+			set_str(o, "tensor", or_empty(t->name));
+			set_page(cc, o, t->layer);
+			set_fmt(o, "anchor", "activations.html#ap-%ld",
+				r->born);
+			set_fmt(o, "drop", "%.1f", r->born_drop_db);
+		}
+		set_str(x, "class", cls);
+	}
+	cJSON_AddBoolToObject(v, "has_lines", a->n_quant > 0);
+}
+
+static void
+verdict_view(const struct qr_analysis *a, const struct chart_ctx *cc,
+	     cJSON *root)
 {
 	cJSON *v = cJSON_AddObjectToObject(root, "verdict");
 	const struct qr_weight_stats *worst = NULL;
@@ -1653,17 +1754,699 @@ verdict_view(const struct qr_analysis *a, cJSON *root)
 	text = qr_buf_take(&b);
 	set_str(v, "text", text);
 	free(text);
+	verdict_lines(a, cc, v);
+}
+
+/* ---- layers: the table of every layer, and one page each ---- */
+
+/* A table cell: display text, CSS class and a sort key (v: a number as
+ * text, "" when there is none, so the sort puts it last). */
+static void
+cell(cJSON *cells, const char *text, const char *cls, double v)
+{
+	cJSON *c = cJSON_CreateObject();
+	char buf[64];
+
+	set_str(c, "text", text);
+	set_str(c, "cls", cls != NULL ? cls : "");
+	if (isnan(v))
+		buf[0] = '\0';
+	else if (isinf(v))
+		snprintf(buf, sizeof buf, v > 0 ? "Infinity" : "-Infinity");
+	else
+		snprintf(buf, sizeof buf, "%.9g", v);
+	set_str(c, "v", buf);
+	cJSON_AddItemToArray(cells, c);
+}
+
+static void
+cell_num(cJSON *cells, double v, const char *cls)
+{
+	char buf[64];
+
+	qr_fmt_num(buf, sizeof buf, v);
+	cell(cells, buf, cls, v);
+}
+
+static void
+cell_sqnr(cJSON *cells, double v, const char *cls)
+{
+	char buf[64];
+
+	fmt_sqnr(buf, sizeof buf, v);
+	cell(cells, buf, cls, v);
+}
+
+static void
+cell_cos(cJSON *cells, double v, const char *cls)
+{
+	char buf[64];
+
+	if (isfinite(v))
+		snprintf(buf, sizeof buf, "%.5f", v);
+	else
+		qr_fmt_num(buf, sizeof buf, v);
+	cell(cells, buf, cls, v);
+}
+
+static void
+cell_none(cJSON *cells)
+{
+	cell(cells, "", "none", NAN);
+}
+
+static void
+column(cJSON *cols, const char *label, const char *title, const char *group)
+{
+	cJSON *c = cJSON_CreateObject();
+
+	set_str(c, "label", label);
+	set_str(c, "title", title);
+	set_str(c, "group", group);
+	cJSON_AddItemToArray(cols, c);
+}
+
+static int
+cmp_str(const void *pa, const void *pb)
+{
+	return strcmp(*(const char *const *)pa, *(const char *const *)pb);
+}
+
+/* root.ltable: one row per layer, every metric; layers.html. */
+static void
+layers_table(const struct qr_analysis *a, const struct qr_report_layers *L,
+	     cJSON *root)
+{
+	cJSON *t = cJSON_AddObjectToObject(root, "ltable");
+	cJSON *cols = cJSON_AddArrayToObject(t, "columns");
+	cJSON *groups = cJSON_AddArrayToObject(t, "groups");
+	cJSON *rows = cJSON_AddArrayToObject(t, "rows");
+	cJSON *ops = cJSON_AddArrayToObject(t, "ops");
+	double tc = a->data.cos_threshold, ts = a->data.sqnr_threshold;
+	const char **opv = xcalloc(L->n + 1, sizeof *opv);
+	size_t i, k, n_flagged = 0;
+	char buf[96];
+
+	column(cols, "Channels", "output channels of the weight", "w");
+	column(cols, "Max rel. range",
+	       "max relative weight range (range of a channel / smallest channel range)",
+	       "w");
+	column(cols, "Outliers", "channels above the layer's Tukey fence",
+	       "w");
+	column(cols, "SQNR/tensor",
+	       "predicted int8 weight SQNR with one scale per tensor (dB)",
+	       "w");
+	column(cols, "SQNR/channel",
+	       "predicted int8 weight SQNR with one scale per channel (dB)",
+	       "w");
+	{
+		cJSON *g = cJSON_CreateObject();
+
+		set_str(g, "label", "Float weights");
+		cJSON_AddNumberToObject(g, "span", 5);
+		cJSON_AddItemToArray(groups, g);
+	}
+	for (k = 0; k < a->n_quant; k++) {
+		cJSON *g = cJSON_CreateObject();
+		char grp[32];
+
+		snprintf(grp, sizeof grp, "c%zu", k + 1);
+		column(cols, "Weight SQNR",
+		       "SQNR of the candidate's dequantized weight against the float weight (dB)",
+		       grp);
+		column(cols, "Cosine",
+		       "mean cosine similarity of the layer's output, float vs candidate",
+		       grp);
+		column(cols, "SQNR", "cumulative SQNR of the layer's output (dB)",
+		       grp);
+		column(cols, "Local SQNR",
+		       "SQNR with float inputs: the layer's own error (dB)", grp);
+		set_fmt(g, "label", "Candidate %zu (%s)", k + 1,
+			qr_qformat_name(a->quants[k].format));
+		cJSON_AddNumberToObject(g, "span", 4);
+		cJSON_AddItemToArray(groups, g);
+	}
+	for (i = 0; i < L->n; i++) {
+		const struct qr_report_layer *l = &L->v[i];
+		cJSON *r = cJSON_CreateObject(), *cells;
+		int flagged = 0;
+
+		cJSON_AddItemToArray(rows, r);
+		cJSON_AddNumberToObject(r, "n", (double)(i + 1));
+		set_fmt(r, "anchor", "l-%zu", i);
+		set_str(r, "name", l->name);
+		set_str(r, "op", l->op);
+		set_str(r, "page", l->page);
+		opv[i] = l->op;
+		cells = cJSON_AddArrayToObject(r, "cells");
+		if (l->weight >= 0) {
+			const struct qr_weight_stats *w = &a->weights[l->weight];
+
+			snprintf(buf, sizeof buf, "%zu", w->channels);
+			cell(cells, buf, "", (double)w->channels);
+			cell_num(cells, w->max_rel_range,
+				 rel_class(w->max_rel_range));
+			snprintf(buf, sizeof buf, "%zu", w->n_outliers);
+			cell(cells, buf, "", (double)w->n_outliers);
+			cell_sqnr(cells, w->sqnr_per_tensor_db,
+				  sqnr_class(w->sqnr_per_tensor_db));
+			cell_sqnr(cells, w->sqnr_per_channel_db,
+				  sqnr_class(w->sqnr_per_channel_db));
+			flagged |= layer_flagged(w);
+		} else {
+			for (k = 0; k < 5; k++)
+				cell_none(cells);
+		}
+		for (k = 0; k < a->n_quant; k++) {
+			if (l->qweight[k] >= 0) {
+				double v = a->qweights[l->qweight[k]].sqnr_db;
+
+				cell_sqnr(cells, v, sqnr_class(v));
+			} else {
+				cell_none(cells);
+			}
+			if (l->act[k] >= 0) {
+				const struct qr_act_pair *p =
+					&a->act_pairs[l->act[k]];
+
+				cell_cos(cells, p->cosine_mean,
+					 cos_class(p->cosine_mean, tc));
+				cell_sqnr(cells, p->sqnr_db,
+					  act_sqnr_class(p->sqnr_db, ts));
+				cell_sqnr(cells, p->local_sqnr_db,
+					  act_sqnr_class(p->local_sqnr_db, ts));
+				flagged |= p->flags != 0;
+			} else {
+				cell_none(cells);
+				cell_none(cells);
+				cell_none(cells);
+			}
+		}
+		cJSON_AddBoolToObject(r, "flagged", flagged);
+		n_flagged += flagged != 0;
+	}
+	qsort(opv, L->n, sizeof *opv, cmp_str);
+	for (i = 0; i < L->n; i++) {
+		size_t j = i;
+		cJSON *o;
+
+		while (j + 1 < L->n && strcmp(opv[j + 1], opv[i]) == 0)
+			j++;
+		o = cJSON_CreateObject();
+		set_str(o, "op", opv[i]);
+		cJSON_AddNumberToObject(o, "n", (double)(j - i + 1));
+		cJSON_AddItemToArray(ops, o);
+		i = j;
+	}
+	set_count(t, "n", L->n);
+	set_count(t, "n_flagged", n_flagged);
+	cJSON_AddBoolToObject(t, "has_graph", L->has_graph);
+	set_count(t, "n_hidden", L->n_hidden);
+	cJSON_AddBoolToObject(t, "has_hidden", L->n_hidden > 0);
+	free(opv);
+}
+
+/* The item of arr whose key equals want, or NULL. */
+static const cJSON *
+find_item(const cJSON *arr, const char *key, const char *want)
+{
+	const cJSON *x;
+
+	cJSON_ArrayForEach(x, arr) {
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(x, key);
+
+		if (cJSON_IsString(v) && strcmp(v->valuestring, want) == 0)
+			return x;
+	}
+	return NULL;
+}
+
+static cJSON *
+layer_link(const struct qr_report_layers *L, size_t i)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	set_str(o, "name", L->v[i].name);
+	set_str(o, "op", L->v[i].op);
+	set_str(o, "page", L->v[i].page);
+	return o;
+}
+
+static cJSON *
+get_path(const cJSON *o, const char *a, const char *b)
+{
+	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, a);
+
+	return b != NULL ? cJSON_GetObjectItemCaseSensitive(x, b)
+			 : (cJSON *)x;
+}
+
+cJSON *
+qr_report_layer_view(const struct qr_analysis *a,
+		     const struct qr_report_layers *L, const cJSON *view,
+		     size_t i)
+{
+	const struct qr_report_layer *l = &L->v[i];
+	cJSON *o = cJSON_CreateObject(), *arr, *x;
+	const cJSON *found;
+	char key[48];
+	size_t k, j;
+	int any = 0;
+
+	set_str(o, "name", l->name);
+	set_str(o, "op", l->op);
+	set_str(o, "page", l->page);
+	set_fmt(o, "number", "%zu", i + 1);
+	set_fmt(o, "n_layers", "%zu", L->n);
+	set_fmt(o, "row_anchor", "l-%zu", i);
+	if (l->depth >= 0)
+		set_fmt(o, "depth", "%d", l->depth);
+	else
+		cJSON_AddNullToObject(o, "depth");
+	cJSON_AddItemToObject(o, "prev", i > 0 ? layer_link(L, i - 1)
+					       : cJSON_CreateNull());
+	cJSON_AddItemToObject(o, "next", i + 1 < L->n ? layer_link(L, i + 1)
+						      : cJSON_CreateNull());
+	arr = cJSON_AddArrayToObject(o, "inputs");
+	for (j = 0; j < l->n_in; j++)
+		cJSON_AddItemToArray(arr, layer_link(L, l->in[j]));
+	arr = cJSON_AddArrayToObject(o, "outputs");
+	for (j = 0; j < l->n_out; j++)
+		cJSON_AddItemToArray(arr, layer_link(L, l->out[j]));
+	cJSON_AddBoolToObject(o, "has_graph", L->has_graph);
+	cJSON_AddBoolToObject(o, "reads_input", l->reads_input);
+	cJSON_AddBoolToObject(o, "writes_output", l->writes_output);
+
+	/* float weights: the Weights page's object, charts included */
+	found = l->weight >= 0 ? cJSON_GetArrayItem(
+		cJSON_GetObjectItemCaseSensitive(view, "weights"),
+		(int)l->weight) : NULL;
+	cJSON_AddItemToObject(o, "weight", found ? cJSON_Duplicate(found, 1)
+						 : cJSON_CreateNull());
+	any |= found != NULL;
+
+	/* per candidate: quantization of the weight, then activations */
+	arr = cJSON_AddArrayToObject(o, "quants");
+	for (k = 0; k < a->n_quant; k++) {
+		const cJSON *q = cJSON_GetArrayItem(
+			cJSON_GetObjectItemCaseSensitive(view, "quants"),
+			(int)k);
+		const struct qr_quant_weight *qw;
+		const struct qr_quant_summary *s = &a->quants[k];
+		const cJSON *ql = NULL;
+
+		if (l->qweight[k] < 0)
+			continue;
+		qw = &a->qweights[l->qweight[k]];
+		snprintf(key, sizeof key, "qw-%ld", l->qweight[k]);
+		found = find_item(cJSON_GetObjectItemCaseSensitive(q, "pairs"),
+				  "anchor", key);
+		if (found == NULL)
+			continue;
+		x = cJSON_Duplicate(found, 1);
+		set_fmt(x, "label", "Candidate %zu", k + 1);
+		set_str(x, "format", qr_qformat_name(s->format));
+		if (qw->quant_layer != NULL)
+			ql = find_item(cJSON_GetObjectItemCaseSensitive(
+					       q, "layers"),
+				       "layer", qw->quant_layer);
+		cJSON_AddItemToObject(x, "qlayer", ql ? cJSON_Duplicate(ql, 1)
+						      : cJSON_CreateNull());
+		cJSON_AddItemToArray(arr, x);
+		any = 1;
+	}
+	cJSON_AddBoolToObject(o, "has_quants", cJSON_GetArraySize(arr) > 0);
+	arr = cJSON_AddArrayToObject(o, "acts");
+	for (k = 0; k < a->n_quant; k++) {
+		const cJSON *cand = cJSON_GetArrayItem(
+			get_path(view, "act", "cands"), (int)k);
+
+		if (l->act[k] < 0)
+			continue;
+		snprintf(key, sizeof key, "ap-%ld", l->act[k]);
+		found = find_item(cJSON_GetObjectItemCaseSensitive(cand,
+								   "rows"),
+				  "anchor", key);
+		if (found == NULL)
+			continue;
+		x = cJSON_Duplicate(found, 1);
+		set_fmt(x, "label", "Candidate %zu", k + 1);
+		set_str(x, "format", qr_qformat_name(a->quants[k].format));
+		cJSON_AddItemToArray(arr, x);
+		any = 1;
+	}
+	cJSON_AddBoolToObject(o, "has_acts", cJSON_GetArraySize(arr) > 0);
+	found = l->tensor >= 0 ? cJSON_GetArrayItem(
+		get_path(view, "act", "tensors"), (int)l->tensor) : NULL;
+	cJSON_AddItemToObject(o, "tensor", found ? cJSON_Duplicate(found, 1)
+						 : cJSON_CreateNull());
+
+	/* CLE sets this layer is part of, with its before/after chart */
+	arr = cJSON_AddArrayToObject(o, "cle");
+	for (k = 0; k < a->n_cle; k++) {
+		const struct qr_cle_set *c = &a->cle[k];
+		const cJSON *cv = cJSON_GetArrayItem(
+			cJSON_GetObjectItemCaseSensitive(view, "cle"), (int)k);
+
+		for (j = 0; j < c->n_layers && j < 3; j++) {
+			const cJSON *lv;
+
+			if (c->layers[j].name == NULL ||
+			    strcmp(c->layers[j].name, l->name) != 0)
+				continue;
+			x = cJSON_Duplicate(cv, 1);
+			cJSON_DeleteItemFromObject(x, "layers");
+			lv = cJSON_GetArrayItem(
+				cJSON_GetObjectItemCaseSensitive(cv, "layers"),
+				(int)j);
+			cJSON_AddItemToObject(x, "this", lv
+				? cJSON_Duplicate(lv, 1) : cJSON_CreateNull());
+			set_fmt(x, "position", "%zu of %zu", j + 1,
+				c->n_layers);
+			cJSON_AddItemToArray(arr, x);
+			any = 1;
+			break;
+		}
+	}
+	cJSON_AddBoolToObject(o, "has_cle", cJSON_GetArraySize(arr) > 0);
+	cJSON_AddBoolToObject(o, "has_nothing", !any && l->tensor < 0);
+	return o;
+}
+
+/* root.worst_acts: the matched tensors with the lowest cumulative SQNR
+ * over every candidate, for the overview. */
+static void
+worst_acts_view(const struct qr_analysis *a, const struct chart_ctx *cc,
+		cJSON *root)
+{
+	cJSON *arr = cJSON_AddArrayToObject(root, "worst_acts");
+	size_t *order = xcalloc(a->n_act_pairs + 1, sizeof *order);
+	size_t i, n = 0;
+	double ts = a->data.sqnr_threshold, tc = a->data.cos_threshold;
+
+	for (i = 0; i < a->n_act_pairs; i++)
+		order[n++] = i;
+	for (i = 1; i < n; i++) {
+		size_t j, x = order[i];
+		double v = a->act_pairs[x].sqnr_db;
+
+		for (j = i; j > 0 && !(a->act_pairs[order[j - 1]].sqnr_db <= v);
+		     j--)
+			order[j] = order[j - 1];
+		order[j] = x;
+	}
+	for (i = 0; i < n && i < TOP_PROBLEMS; i++) {
+		const struct qr_act_pair *p = &a->act_pairs[order[i]];
+		const struct qr_act_tensor *t = &a->act_tensors[p->tensor];
+		cJSON *x = cJSON_CreateObject();
+
+		cJSON_AddNumberToObject(x, "rank", (double)(i + 1));
+		set_fmt(x, "candidate", "%zu", p->quant + 1);
+		set_str(x, "tensor", t->name);
+		set_str(x, "layer", t->layer);
+		set_str(x, "op", t->op);
+		set_page(cc, x, t->layer);
+		set_fmt(x, "anchor", "activations.html#ap-%zu", order[i]);
+		set_sqnr(x, "sqnr", p->sqnr_db);
+		set_str(x, "sqnr_class", act_sqnr_class(p->sqnr_db, ts));
+		set_sqnr(x, "local_sqnr", p->local_sqnr_db);
+		set_str(x, "local_sqnr_class",
+			act_sqnr_class(p->local_sqnr_db, ts));
+		set_cos(x, "cos", p->cosine_mean);
+		set_str(x, "cos_class", cos_class(p->cosine_mean, tc));
+		cJSON_AddItemToArray(arr, x);
+	}
+	cJSON_AddBoolToObject(root, "has_worst_acts", n > 0);
+	free(order);
+}
+
+/* ---- gate and compare, from report.json ---- */
+
+/* "%.6g": enough to tell 0.99989 from 0.9999. */
+static void
+set_num6(cJSON *o, const char *key, double v)
+{
+	char buf[64];
+
+	if (isfinite(v))
+		snprintf(buf, sizeof buf, "%.6g", v);
+	else
+		qr_fmt_num(buf, sizeof buf, v);
+	cJSON_AddStringToObject(o, key, buf);
+}
+
+static void
+gate_view(const struct chart_ctx *cc, const cJSON *json, cJSON *root)
+{
+	const cJSON *g = cJSON_GetObjectItemCaseSensitive(json, "gate"), *c;
+	cJSON *o, *arr;
+	int failed = 0;
+
+	if (g == NULL) {
+		cJSON_AddNullToObject(root, "gate");
+		return;
+	}
+	o = cJSON_AddObjectToObject(root, "gate");
+	arr = cJSON_AddArrayToObject(o, "checks");
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(g, "checks")) {
+		cJSON *x = cJSON_CreateObject(), *items;
+		const cJSON *f, *w = cJSON_GetObjectItemCaseSensitive(c,
+								      "worst");
+		int passed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+			c, "passed"));
+		int shown = 0;
+
+		failed += !passed;
+		cJSON_AddItemToArray(arr, x);
+		set_str(x, "expr", cJSON_GetObjectItemCaseSensitive(
+				   c, "expr")->valuestring);
+		cJSON_AddBoolToObject(x, "passed", passed);
+		set_str(x, "class", passed ? "good" : "bad");
+		set_fmt(x, "items", "%.0f", cJSON_GetObjectItemCaseSensitive(
+				c, "items")->valuedouble);
+		set_fmt(x, "failures", "%.0f",
+			cJSON_GetObjectItemCaseSensitive(c, "failures")
+				->valuedouble);
+		set_str(x, "worst", cJSON_IsString(w) ? w->valuestring : NULL);
+		items = cJSON_AddArrayToObject(x, "failed");
+		cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(
+					   c, "failed_items")) {
+			const cJSON *nm = cJSON_GetObjectItemCaseSensitive(
+				f, "name");
+			const cJSON *q = cJSON_GetObjectItemCaseSensitive(
+				f, "quant");
+			const char *name = cJSON_IsString(nm) ? nm->valuestring
+							     : "";
+			cJSON *y;
+			long li;
+
+			if (shown++ == TOP_PROBLEMS)
+				break;
+			y = cJSON_CreateObject();
+			set_str(y, "name", name);
+			if (cJSON_IsNumber(q))
+				set_fmt(y, "candidate", "candidate %d",
+					q->valueint + 1);
+			else
+				set_str(y, "candidate", "");
+			/* outputs and tensors are named by tensor: find the
+			 * layer through the analysis' tensors */
+			li = qr_report_layer_find(cc->L, name);
+			if (li < 0 && cc->a != NULL) {
+				size_t t;
+
+				for (t = 0; t < cc->a->n_act_tensors; t++)
+					if (cc->a->act_tensors[t].name &&
+					    strcmp(cc->a->act_tensors[t].name,
+						   name) == 0) {
+						li = qr_report_layer_find(
+							cc->L, cc->a->act_tensors[t].layer);
+						break;
+					}
+			}
+			if (li >= 0)
+				set_str(y, "page", cc->L->v[li].page);
+			else
+				cJSON_AddNullToObject(y, "page");
+			set_num6(y, "actual", cJSON_IsNumber(
+					cJSON_GetObjectItemCaseSensitive(
+						f, "actual"))
+				? cJSON_GetObjectItemCaseSensitive(f, "actual")
+					  ->valuedouble : NAN);
+			cJSON_AddItemToArray(items, y);
+		}
+	}
+	cJSON_AddBoolToObject(o, "passed", failed == 0);
+	set_str(o, "class", failed ? "bad" : "good");
+	set_fmt(o, "n_failed", "%d", failed);
+	set_fmt(o, "n_checks", "%d", cJSON_GetArraySize(arr));
+}
+
+/* Formatted old/new/delta of one compared metric. */
+static void
+cmp_field(cJSON *x, const cJSON *c, const char *key, int is_cos)
+{
+	char k[64], out[64];
+	const char *suffix[] = { "_old", "_new", "_delta" };
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		const cJSON *v;
+		double d;
+
+		snprintf(k, sizeof k, "%s%s", key, suffix[i]);
+		v = cJSON_GetObjectItemCaseSensitive(c, k);
+		d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+		if (cJSON_IsNull(v) && i < 2 && strstr(key, "sqnr") != NULL)
+			d = INFINITY; /* exact; an absent key: no such item */
+		if (isnan(d))
+			snprintf(out, sizeof out, "\xe2\x80\x94");
+		else if (i == 2 && isfinite(d))
+			snprintf(out, sizeof out, is_cos ? "%+.5f" : "%+.2f", d);
+		else if (is_cos && isfinite(d))
+			snprintf(out, sizeof out, "%.5f", d);
+		else if (isfinite(d))
+			snprintf(out, sizeof out, "%.2f", d);
+		else
+			qr_fmt_num(out, sizeof out, d);
+		cJSON_AddStringToObject(x, k, out);
+	}
+}
+
+static const char *
+status_class(const char *s)
+{
+	if (strcmp(s, "regressed") == 0 || strcmp(s, "gone") == 0)
+		return "bad";
+	if (strcmp(s, "improved") == 0)
+		return "good";
+	return "";
+}
+
+/* One compare table: rows regressed first. */
+static cJSON *
+cmp_rows(const struct chart_ctx *cc, const cJSON *arr, const char *name_key,
+	 const char *const *fields, const int *is_cos, size_t nf)
+{
+	static const char *const order[] = { "regressed", "gone", "improved",
+					     "new", "same" };
+	cJSON *out = cJSON_CreateArray();
+	size_t pass, i;
+
+	for (pass = 0; pass < 5; pass++) {
+		const cJSON *c;
+
+		cJSON_ArrayForEach(c, arr) {
+			const char *st = cJSON_GetObjectItemCaseSensitive(
+				c, "status")->valuestring;
+			const cJSON *nm = cJSON_GetObjectItemCaseSensitive(
+				c, name_key);
+			const cJSON *ly = cJSON_GetObjectItemCaseSensitive(
+				c, "layer");
+			const cJSON *q = cJSON_GetObjectItemCaseSensitive(
+				c, "quant");
+			cJSON *x;
+
+			if (strcmp(st, order[pass]) != 0)
+				continue;
+			x = cJSON_CreateObject();
+			set_str(x, "name", cJSON_IsString(nm) ? nm->valuestring
+							       : "");
+			set_page(cc, x, cJSON_IsString(ly) ? ly->valuestring
+				 : cJSON_IsString(nm) ? nm->valuestring : NULL);
+			if (cJSON_IsNumber(q))
+				set_fmt(x, "candidate", "%d", q->valueint + 1);
+			else
+				set_str(x, "candidate", "");
+			set_str(x, "status", st);
+			set_str(x, "class", status_class(st));
+			for (i = 0; i < nf; i++)
+				cmp_field(x, c, fields[i], is_cos[i]);
+			cJSON_AddItemToArray(out, x);
+		}
+	}
+	return out;
+}
+
+static void
+compare_view(const struct chart_ctx *cc, const cJSON *json, cJSON *root)
+{
+	static const char *const out_f[] = { "cosine", "sqnr_db", "top1" };
+	static const int out_c[] = { 1, 0, 1 };
+	static const char *const act_f[] = { "sqnr_db", "local_sqnr_db",
+					     "cosine" };
+	static const int act_c[] = { 0, 0, 1 };
+	static const char *const qw_f[] = { "sqnr_db" };
+	static const int qw_c[] = { 0 };
+	static const char *const w_f[] = { "max_rel_range",
+					   "sqnr_per_tensor_db" };
+	static const int w_c[] = { 0, 0 };
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(json, "compare");
+	const cJSON *old;
+	cJSON *o;
+	static const char *const counts[] = { "regressed", "improved", "same",
+					      "new", "gone" };
+	size_t i;
+
+	if (c == NULL) {
+		cJSON_AddNullToObject(root, "compare");
+		return;
+	}
+	o = cJSON_AddObjectToObject(root, "compare");
+	old = cJSON_GetObjectItemCaseSensitive(c, "old");
+	set_str(o, "path", cJSON_GetObjectItemCaseSensitive(old, "path")
+			   ->valuestring);
+	{
+		const cJSON *cl = cJSON_GetObjectItemCaseSensitive(
+			old, "command_line");
+
+		set_str(o, "command_line", cJSON_IsString(cl) ? cl->valuestring
+							      : NULL);
+	}
+	for (i = 0; i < 5; i++)
+		set_fmt(o, counts[i], "%.0f",
+			cJSON_GetObjectItemCaseSensitive(c, counts[i])
+				->valuedouble);
+	set_str(o, "class", cJSON_GetObjectItemCaseSensitive(c, "regressed")
+				    ->valuedouble > 0 ? "bad" : "good");
+	cJSON_AddBoolToObject(o, "any_regressed",
+			      cJSON_GetObjectItemCaseSensitive(c, "regressed")
+				      ->valuedouble > 0);
+	cJSON_AddItemToObject(o, "outputs", cmp_rows(cc,
+		cJSON_GetObjectItemCaseSensitive(c, "outputs"), "name", out_f,
+		out_c, 3));
+	cJSON_AddItemToObject(o, "acts", cmp_rows(cc,
+		cJSON_GetObjectItemCaseSensitive(c, "activations"), "tensor",
+		act_f, act_c, 3));
+	cJSON_AddItemToObject(o, "qweights", cmp_rows(cc,
+		cJSON_GetObjectItemCaseSensitive(c, "quant_weights"), "layer",
+		qw_f, qw_c, 1));
+	cJSON_AddItemToObject(o, "weights", cmp_rows(cc,
+		cJSON_GetObjectItemCaseSensitive(c, "weights"), "layer", w_f,
+		w_c, 2));
+	{
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(
+			c, "tolerances");
+
+		set_fmt(o, "tol_sqnr", "%g", cJSON_GetObjectItemCaseSensitive(
+				t, "sqnr_db")->valuedouble);
+		set_fmt(o, "tol_cos", "%g", cJSON_GetObjectItemCaseSensitive(
+				t, "cosine")->valuedouble);
+		set_fmt(o, "tol_rel", "%.0f", 100 * cJSON_GetObjectItemCaseSensitive(
+				t, "rel_range_fraction")->valuedouble);
+	}
 }
 
 /* ---- the whole context ---- */
 
 enum qr_status
 qr_report_view_new(const struct qr_analysis *a,
-		   const struct qr_report_opts *opts, const char *chartdir,
-		   cJSON **out, struct qr_diag *d)
+		   const struct qr_report_opts *opts,
+		   const struct qr_report_layers *L, const cJSON *json,
+		   const char *chartdir, cJSON **out, struct qr_diag *d)
 {
 	enum qr_status st = QR_OK;
-	struct chart_ctx cc = { { chartdir, NULL, 0 }, d, 0 };
+	struct chart_ctx cc = { { chartdir, NULL, 0 }, d, 0, L, a };
 	cJSON *root = cJSON_CreateObject(), *arr, *o;
 	size_t i;
 
@@ -1678,7 +2461,7 @@ qr_report_view_new(const struct qr_analysis *a,
 	cJSON_AddNumberToObject(o, "sqnr_warn", QR_SQNR_WARN_DB);
 	cJSON_AddNumberToObject(o, "html_max", QR_HTML_MAX_CHARS);
 
-	verdict_view(a, root);
+	verdict_view(a, &cc, root);
 	arr = cJSON_AddArrayToObject(root, "models");
 	for (i = 0; i < a->n_models; i++)
 		cJSON_AddItemToArray(arr, model_view(&a->models[i], i));
@@ -1740,6 +2523,12 @@ qr_report_view_new(const struct qr_analysis *a,
 			      d != NULL && d->n_warnings > 0);
 	if ((st = qr_report_chart_flush(&cc.q, d)) != QR_OK)
 		goto out;
+	layers_table(a, L, root);
+	worst_acts_view(a, &cc, root);
+	gate_view(&cc, json, root);
+	compare_view(&cc, json, root);
+	cJSON_AddNullToObject(root, "layer");
+	cJSON_AddNullToObject(root, "graph");
 	*out = root;
 	root = NULL;
 out:

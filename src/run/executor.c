@@ -94,6 +94,10 @@ struct qr_exec {
 	struct qr_exec_prof *prof; /* per op type, in first-seen order */
 	size_t n_prof;
 	struct qr_exec_prof *prof_sorted;
+	void *ws;                  /* kernel workspace every step shares
+				    * (struct qr_op_call.ws): one node runs
+				    * at a time */
+	size_t ws_cap;             /* bytes in ws */
 };
 
 /* ---- name table ---- */
@@ -255,6 +259,7 @@ qr_exec_free(struct qr_exec *e)
 	free(e->outs);
 	free(e->prof);
 	free(e->prof_sorted);
+	free(e->ws);
 	qr_graph_free(e->g);
 	free(e);
 }
@@ -354,6 +359,8 @@ exec_build(struct qr_exec *e, struct qr_unsupported **u, size_t *n_u,
 		s->out_dtype = xcalloc(n->n_out + 1, sizeof *s->out_dtype);
 		s->call.in_dtype = s->in_dtype;
 		s->call.out_dtype = s->out_dtype;
+		s->call.ws = &e->ws;
+		s->call.ws_cap = &e->ws_cap;
 		for (j = 0; j < n->n_out; j++) {
 			struct value *v;
 
@@ -602,6 +609,7 @@ qr_exec_new(const struct qr_model *m, const struct qr_exec_opts *o,
 	size_t n_u = 0, i;
 
 	*out = NULL;
+	qr_ops_init();
 	e->m = m;
 	if (o != NULL)
 		e->opts = *o;

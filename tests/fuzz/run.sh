@@ -14,9 +14,13 @@
 # and add the result to tests/fuzz/regress/<h>/ (tests/test_fuzz_regress
 # replays that folder in `make check`).
 #
-# Prints one line per harness (executions, crashes) and exits 1 when any
-# harness crashed. FUZZ_HARNESSES="onnx exec" runs only those; FUZZ_ARGS
-# adds libFuzzer flags.
+# Each harness fuzzes for the whole time (-fork=1: a crash is saved and
+# fuzzing goes on). Every crash is replayed and its first frame in src/ (or
+# stb) looked up in tests/fuzz/regress/OPEN: a function listed there for
+# that harness is a known open bug. Prints one line per harness
+# (executions, new and known crashes) and exits 1 when any crash is new.
+# FUZZ_HARNESSES="onnx exec" runs only those; FUZZ_ARGS adds libFuzzer
+# flags.
 set -u
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -80,22 +84,33 @@ seed_dir() {
 	echo "$dir"
 }
 
+# The first frame in qreport's sources (or stb's) of a crash replayed.
+crash_site() {
+	ASAN_OPTIONS=detect_leaks=1 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	timeout 60 "$out/fuzz_$1" -timeout=10 -rss_limit_mb=2048 "$2" 2>&1 |
+		grep -E '^ +#[0-9]+ 0x[0-9a-f]+ in [A-Za-z_0-9]+ .*(/src/|/stb/)' |
+		head -n 1 | sed 's/.* in \([A-Za-z_0-9]*\) \(.*\)/\1 \2/'
+}
+
 failed=0
 total_execs=0
+open_list="$top/tests/fuzz/regress/OPEN"
 for h in $harnesses; do
 	seeds=$(seed_dir "$h")
 	log="$out/logs/fuzz_$h.log"
 	mkdir -p "$out/logs"
-	n_before=$(ls "$out/artifacts/$h" | wc -l)
+	ls "$out/artifacts/$h" | sort >"$out/logs/before_$h"
 	start=$(date +%s)
-	# Sanitizer reports stop the harness; libFuzzer saves the input.
+	# -fork=1: one child at a time fuzzes; a crash is saved and fuzzing
+	# goes on, so that one known bug does not hide the rest.
 	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
 	UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1} \
-	"$out/fuzz_$h" -max_total_time="$secs" -rss_limit_mb=2048 \
+	"$out/fuzz_$h" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 \
+		-ignore_ooms=1 -max_total_time="$secs" -rss_limit_mb=2048 \
 		-timeout=10 -print_final_stats=1 \
 		-artifact_prefix="$out/artifacts/$h/" ${FUZZ_ARGS:-} \
 		"$out/corpus/$h" "$seeds" >"$log" 2>&1
-	rc=$?
 	end=$(date +%s)
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" |
 		tail -n 1)
@@ -104,16 +119,29 @@ for h in $harnesses; do
 		"$log" | tail -n 1)
 	execs=${execs:-0}
 	total_execs=$((total_execs + execs))
-	crashes=$(( $(ls "$out/artifacts/$h" | wc -l) - n_before ))
-	[ "$rc" -ne 0 ] && [ "$crashes" -eq 0 ] && crashes=1
+	new=0
+	known=0
+	sites=""
+	for a in $(ls "$out/artifacts/$h" | sort | comm -13 "$out/logs/before_$h" -); do
+		site=$(crash_site "$h" "$out/artifacts/$h/$a")
+		fn=${site%% *}
+		if [ -z "$site" ]; then
+			site="(does not replay)"
+		elif grep -q "^$h/[^ ]* $fn " "$open_list" 2>/dev/null; then
+			known=$((known + 1))
+			continue
+		fi
+		new=$((new + 1))
+		case $sites in *"$site"*) ;; *) sites="$sites
+    NEW: $site ($out/artifacts/$h/$a)" ;; esac
+	done
 	corpus=$(ls "$out/corpus/$h" | wc -l)
-	printf 'fuzz_%s: %s executions in %s s, corpus %s, %s crashes\n' \
-		"$h" "$execs" "$((end - start))" "$corpus" "$crashes"
-	if [ "$crashes" -ne 0 ]; then
+	printf 'fuzz_%s: %s executions in %s s, corpus %s, %s new crashes, %s known (tests/fuzz/regress/OPEN)\n' \
+		"$h" "$execs" "$((end - start))" "$corpus" "$new" "$known"
+	if [ "$new" -ne 0 ]; then
 		failed=1
-		grep -m 3 -E 'ERROR: |SUMMARY: |runtime error|broken at' "$log" |
-			sed 's/^/    /'
-		echo "    log: $log; artifacts: $out/artifacts/$h/"
+		echo "$sites" | grep .
+		echo "    log: $log"
 	fi
 done
 echo "fuzz: $total_execs executions in all"

@@ -1,0 +1,158 @@
+// Load every page of a qreport report in headless chromium and check that
+// it works offline and whole:
+//   1. no request leaves the report folder (every request is intercepted;
+//      only file:// URLs under the folder are let through),
+//   2. no console error and no uncaught page error,
+//   3. every <img> has loaded (naturalWidth > 0),
+//   4. every internal link resolves: its file exists and its #anchor is an
+//      id (or <a name>) in the target page.
+// Then it saves a screenshot of index.html.
+//
+// usage: node check.js REPORT_DIR SCREENSHOT.png
+// Prints TAP. Exit status 0 when every page passed.
+"use strict";
+const fs = require("fs");
+const path = require("path");
+const { pathToFileURL, fileURLToPath } = require("url");
+const { chromium } = require("playwright-core");
+
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+
+function pagesOf(dir) {
+	const out = [];
+	for (const f of fs.readdirSync(dir).sort())
+		if (f.endsWith(".html")) out.push(path.join(dir, f));
+	const layers = path.join(dir, "layers");
+	if (fs.existsSync(layers))
+		for (const f of fs.readdirSync(layers).sort())
+			if (f.endsWith(".html")) out.push(path.join(layers, f));
+	return out;
+}
+
+async function main() {
+	const [dirArg, shot] = process.argv.slice(2);
+	if (!dirArg || !shot) {
+		console.error("usage: node check.js REPORT_DIR SCREENSHOT.png");
+		process.exit(2);
+	}
+	const dir = fs.realpathSync(dirArg);
+	const root = pathToFileURL(dir).href + "/";
+	const pages = pagesOf(dir);
+	const userData = fs.mkdtempSync(path.join(require("os").tmpdir(), "qr-chromium-"));
+	const browser = await chromium.launchPersistentContext(userData, {
+		executablePath: CHROMIUM,
+		headless: true,
+		args: ["--headless", "--no-sandbox", "--disable-gpu",
+		       "--disable-background-networking",
+		       "--disable-component-update", "--no-first-run"],
+		viewport: { width: 1280, height: 900 },
+	});
+	let failed = 0, n = 0;
+	const idsCache = new Map(); // file -> Set of ids/names
+
+	function ok(cond, msg, details) {
+		n++;
+		if (cond) {
+			console.log(`ok ${n} - ${msg}`);
+		} else {
+			failed++;
+			console.log(`not ok ${n} - ${msg}`);
+			for (const d of (details || []).slice(0, 20))
+				console.log(`# ${d}`);
+		}
+	}
+
+	console.log(`1..${pages.length * 4 + 1}`);
+	const page = browser.pages()[0] || await browser.newPage();
+	let outside = [], errors = [];
+	await page.route("**/*", (route) => {
+		const url = route.request().url();
+		if (url.startsWith(root) || url === root.slice(0, -1)) {
+			route.continue();
+		} else {
+			outside.push(url);
+			route.abort();
+		}
+	});
+	page.on("console", (m) => { if (m.type() === "error") errors.push(m.text()); });
+	page.on("pageerror", (e) => errors.push(String(e)));
+
+	async function idsOf(file) {
+		if (idsCache.has(file)) return idsCache.get(file);
+		// parse the target's ids without a second browser round trip
+		const html = fs.readFileSync(file, "utf8");
+		const ids = new Set();
+		for (const m of html.matchAll(/\s(?:id|name)="([^"]*)"/g))
+			ids.add(m[1].replace(/&amp;/g, "&").replace(/&quot;/g, "\"")
+				.replace(/&#39;/g, "'").replace(/&lt;/g, "<")
+				.replace(/&gt;/g, ">"));
+		idsCache.set(file, ids);
+		return ids;
+	}
+
+	for (const file of pages) {
+		const rel = path.relative(dir, file);
+		outside = [];
+		errors = [];
+		await page.goto(pathToFileURL(file).href, { waitUntil: "load" });
+		// lazy images load when scrolled to: make them all load now
+		const imgs = await page.evaluate(async () => {
+			const all = Array.from(document.images);
+			all.forEach((i) => { i.loading = "eager"; });
+			await Promise.all(all.map((i) => i.complete ? null :
+				new Promise((r) => { i.onload = i.onerror = r; })));
+			return all.map((i) => ({ src: i.getAttribute("src"), w: i.naturalWidth }));
+		});
+		const links = await page.evaluate(() => {
+			const out = [];
+			for (const a of document.querySelectorAll("a, area")) {
+				const h = a.getAttribute("href") || a.getAttribute("xlink:href");
+				if (h === null) continue;
+				out.push({ raw: h, abs: new URL(h, document.baseURI).href });
+			}
+			return out;
+		});
+		await page.waitForTimeout(50);
+		ok(outside.length === 0, `${rel}: no request leaves the report`, outside);
+		ok(errors.length === 0, `${rel}: no console error`, errors);
+		const broken = imgs.filter((i) => !(i.w > 0)).map((i) => `image not loaded: ${i.src}`);
+		ok(broken.length === 0, `${rel}: all ${imgs.length} images loaded`, broken);
+		const bad = [];
+		for (const l of links) {
+			const u = new URL(l.abs);
+			if (u.protocol !== "file:") {
+				bad.push(`leaves the report: ${l.raw}`);
+				continue;
+			}
+			const target = fileURLToPath(u.href.split("#")[0]);
+			if (!target.startsWith(dir + path.sep) && target !== dir) {
+				bad.push(`outside the report: ${l.raw}`);
+				continue;
+			}
+			if (!fs.existsSync(target) || fs.statSync(target).isDirectory()) {
+				bad.push(`missing file: ${l.raw}`);
+				continue;
+			}
+			const hash = decodeURIComponent(u.hash.slice(1));
+			if (hash && target.endsWith(".html") && !(await idsOf(target)).has(hash))
+				bad.push(`missing anchor: ${l.raw}`);
+		}
+		ok(bad.length === 0, `${rel}: all ${links.length} links resolve`, bad);
+	}
+	await page.goto(pathToFileURL(path.join(dir, "index.html")).href, { waitUntil: "load" });
+	await page.evaluate(async () => {
+		Array.from(document.images).forEach((i) => { i.loading = "eager"; });
+		await Promise.all(Array.from(document.images).map((i) => i.complete ? null :
+			new Promise((r) => { i.onload = i.onerror = r; })));
+	});
+	await page.screenshot({ path: shot, fullPage: true });
+	ok(fs.existsSync(shot) && fs.statSync(shot).size > 1000, `screenshot of index.html in ${shot}`);
+	await browser.close();
+	fs.rmSync(userData, { recursive: true, force: true });
+	process.exit(failed ? 1 : 0);
+}
+
+main().catch((e) => {
+	console.log(`Bail out! ${String(e).split("\n")[0]}`);
+	process.exit(1);
+});
