@@ -21,12 +21,13 @@ esac
 pkgs="build-essential autoconf automake pkg-config protobuf-c-compiler
 libprotobuf-c-dev libonnx-dev libcjson-dev libpng-dev libstb-dev
 libcairo2-dev libopenblas-dev libgraphviz-dev fonts-dejavu-core"
-# Test dependencies: ONNX's conformance data, valgrind, and what makes the
+# Test dependencies: ONNX's conformance data, valgrind, clang with its
+# libFuzzer runtime (tests/fuzz), Chromium (tests/browser.sh), and what makes the
 # torchvision test models (Python is only for making models). Node and npm
 # come from Debian unless the machine already has them.
 if [ "$check" = yes ]; then
 	pkgs="$pkgs libonnx-testdata valgrind python3-torch python3-torchvision
-python3-onnx python3-numpy chromium"
+python3-onnx python3-numpy chromium clang libclang-rt-14-dev"
 	command -v node >/dev/null 2>&1 || pkgs="$pkgs nodejs"
 	command -v npm >/dev/null 2>&1 || pkgs="$pkgs npm"
 fi

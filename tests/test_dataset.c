@@ -608,9 +608,11 @@ test_folders(void)
 
 /* ---- npy, pb ---- */
 
+/* Writes a tensor of dims filled from vals[0..n_vals-1], repeated as
+ * often as needed: the tensor may hold more elements than vals. */
 static char *
 write_npy(const char *name, int dtype, int ndim, const int64_t *dims,
-	  const double *vals)
+	  const double *vals, size_t n_vals)
 {
 	char *path = qr_path_join(tmpdir, name);
 	struct qr_tensor *t = NULL;
@@ -618,12 +620,14 @@ write_npy(const char *name, int dtype, int ndim, const int64_t *dims,
 
 	qr_tensor_new(dtype, ndim, dims, &t, NULL);
 	for (i = 0; i < t->n_elem; i++) {
+		double x = vals[i % n_vals];
+
 		if (dtype == QR_DT_FLOAT)
-			((float *)t->data)[i] = (float)vals[i];
+			((float *)t->data)[i] = (float)x;
 		else if (dtype == QR_DT_UINT8)
-			((uint8_t *)t->data)[i] = (uint8_t)vals[i];
+			((uint8_t *)t->data)[i] = (uint8_t)x;
 		else
-			((int64_t *)t->data)[i] = (int64_t)vals[i];
+			((int64_t *)t->data)[i] = (int64_t)x;
 	}
 	qr_npy_write(path, t, NULL);
 	qr_tensor_free(t);
@@ -650,9 +654,9 @@ test_npy(void)
 	fake_input(&f, "x", QR_DT_FLOAT, 3, idims);
 	dir = qr_path_join(tmpdir, "npy");
 	mkdir(dir, 0700);
-	p1 = write_npy("npy/one.npy", QR_DT_FLOAT, 3, one, v);
-	p2 = write_npy("npy/nobatch.npy", QR_DT_UINT8, 2, noba, v + 6);
-	p3 = write_npy("npy/four.npy", QR_DT_FLOAT, 3, four, v);
+	p1 = write_npy("npy/one.npy", QR_DT_FLOAT, 3, one, v, 12);
+	p2 = write_npy("npy/nobatch.npy", QR_DT_UINT8, 2, noba, v + 6, 6);
+	p3 = write_npy("npy/four.npy", QR_DT_FLOAT, 3, four, v, 12);
 	memset(&o, 0, sizeof o);
 	o.samples = 20;
 	o.n_sources = 1;
@@ -867,8 +871,8 @@ test_inputs(void)
 				      300, 301, 302, 303};
 	int64_t ad[2] = {-1, 3}, bd[2] = {-1, 4};
 	int64_t fa[2] = {5, 3}, ib[2] = {3, 4};
-	char *pa = write_npy("multi_a.npy", QR_DT_FLOAT, 2, fa, fv);
-	char *pb = write_npy("multi_b.npy", QR_DT_INT64, 2, ib, iv);
+	char *pa = write_npy("multi_a.npy", QR_DT_FLOAT, 2, fa, fv, 15);
+	char *pb = write_npy("multi_b.npy", QR_DT_INT64, 2, ib, iv, 12);
 	struct qr_dataset_opts o;
 	struct qr_dataset *ds = NULL;
 	struct qr_tensor *const *in;

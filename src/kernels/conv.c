@@ -135,6 +135,9 @@ valid_span(size_t ow_n, size_t s, size_t pl, size_t off, size_t w, size_t *lo,
 						size_t a = lo > ow ? lo - ow : 0;\
 						size_t b = hi > ow ? hi - ow : 0;\
 						size_t sw = p->stride_w;    \
+						/* i0 may wrap below 0:     \
+						 * add a first, index after \
+						 * (no wrapped pointer) */  \
 						size_t i0 = ow * sw +       \
 						    kj * p->dil_w - p->pad_l;\
 						if (a > stop)               \
@@ -146,7 +149,7 @@ valid_span(size_t ow_n, size_t s, size_t pl, size_t off, size_t w, size_t *lo,
 						for (t = 0; t < a; t++)     \
 							d[t] = pad;         \
 						if (sw == 1)                \
-							memcpy(d + a, xr + i0 + a, \
+							memcpy(d + a, xr + (i0 + a), \
 							    (b - a) * sizeof(T)); \
 						else                        \
 							for (t = a; t < b; t++) \

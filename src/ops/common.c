@@ -143,7 +143,8 @@ qr_op_want_dtype(const struct qr_op_call *c, struct qr_diag *d, size_t i,
 {
 	int dt = qr_op_dtype(c, i);
 
-	if (dt == QR_DT_UNDEFINED || (dt < 64 && (mask & QR_DTM(dt))))
+	if (dt == QR_DT_UNDEFINED ||
+	    (dt >= 0 && dt < 64 && (mask & QR_DTM(dt))))
 		return QR_OK;
 	return qr_op_errorf(c, d, QR_EUNSUPPORTED, "input %zu '%s' has dtype "
 			    "%s, which is not supported", i,
@@ -275,7 +276,19 @@ qr_op_get(const struct qr_tensor *t, size_t i)
 	return 0;
 }
 
-/* Store v as element i of t, converting as C does (bool: v != 0). */
+/* v clamped to [lo, hi], NaN as 0: converting the result to an integer
+ * type whose range covers [lo, hi] is then defined (C leaves a value out
+ * of range, NaN or Inf undefined). */
+static double
+sat(double v, double lo, double hi)
+{
+	if (isnan(v))
+		return 0;
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Store v as element i of t, converting as C does (bool: v != 0) for values
+ * in the type's range; integers saturate (NaN -> 0, -Inf/+Inf -> min/max). */
 void
 qr_op_set(struct qr_tensor *t, size_t i, double v)
 {
@@ -284,15 +297,34 @@ qr_op_set(struct qr_tensor *t, size_t i, double v)
 	switch (t->dtype) {
 	case QR_DT_FLOAT: ((float *)p)[i] = (float)v; break;
 	case QR_DT_DOUBLE: ((double *)p)[i] = v; break;
-	case QR_DT_INT8: ((int8_t *)p)[i] = (int8_t)v; break;
-	case QR_DT_INT16: ((int16_t *)p)[i] = (int16_t)v; break;
-	case QR_DT_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
-	case QR_DT_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
-	case QR_DT_UINT8: ((uint8_t *)p)[i] = (uint8_t)v; break;
+	case QR_DT_INT8:
+		((int8_t *)p)[i] = (int8_t)sat(v, INT8_MIN, INT8_MAX);
+		break;
+	case QR_DT_INT16:
+		((int16_t *)p)[i] = (int16_t)sat(v, INT16_MIN, INT16_MAX);
+		break;
+	case QR_DT_INT32:
+		((int32_t *)p)[i] = (int32_t)sat(v, INT32_MIN, INT32_MAX);
+		break;
+	case QR_DT_INT64:
+		/* INT64_MAX is not a double: 2^63 and above saturate apart */
+		((int64_t *)p)[i] = v >= 0x1p63 ? INT64_MAX :
+			(int64_t)sat(v, -0x1p63, 0x1p63);
+		break;
+	case QR_DT_UINT8:
+		((uint8_t *)p)[i] = (uint8_t)sat(v, 0, UINT8_MAX);
+		break;
 	case QR_DT_BOOL: ((uint8_t *)p)[i] = v != 0; break;
-	case QR_DT_UINT16: ((uint16_t *)p)[i] = (uint16_t)v; break;
-	case QR_DT_UINT32: ((uint32_t *)p)[i] = (uint32_t)v; break;
-	case QR_DT_UINT64: ((uint64_t *)p)[i] = (uint64_t)v; break;
+	case QR_DT_UINT16:
+		((uint16_t *)p)[i] = (uint16_t)sat(v, 0, UINT16_MAX);
+		break;
+	case QR_DT_UINT32:
+		((uint32_t *)p)[i] = (uint32_t)sat(v, 0, UINT32_MAX);
+		break;
+	case QR_DT_UINT64:
+		((uint64_t *)p)[i] = v >= 0x1p64 ? UINT64_MAX :
+			(uint64_t)sat(v, 0, 0x1p64);
+		break;
 	case QR_DT_FLOAT16:
 		((uint16_t *)p)[i] = qr_op_f32_to_f16((float)v);
 		break;

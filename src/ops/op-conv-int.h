@@ -21,6 +21,12 @@ struct qr_conv_params;
 struct qr_pool_params;
 
 #define QR_OP_SP_MAX 3 /* spatial dims an attribute may hold */
+/* Largest kernel_shape, strides, dilations, pads or output_padding value
+ * (QR_EUNSUPPORTED above): keeps the window arithmetic in int64. */
+#define QR_OP_WIN_VALUE_MAX INT32_MAX
+/* Most window steps (outputs x kernel area) a pool may take
+ * (QR_EUNSUPPORTED above), so a hostile model cannot stall a run. */
+#define QR_OP_POOL_WORK_MAX (1ull << 32)
 
 enum qr_op_autopad {
 	QR_AUTOPAD_NOTSET,
@@ -52,7 +58,8 @@ struct qr_op_win {
 /*
  * Parse and validate the window attributes of c's node into w (lengths
  * agree, values in range, auto_pad known). QR_EGRAPH for malformed
- * values, QR_EUNSUPPORTED for 3-D windows, both naming the node.
+ * values, QR_EUNSUPPORTED for 3-D windows and values over
+ * QR_OP_WIN_VALUE_MAX, both naming the node.
  */
 enum qr_status qr_op_win_parse(const struct qr_op_call *c, struct qr_diag *d,
 			       struct qr_op_win *w);
@@ -74,7 +81,8 @@ enum qr_status qr_op_conv_shape(const struct qr_op_call *c,
 /*
  * Pool shapes: x is [N][C][spatial] with 1 or 2 spatial dims; fills p
  * and the output shape. Pads follow auto_pad (SAME pads use the dilated
- * window, as the ONNX spec). Errors as qr_op_conv_shape.
+ * window, as the ONNX spec). Errors as qr_op_conv_shape, and
+ * QR_EUNSUPPORTED when the pool would take over QR_OP_POOL_WORK_MAX steps.
  */
 enum qr_status qr_op_pool_shape(const struct qr_op_call *c,
 				struct qr_diag *d, const struct qr_op_win *win,

@@ -127,7 +127,8 @@ int qr_op_dtype(const struct qr_op_call *c, size_t i);
 
 /* Element i of any numeric, bool or 16-bit float tensor as double. */
 double qr_op_get(const struct qr_tensor *t, size_t i);
-/* Store v (converted as C does, saturating nothing) as element i. */
+/* Store v as element i, converted as C does when in range; integer
+ * types saturate (NaN -> 0, out of range or +-Inf -> min/max). */
 void qr_op_set(struct qr_tensor *t, size_t i, double v);
 
 /* float16 bits <-> float (round to nearest even; NaN/Inf kept). */

@@ -35,6 +35,13 @@ win_ints(const struct qr_op_call *c, struct qr_diag *d, const char *name,
 			return qr_op_errorf(c, d, QR_EGRAPH, "%s[%zu] is %lld, "
 					    "below %lld", name, i,
 					    (long long)v[i], (long long)lo);
+		/* keeps the int64 window arithmetic (dilation * kernel,
+		 * input + pads) far from overflow */
+		if (v[i] > QR_OP_WIN_VALUE_MAX)
+			return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%s[%zu] is "
+					    "%lld, above %lld", name, i,
+					    (long long)v[i],
+					    (long long)QR_OP_WIN_VALUE_MAX);
 		dst[i] = v[i];
 	}
 	*n = (int)cnt;
@@ -381,6 +388,7 @@ qr_op_pool_shape(const struct qr_op_call *c, struct qr_diag *d,
 	int64_t in[2] = {1, 1}, k[2] = {1, 1}, s[2] = {1, 1}, dl[2] = {1, 1};
 	int64_t pb[2] = {0, 0}, pe[2] = {0, 0};
 	enum qr_status st;
+	size_t work;
 	char b[128];
 	int nsp, i;
 
@@ -429,6 +437,18 @@ qr_op_pool_shape(const struct qr_op_call *c, struct qr_diag *d,
 	if (nsp == 2)
 		dims[2] = (int64_t)qr_pool_out_h(p);
 	dims[1 + nsp] = (int64_t)qr_pool_out_w(p);
+	/* the kernels visit every window position of every output */
+	if (qr_mul_overflow(p->n, p->c, &work) ||
+	    qr_mul_overflow(work, qr_pool_out_h(p), &work) ||
+	    qr_mul_overflow(work, qr_pool_out_w(p), &work) ||
+	    qr_mul_overflow(work, p->kh, &work) ||
+	    qr_mul_overflow(work, p->kw, &work) ||
+	    work > QR_OP_POOL_WORK_MAX)
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "window %zux%zu "
+				    "over input '%s' %s needs more than %llu "
+				    "steps", p->kh, p->kw, qr_op_in_name(c, 0),
+				    qr_shape_str(x, b, sizeof b),
+				    (unsigned long long)QR_OP_POOL_WORK_MAX);
 	return QR_OK;
 }
 

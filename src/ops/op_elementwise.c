@@ -120,6 +120,8 @@ broadcast_infer(struct qr_op_call *c, struct qr_diag *d)
 		struct qr_tensor *io_[2] = {(a_t), (b_t)};                  \
 		const T *a_ = (a_t)->data, *b_ = (b_t)->data;               \
 		T *y_ = (y_t)->data;                                        \
+		if ((y_t)->n_elem == 0) /* data may be NULL: no NULL + 0 */ \
+			break;                                              \
 		qr_bcast_init(&it_, (y_t)->ndim, (y_t)->dims, io_, 2);      \
 		do {                                                        \
 			const T *pa = a_ + it_.off[0], *pb = b_ + it_.off[1]; \

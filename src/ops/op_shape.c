@@ -1062,16 +1062,17 @@ slice_resolve(const struct qr_op_call *c, struct qr_diag *d,
 		a = qr_op_attr_ints(c, "starts", &n);
 		if (n > QR_TENSOR_MAX_DIMS)
 			return qr_op_errorf(c, d, QR_ESHAPE, "too many starts");
-		memcpy(starts, a, n * sizeof *a);
+		if (n > 0)	/* a may be NULL when n == 0 */
+			memcpy(starts, a, n * sizeof *a);
 		a = qr_op_attr_ints(c, "ends", &ne);
-		if (ne == n)
+		if (ne == n && n > 0)
 			memcpy(ends, a, n * sizeof *a);
 		a = qr_op_attr_ints(c, "axes", &na);
 		if (a == NULL) {
 			na = n;
 			for (k = 0; k < n; k++)
 				axes[k] = (int64_t)k;
-		} else if (na == n) {
+		} else if (na == n && n > 0) {
 			memcpy(axes, a, n * sizeof *a);
 		}
 		ns = n;
@@ -1791,7 +1792,7 @@ tile_infer(struct qr_op_call *c, struct qr_diag *d)
 	const struct qr_tensor *x = c->in[0];
 	int64_t rep[QR_TENSOR_MAX_DIMS], dims[QR_TENSOR_MAX_DIMS];
 	enum qr_status st;
-	size_t n;
+	size_t n, m;
 	int i;
 
 	st = qr_op_read_ints(c, d, c->in[1], "repeats", rep,
@@ -1805,7 +1806,13 @@ tile_infer(struct qr_op_call *c, struct qr_diag *d)
 		if (rep[i] < 0)
 			return qr_op_errorf(c, d, QR_ESHAPE, "repeat %lld is "
 					    "negative", (long long)rep[i]);
-		dims[i] = x->dims[i] * rep[i];
+		if (qr_mul_overflow((size_t)x->dims[i], (size_t)rep[i], &m) ||
+		    m > INT64_MAX)
+			return qr_op_errorf(c, d, QR_ESHAPE, "dim %lld times "
+					    "repeat %lld overflows",
+					    (long long)x->dims[i],
+					    (long long)rep[i]);
+		dims[i] = (int64_t)m;
 	}
 	return qr_tensor_set_shape(c->out[0], x->dtype, x->ndim, dims,
 				   qr_op_out_name(c, 0), d);
@@ -2493,11 +2500,14 @@ scatter_elements_run(struct qr_op_call *c, struct qr_diag *d)
 	const struct qr_tensor *x = c->in[0], *ix = c->in[1], *u = c->in[2];
 	int64_t xs[QR_TENSOR_MAX_DIMS], idx[QR_TENSOR_MAX_DIMS] = {0};
 	enum scatter_red r;
+	enum qr_status st;
 	size_t k;
 	int axis, i;
 
-	scatter_red(c, d, &r);
-	qr_op_axis(c, d, qr_op_attr_int(c, "axis", 0), x->ndim, 0, &axis);
+	if ((st = scatter_red(c, d, &r)) != QR_OK ||
+	    (st = qr_op_axis(c, d, qr_op_attr_int(c, "axis", 0), x->ndim, 0,
+			     &axis)) != QR_OK)
+		return st;
 	if (!qr_op_same_shape(u, ix->ndim, ix->dims) || ix->ndim != x->ndim)
 		return qr_op_errorf(c, d, QR_ESHAPE, "indices and updates must "
 				    "share a shape of data's rank");
