@@ -798,6 +798,22 @@ main(void)
 				  NULL});
 	ok(rc == 0 && exists(index), "an existing report is replaced");
 
+	/* --weights-only: the weight sections, no data run. */
+	rc = run((const char *[]){"--float", fmodel, "--quant", qmodel,
+				  "--weights-only", "-o", out, "--quiet", NULL});
+	{
+		char *jp = qr_path_join(out, "report.json");
+		cJSON *j = load_json(jp);
+
+		ok(rc == 0 && j != NULL &&
+		   cJSON_GetArraySize(cJSON_GetObjectItem(j, "quant_weights")) > 0 &&
+		   cJSON_GetArraySize(cJSON_GetObjectItem(j, "activations")) == 0,
+		   "--weights-only: quant_weights filled, no activations (rc %d)",
+		   rc);
+		cJSON_Delete(j);
+		free(jp);
+	}
+
 	/* Usage errors: exit 1. */
 	check_bad("no arguments", (const char *[]){NULL}, 1, "--float", NULL);
 	check_bad("unknown option", (const char *[]){"--nope", NULL}, 1,

@@ -112,6 +112,8 @@ qr_heatmap_write(const char *path, const float *v, size_t rows, size_t cols,
 			memcpy(line + k * stride, line, stride);
 	}
 	errno = 0;
+	/* Fast deflate: heatmaps are small and written by the dozen. */
+	stbi_write_png_compression_level = 2;
 	if (!stbi_write_png(path, (int)w, (int)h, 3, px, (int)stride))
 		st = qr_errorf(d, QR_EIO, "cannot write '%s': %s", path,
 			       errno ? strerror(errno) : "write failed");

@@ -42,6 +42,7 @@ struct options {
 	char *templates;            /* --templates */
 	int bits;                   /* --bits */
 	int quiet;                  /* --quiet */
+	int weights_only;           /* --weights-only: no data run */
 	char *data[MAX_DATA];       /* --data [NAME=]PATH, as given */
 	size_t n_data;
 	char *dims[MAX_DATA];       /* --input NAME:DIMS, as given */
@@ -86,8 +87,8 @@ static const char usage_text[] =
 "                        scale, mean, std (number or array), layout,\n"
 "                        channel_order, seed, cos_threshold,\n"
 "                        sqnr_threshold, fail_if (string or array),\n"
-"                        compare_to. Relative paths are relative to the\n"
-"                        config file's folder.\n"
+"                        compare_to, weights_only. Relative paths are\n"
+"                        relative to the config file's folder.\n"
 "      --templates DIR   use templates (and DIR/assets) instead of the\n"
 "                        built-in ones\n"
 "      --bits N          weight bits for predicted SQNR (2..16, default 8)\n"
@@ -99,6 +100,7 @@ static const char usage_text[] =
 "                        .npy file(s), or an ONNX test_data_set folder;\n"
 "                        NAME= picks the graph input (repeat per input)\n"
 "      --samples N       samples to run (default 20)\n"
+"      --weights-only    no data run: the report from the weights alone\n"
 "      --input NAME:DIMS  shape of an input with dynamic dims, e.g.\n"
 "                        input:1x3x224x224 (repeatable)\n"
 "      --input-size HxW  resize images to H x W (default: the model's)\n"
@@ -437,6 +439,10 @@ read_config(const char *path, struct options *o, int have_quant,
 		} else if (strcmp(k, "quiet") == 0 && cJSON_IsBool(it)) {
 			if (!o->quiet)
 				o->quiet = cJSON_IsTrue(it);
+		} else if (strcmp(k, "weights_only") == 0 &&
+			   cJSON_IsBool(it)) {
+			if (!o->weights_only)
+				o->weights_only = cJSON_IsTrue(it);
 		} else if ((strcmp(k, "data") == 0 || strcmp(k, "input") == 0) &&
 			   (cJSON_IsString(it) || cJSON_IsArray(it))) {
 			int is_data = k[0] == 'd';
@@ -614,7 +620,8 @@ parse_args(int argc, char **argv, struct options *o, int *exit_now,
 	   struct qr_diag *d)
 {
 	enum { OPT_CONFIG = 256, OPT_TEMPLATES, OPT_BITS, OPT_QUIET,
-	       OPT_VERSION, OPT_DATA, OPT_SAMPLES, OPT_INPUT, OPT_INPUT_SIZE,
+	       OPT_VERSION, OPT_WEIGHTS_ONLY, OPT_DATA, OPT_SAMPLES, OPT_INPUT,
+	       OPT_INPUT_SIZE,
 	       OPT_MEAN, OPT_STD, OPT_SCALE, OPT_LAYOUT, OPT_ORDER, OPT_SEED,
 	       OPT_COS, OPT_SQNR, OPT_FAIL_IF, OPT_COMPARE };
 	static const struct option longopts[] = {
@@ -625,6 +632,7 @@ parse_args(int argc, char **argv, struct options *o, int *exit_now,
 		{"templates", required_argument, NULL, OPT_TEMPLATES},
 		{"bits", required_argument, NULL, OPT_BITS},
 		{"quiet", no_argument, NULL, OPT_QUIET},
+		{"weights-only", no_argument, NULL, OPT_WEIGHTS_ONLY},
 		{"data", required_argument, NULL, OPT_DATA},
 		{"samples", required_argument, NULL, OPT_SAMPLES},
 		{"input", required_argument, NULL, OPT_INPUT},
@@ -685,6 +693,9 @@ parse_args(int argc, char **argv, struct options *o, int *exit_now,
 			break;
 		case OPT_QUIET:
 			o->quiet = 1;
+			break;
+		case OPT_WEIGHTS_ONLY:
+			o->weights_only = 1;
 			break;
 		case OPT_DATA:
 			st = push_str(o->data, &o->n_data, "--data", optarg, d);
@@ -954,7 +965,7 @@ run_report(const struct options *o, const char *cmdline, struct qr_diag *d)
 			     o->n_quant, &aopts, &an, d);
 	if (st != QR_OK)
 		goto out;
-	if (o->n_quant > 0) {
+	if (o->n_quant > 0 && !o->weights_only) {
 		st = run_data(o, fmodel, qmodels, an, d);
 		if (st == QR_EPARTIAL)
 			partial = 1;

@@ -342,7 +342,9 @@ weight_heat(struct chart_ctx *cc, cJSON *o, const struct qr_weight_stats *w)
 	qr_buf_puts(&file, ".png");
 	f = qr_buf_take(&file);
 	path = qr_path_join(cc->q.chartdir, f);
-	st = qr_heatmap_write(path, w->heat, w->heat_rows, w->heat_cols, cell,
+	/* One pixel per channel pair; the page scales it up with
+	 * image-rendering: pixelated. */
+	st = qr_heatmap_write(path, w->heat, w->heat_rows, w->heat_cols, 1,
 			      0.0f, vmax > 0 ? vmax : 1.0f, cc->d);
 	if (st == QR_OK) {
 		qr_fmt_num(vbuf, sizeof vbuf, vmax);

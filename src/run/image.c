@@ -11,6 +11,9 @@
  * Memory bound: an image over QR_IMAGE_MAX_SIDE on a side, or whose decoded
  * pixels (alpha included) exceed QR_IMAGE_MAX_BYTES, is refused from its
  * header, before any pixel buffer is allocated.
+ * Hostile files: a JPEG Huffman table listing over 256 codes (which
+ * overflows stb 2.27) and a BMP claiming more pixel rows than the file
+ * holds (which stb would decode as zeros, slowly) are refused up front.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -242,6 +245,96 @@ stb_eof(void *user)
 	return s->pos >= s->len;
 }
 
+/*
+ * Refuse a JPEG with a DHT table whose 16 code counts sum over 256:
+ * Debian's stb 2.27 builds such a table past its 257-entry array
+ * (stbi__build_huffman). Walks the marker segments from SOI as stb does
+ * (scanning on past bytes that are not a marker), skipping the
+ * entropy-coded data after each SOS (progressive files put DHT between
+ * scans); anything else malformed is left for stb to report.
+ */
+static enum qr_status
+jpeg_check_dht(const uint8_t *b, size_t len, const char *what,
+	       struct qr_diag *d)
+{
+	size_t pos = 2, seg, end, k;
+	int m, n, i;
+
+	while (pos + 1 < len) {
+		if (b[pos] != 0xff) {	/* stb scans on for a marker */
+			pos++;
+			continue;
+		}
+		while (pos + 1 < len && b[pos + 1] == 0xff)
+			pos++;	/* fill bytes */
+		if (pos + 1 >= len)
+			break;
+		m = b[++pos];
+		pos++;
+		if (m == 0xd9)	/* EOI */
+			break;
+		if (m == 0xd8 || m == 0x01 || (m >= 0xd0 && m <= 0xd7))
+			continue;	/* no length */
+		if (pos + 2 > len)
+			break;
+		seg = (size_t)b[pos] << 8 | b[pos + 1];
+		if (seg < 2)
+			break;
+		end = pos + seg < len ? pos + seg : len;
+		/* as stb: tables while the declared length lasts */
+		for (k = pos + 2; m == 0xc4 && k < pos + seg && k + 17 <= len;
+		     k += 17 + n) {
+			for (n = 0, i = 1; i <= 16; i++)
+				n += b[k + i];
+			if (n > 256)
+				return qr_errorf(d, QR_EFORMAT, "image '%s': bad "
+						 "JPEG: a Huffman table (DHT) "
+						 "lists %d codes, over 256",
+						 what, n);
+		}
+		pos = end;
+		if (m != 0xda)	/* SOS: entropy-coded data follows */
+			continue;
+		while (pos + 1 < len && (b[pos] != 0xff || b[pos + 1] == 0 ||
+					 b[pos + 1] == 0xff ||
+					 (b[pos + 1] >= 0xd0 &&
+					  b[pos + 1] <= 0xd7)))
+			pos++;
+	}
+	return QR_OK;
+}
+
+/*
+ * Refuse an uncompressed BMP (the only kind stb 2.27 decodes: it refuses
+ * RLE) whose header claims more rows than the file holds. stb would
+ * otherwise decode the missing rows as zeros, so a few hundred bytes can
+ * claim the full QR_IMAGE_MAX_BYTES and take seconds (minutes under
+ * sanitizers) to decode and resize. The last row's padding may be missing.
+ */
+static enum qr_status
+bmp_check_size(const uint8_t *b, size_t len, int w, int h, const char *what,
+	       struct qr_diag *d)
+{
+	size_t bpp, stride, need;
+	uint32_t hdr;
+
+	if (len < 30 || w <= 0 || h <= 0)
+		return QR_OK;	/* stb has refused it already */
+	hdr = (uint32_t)b[14] | (uint32_t)b[15] << 8 |
+	      (uint32_t)b[16] << 16 | (uint32_t)b[17] << 24;
+	bpp = hdr == 12 ? (size_t)(b[24] | b[25] << 8) :
+			  (size_t)(b[28] | b[29] << 8);
+	if (bpp == 0 || bpp > 32)
+		return QR_OK;	/* stb decides */
+	stride = ((size_t)w * bpp + 31) / 32 * 4;
+	need = stride * ((size_t)h - 1) + ((size_t)w * bpp + 7) / 8;
+	if (need > len)
+		return qr_errorf(d, QR_EFORMAT, "image '%s': bad BMP: %dx%d at "
+				 "%zu bits per pixel needs %zu bytes of pixels, "
+				 "the file has %zu", what, w, h, bpp, need, len);
+	return QR_OK;
+}
+
 static enum qr_status
 decode_stb(const uint8_t *buf, size_t len, const char *kind,
 	   const char *what, struct qr_image *out, struct qr_diag *d)
@@ -255,10 +348,16 @@ decode_stb(const uint8_t *buf, size_t len, const char *kind,
 	if (len > INT32_MAX)
 		return qr_errorf(d, QR_EUNSUPPORTED, "image '%s': %s file over "
 				 "2 GiB", what, kind);
+	if (kind[0] == 'J' && (st = jpeg_check_dht(buf, len, what, d)) !=
+	    QR_OK)
+		return st;
 	if (!stbi_info_from_memory(buf, (int)len, &w, &h, &ch))
 		return qr_errorf(d, QR_EFORMAT, "image '%s': bad %s: %s", what,
 				 kind, stbi_failure_reason());
 	if ((st = check_size(w, h, ch, what, d)) != QR_OK)
+		return st;
+	if (kind[0] == 'B' &&
+	    (st = bmp_check_size(buf, len, w, h, what, d)) != QR_OK)
 		return st;
 	px = stbi_load_from_callbacks(&io, &s, &w, &h, &comp, ch);
 	if (px == NULL)
