@@ -15,12 +15,31 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-/tmp/qr-sanitize}
 JOBS=${JOBS:-2}
 
-mkdir -p "$build"
-cd "$build"
-if [ ! -f Makefile ] || ! grep -q -- '-fsanitize=address' Makefile; then
-	"$top/configure" -q --enable-asan --enable-ubsan CC="${CC:-gcc}" \
+# autoconf refuses a second build folder for a source tree configured in
+# place (as quickstart.sh does), so build from a copy of the sources: the
+# files git tracks plus untracked ones it does not ignore. The npm
+# packages of the ONNX Runtime and browser tests are linked, not copied.
+src="$build/src"
+if [ ! -f "$build/obj/Makefile" ] ||
+   ! grep -q -- '-fsanitize=address' "$build/obj/Makefile"; then
+	rm -rf "$build/src" "$build/obj"
+	mkdir -p "$src" "$build/obj"
+	if git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
+		(cd "$top" && git ls-files -z --cached --others --exclude-standard |
+			xargs -0 tar -cf -) | tar -xf - -C "$src"
+	else
+		(cd "$top" && tar -cf - --exclude=./.git .) | tar -xf - -C "$src"
+		(cd "$src" && { [ ! -f Makefile ] || make distclean >/dev/null; })
+	fi
+	for nm in tests/ort/node_modules tests/browser/node_modules; do
+		[ -d "$top/$nm" ] && ln -s "$top/$nm" "$src/$nm"
+	done
+	(cd "$src" && autoreconf -fi >/dev/null 2>&1)
+	cd "$build/obj"
+	"$src/configure" -q --enable-asan --enable-ubsan CC="${CC:-gcc}" \
 		${CONFIGURE_FLAGS:-}
 fi
+cd "$build/obj"
 
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
@@ -40,7 +59,7 @@ if [ "$rc" -ne 0 ]; then
 		echo "==== $log"
 		grep -v '^ok ' "$log" | head -n 80
 	done
-	echo "sanitize.sh: make check failed under ASan/UBSan (build in $build)"
+	echo "sanitize.sh: make check failed under ASan/UBSan (build in $build/obj)"
 	exit 1
 fi
 echo "sanitize.sh: make check passed under ASan/UBSan"

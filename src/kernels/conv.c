@@ -148,7 +148,10 @@ valid_span(size_t ow_n, size_t s, size_t pl, size_t off, size_t w, size_t *lo,
 							b = a;              \
 						for (t = 0; t < a; t++)     \
 							d[t] = pad;         \
-						if (sw == 1)                \
+						if (b == a)                 \
+							; /* no valid column:  \
+							   * no pointer into x */ \
+						else if (sw == 1)           \
 							memcpy(d + a, xr + (i0 + a), \
 							    (b - a) * sizeof(T)); \
 						else                        \

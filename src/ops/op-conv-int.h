@@ -26,7 +26,7 @@ struct qr_pool_params;
 #define QR_OP_WIN_VALUE_MAX INT32_MAX
 /* Most window steps (outputs x kernel area) a pool may take
  * (QR_EUNSUPPORTED above), so a hostile model cannot stall a run. */
-#define QR_OP_POOL_WORK_MAX (1ull << 32)
+#define QR_OP_POOL_WORK_MAX (1ull << 28)
 
 enum qr_op_autopad {
 	QR_AUTOPAD_NOTSET,
