@@ -6,6 +6,8 @@
  * existing target is replaced only when it is a folder that is empty or
  * holds the marker file MARKER that every qreport report carries.
  */
+/* renameat2 and RENAME_EXCHANGE */
+#define _GNU_SOURCE
 #include "report/report.h"
 #include "report/report-int.h"
 #include "analysis/analysis.h"
@@ -13,6 +15,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -546,6 +549,15 @@ swap_into_place(const char *tmp, const char *target, struct qr_diag *d)
 	if (errno != EEXIST && errno != ENOTEMPTY)
 		return qr_errorf(d, QR_EIO, "cannot move '%s' to '%s': %s",
 				 tmp, target, strerror(errno));
+	/* Swap the two folders in one step (Linux renameat2), so target
+	 * always names a whole report; then tmp holds the old one. */
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, target, RENAME_EXCHANGE) == 0) {
+		if (qr_remove_tree(tmp) != 0)
+			qr_warnf(d, "could not remove the previous report '%s'",
+				 tmp);
+		return QR_OK;
+	}
+	/* Filesystems without the exchange: move aside, then into place. */
 	old = xasprintf("%s.old-XXXXXX", target);
 	if (mkdtemp(old) == NULL) {
 		st = qr_errorf(d, QR_EIO, "cannot create '%s': %s", old,
