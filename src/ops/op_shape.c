@@ -1214,6 +1214,8 @@ gather_run(struct qr_op_call *c, struct qr_diag *d)
 	outer = qr_op_dims_prod(x->dims, 0, axis);
 	inner = qr_op_dims_prod(x->dims, axis + 1, x->ndim) * es;
 	len = x->dims[axis];
+	if (c->out[0]->n_elem == 0)	/* y may be NULL: nothing to copy */
+		inner = 0;
 	for (k = 0; k < ix->n_elem; k++) {
 		int64_t v = get_i64(ix, k);
 
@@ -1228,10 +1230,10 @@ gather_run(struct qr_op_call *c, struct qr_diag *d)
 
 			if (v < 0)
 				v += len;
-			if (inner > 0)
-				memcpy(y, (const char *)x->data +
-				       (o * (size_t)len + (size_t)v) * inner,
-				       inner);
+			if (inner == 0)
+				continue;
+			memcpy(y, (const char *)x->data +
+			       (o * (size_t)len + (size_t)v) * inner, inner);
 			y += inner;
 		}
 	}

@@ -248,58 +248,41 @@ stb_eof(void *user)
 /*
  * Refuse a JPEG with a DHT table whose 16 code counts sum over 256:
  * Debian's stb 2.27 builds such a table past its 257-entry array
- * (stbi__build_huffman). Walks the marker segments from SOI as stb does
- * (scanning on past bytes that are not a marker), skipping the
- * entropy-coded data after each SOS (progressive files put DHT between
- * scans); anything else malformed is left for stb to report.
+ * (stbi__build_huffman). stb reaches markers in ways that are hard to
+ * mirror (after a scan it takes whatever follows the next 0xff as a
+ * marker), so every 0xff 0xc4 in the file is treated as a possible DHT
+ * segment and its tables are walked as stb walks them (bytes past the end
+ * read as 0, as stb's reader gives). A valid file can only be refused when
+ * an APPn payload happens to hold such bytes, which then costs one skipped
+ * image, not memory safety.
  */
 static enum qr_status
 jpeg_check_dht(const uint8_t *b, size_t len, const char *what,
 	       struct qr_diag *d)
 {
-	size_t pos = 2, seg, end, k;
-	int m, n, i;
+	size_t pos, k;
+	long L;
+	int n, i;
 
-	while (pos + 1 < len) {
-		if (b[pos] != 0xff) {	/* stb scans on for a marker */
-			pos++;
+	for (pos = 0; pos + 1 < len; pos++) {
+		if (b[pos] != 0xff || b[pos + 1] != 0xc4)
 			continue;
-		}
-		while (pos + 1 < len && b[pos + 1] == 0xff)
-			pos++;	/* fill bytes */
-		if (pos + 1 >= len)
-			break;
-		m = b[++pos];
-		pos++;
-		if (m == 0xd9)	/* EOI */
-			break;
-		if (m == 0xd8 || m == 0x01 || (m >= 0xd0 && m <= 0xd7))
-			continue;	/* no length */
-		if (pos + 2 > len)
-			break;
-		seg = (size_t)b[pos] << 8 | b[pos + 1];
-		if (seg < 2)
-			break;
-		end = pos + seg < len ? pos + seg : len;
+		k = pos + 2;
+		L = (long)((k < len ? b[k] : 0) << 8 |
+			   (k + 1 < len ? b[k + 1] : 0)) - 2;
+		k += 2;
 		/* as stb: tables while the declared length lasts */
-		for (k = pos + 2; m == 0xc4 && k < pos + seg && k + 17 <= len;
-		     k += 17 + n) {
+		while (L > 0 && k < len) {
 			for (n = 0, i = 1; i <= 16; i++)
-				n += b[k + i];
+				n += k + i < len ? b[k + i] : 0;
 			if (n > 256)
 				return qr_errorf(d, QR_EFORMAT, "image '%s': bad "
 						 "JPEG: a Huffman table (DHT) "
 						 "lists %d codes, over 256",
 						 what, n);
+			L -= 17 + n;
+			k += 17 + (size_t)n;
 		}
-		pos = end;
-		if (m != 0xda)	/* SOS: entropy-coded data follows */
-			continue;
-		while (pos + 1 < len && (b[pos] != 0xff || b[pos + 1] == 0 ||
-					 b[pos + 1] == 0xff ||
-					 (b[pos + 1] >= 0xd0 &&
-					  b[pos + 1] <= 0xd7)))
-			pos++;
 	}
 	return QR_OK;
 }
