@@ -342,7 +342,7 @@ dw_task(void *ctx, size_t t, int slot)
 			size_t co = ci * mult + m;
 
 			qr_dw_plane(p, &j->g, buf, j->pk->w + co * p->kh * p->kw,
-				    j->bias ? j->bias[co] : 0.0f,
+				    j->bias ? j->bias[co] : 0.0f, mult == 1,
 				    j->y + (n * p->c_out + co) * ohw);
 		}
 	}
@@ -366,6 +366,7 @@ struct gemm_job {
 	size_t n_cb;     /* column blocks per (image, group) */
 	size_t n_rb;     /* row blocks per column block */
 	size_t units;
+	struct qr_sgemm_plan plan; /* ORT's summation order for the group */
 };
 
 static void
@@ -376,12 +377,17 @@ gemm_plan(const struct qr_conv_params *p, int n_threads, struct gemm_job *j)
 	size_t cout_g = p->c_out / p->group, ng = p->n * p->group;
 	size_t nt = n_threads > 1 ? (size_t)n_threads : 1;
 
+	/* MLAS runs the whole group as one GEMM of N = ohw (ldb = ldc = ohw
+	 * when ohw is 1); its order is fixed by those sizes, whatever our
+	 * blocks. */
+	qr_sgemm_plan(cout_g, ohw, k, 0, ohw, ohw, &j->plan);
 	j->nb = col_block(k, ohw, sizeof(float));
 	if (j->nb == 0)
 		j->nb = 1;
 	j->n_cb = (ohw + j->nb - 1) / j->nb;
 	j->n_rb = 1;
-	if (nt > 1 && ng * j->n_cb < 2 * nt) {
+	if (nt > 1 && ng * j->n_cb < 2 * nt &&
+	    j->plan.order != QR_SGEMM_DOT) { /* DOT: rows in one call */
 		size_t want = (ohw + 2 * nt - 1) / (2 * nt);
 
 		want = (want + 15) / 16 * 16;
@@ -398,19 +404,26 @@ gemm_plan(const struct qr_conv_params *p, int n_threads, struct gemm_job *j)
 		}
 	}
 	j->units = ng * j->n_cb * j->n_rb;
-	j->slot = is_pointwise(p) ? 0 : k * j->nb * sizeof(float) + 64;
+	j->slot = (is_pointwise(p) ? 0 : k * j->nb * sizeof(float) + 64) +
+		  qr_sgemm_workspace();
 }
 
-/* Fill rows [r0, r1), columns [c0, c0 + nb) of y (row stride ld) with
- * their bias (or zero). */
+/* Add their bias to rows [r0, r1), columns [c0, c0 + nb) of y (row
+ * stride ld), after the sums, as MLAS does. */
 static void
-fill_bias_block(float *y, size_t ld, const float *bias, size_t r0, size_t r1,
-		size_t c0, size_t nb)
+add_bias_block(float *y, size_t ld, const float *bias, size_t r0, size_t r1,
+	       size_t c0, size_t nb)
 {
-	size_t r;
+	size_t r, i;
 
-	for (r = r0; r < r1; r++)
-		fill_bias(y + r * ld + c0, bias ? bias + r : NULL, 1, nb);
+	if (!bias)
+		return;
+	for (r = r0; r < r1; r++) {
+		float *yr = y + r * ld + c0, b = bias[r];
+
+		for (i = 0; i < nb; i++)
+			yr[i] = yr[i] + b;
+	}
 }
 
 static void
@@ -433,18 +446,21 @@ gemm_task(void *ctx, size_t u, int slot)
 	qr_parallel_range(cout_g, rb, j->n_rb, 8, &r0, &r1);
 	if (r0 == r1 || nb == 0)
 		return;
-	fill_bias_block(yg, ohw, j->bias ? j->bias + g * cout_g : NULL, r0, r1,
-			c0, nb);
 	if (is_pointwise(p)) {
-		qr_gemm_f32(0, 0, r1 - r0, nb, cin_g, 1.0f, wg + r0 * k, k,
-			    xg + c0, hw, 1.0f, yg + r0 * ohw + c0, ohw);
+		void *sws = j->ws + (size_t)slot * j->slot;
+
+		qr_sgemm(&j->plan, r1 - r0, nb, cin_g, wg + r0 * k, k, xg + c0,
+			 hw, 0, yg + r0 * ohw + c0, ohw, 0, sws);
 	} else {
 		float *col = qr_align64(j->ws + (size_t)slot * j->slot);
+		void *sws = (char *)col + k * nb * sizeof(float);
 
 		qr_im2col_f32(p, xg, cin_g, c0, nb, col);
-		qr_gemm_f32(0, 0, r1 - r0, nb, k, 1.0f, wg + r0 * k, k, col,
-			    nb, 1.0f, yg + r0 * ohw + c0, ohw);
+		qr_sgemm(&j->plan, r1 - r0, nb, k, wg + r0 * k, k, col, nb, 0,
+			 yg + r0 * ohw + c0, ohw, 0, sws);
 	}
+	add_bias_block(yg, ohw, j->bias ? j->bias + g * cout_g : NULL, r0, r1,
+		       c0, nb);
 }
 
 size_t

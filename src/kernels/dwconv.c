@@ -2,12 +2,13 @@
  * dwconv: the direct depthwise convolution of one channel, on a padded,
  * stride-phased float plane (see kernels-int.h). Output rows are built 16
  * columns at a time with every tap summed in a register (AVX-512 when the
- * CPU has it, a plain loop otherwise; both add the taps in the same
- * order, so they give the same bits).
+ * CPU has it, a plain loop otherwise; both add the taps in ONNX Runtime's
+ * order, so they give the same bits as each other and as ORT).
  */
 #include "kernels/kernels-int.h"
 #include "util/util.h"
 
+#include <math.h>
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -169,36 +170,90 @@ tap_src(const struct qr_conv_params *p, const struct qr_dw_geom *g,
 	       (off % p->stride_w) * g->phase_len + off / p->stride_w;
 }
 
+/*
+ * One output's taps summed in ONNX Runtime's order (see sgemm.c): with
+ * row nonzero, MLAS's M = 1 kernel (a depthwise conv of multiplier 1 is a
+ * one-row GEMM there): rounded products added in groups of 4, 2, 1, each
+ * group's sum added to the total; else one fma chain from 0. The bias
+ * comes last, as MLAS adds it after the GEMM.
+ */
 static void
 plane_portable(const struct qr_conv_params *p, const struct qr_dw_geom *g,
-	       const float *buf, const float *w, float bias, float *y)
+	       const float *buf, const float *w, float bias, int row, float *y)
 {
-	size_t oh, ki, kj, ow;
+	size_t ntap = p->kh * p->kw, oh, ow, t;
 
-	for (oh = 0; oh < g->oh; oh++) {
-		float *yr = y + oh * g->ow;
+	for (oh = 0; oh < g->oh; oh++)
+		for (ow = 0; ow < g->ow; ow++) {
+			float acc = 0.0f, s;
 
-		for (ow = 0; ow < g->ow; ow++)
-			yr[ow] = bias;
-		for (ki = 0; ki < p->kh; ki++)
-			for (kj = 0; kj < p->kw; kj++) {
-				const float *src = tap_src(p, g, buf, oh, ki,
-							   kj);
-				float wv = w[ki * p->kw + kj];
-
-				for (ow = 0; ow < g->ow; ow++)
-					yr[ow] = fmaf(wv, src[ow], yr[ow]);
+#define X(i) tap_src(p, g, buf, oh, (i) / p->kw, (i) % p->kw)[ow]
+#define P(i) (w[i] * X(i))
+			if (!row) {
+				for (t = 0; t < ntap; t++)
+					acc = fmaf(w[t], X(t), acc);
+			} else {
+				for (t = 0; t + 4 <= ntap; t += 4) {
+					s = P(t);
+					s = s + P(t + 1);
+					s = s + P(t + 2);
+					s = s + P(t + 3);
+					acc = s + acc;
+				}
+				if (ntap - t >= 2) {
+					s = P(t) + P(t + 1);
+					acc = s + acc;
+					t += 2;
+				}
+				if (t < ntap)
+					acc = P(t) + acc;
 			}
-	}
+#undef P
+#undef X
+			y[oh * g->ow + ow] = acc + bias;
+		}
 }
 
 #ifdef QR_HAVE_AVX512_CODE
 #define QR_AVX512 __attribute__((target("avx512f,fma")))
 
-/* 3x3 taps fully unrolled, any stride and dilation. */
+/* 16 outputs of one row from column ow (mask m), in the order above. */
+static inline __attribute__((always_inline)) QR_AVX512 __m512
+taps16(const float *const *src, const __m512 *wv, size_t ntap, size_t ow,
+       __mmask16 m, int row)
+{
+	__m512 acc = _mm512_setzero_ps(), s;
+	size_t t;
+
+#define X(i) _mm512_maskz_loadu_ps(m, src[i] + ow)
+#define P(i) _mm512_mul_ps(wv[i], X(i))
+	if (!row) {
+		for (t = 0; t < ntap; t++)
+			acc = _mm512_fmadd_ps(wv[t], X(t), acc);
+		return acc;
+	}
+	for (t = 0; t + 4 <= ntap; t += 4) {
+		s = P(t);
+		s = _mm512_add_ps(s, P(t + 1));
+		s = _mm512_add_ps(s, P(t + 2));
+		s = _mm512_add_ps(s, P(t + 3));
+		acc = _mm512_add_ps(s, acc);
+	}
+	if (ntap - t >= 2) {
+		s = _mm512_add_ps(P(t), P(t + 1));
+		acc = _mm512_add_ps(s, acc);
+		t += 2;
+	}
+	if (t < ntap)
+		acc = _mm512_add_ps(P(t), acc);
+#undef P
+#undef X
+	return acc;
+}
+
 static QR_AVX512 void
 plane_avx512(const struct qr_conv_params *p, const struct qr_dw_geom *g,
-	     const float *buf, const float *w, float bias, float *y)
+	     const float *buf, const float *w, float bias, int row, float *y)
 {
 	size_t ntap = p->kh * p->kw, oh, ow, t;
 	const float *src[64];
@@ -212,31 +267,16 @@ plane_avx512(const struct qr_conv_params *p, const struct qr_dw_geom *g,
 
 		for (t = 0; t < ntap; t++)
 			src[t] = tap_src(p, g, buf, oh, t / p->kw, t % p->kw);
-		for (ow = 0; ow + 32 <= g->ow; ow += 32) {
-			__m512 a0 = b, a1 = b;
-
-			for (t = 0; t < ntap; t++) {
-				a0 = _mm512_fmadd_ps(
-					wv[t], _mm512_loadu_ps(src[t] + ow), a0);
-				a1 = _mm512_fmadd_ps(
-					wv[t], _mm512_loadu_ps(src[t] + ow + 16),
-					a1);
-			}
-			_mm512_storeu_ps(yr + ow, a0);
-			_mm512_storeu_ps(yr + ow + 16, a1);
-		}
-		for (; ow < g->ow; ow += 16) {
+		for (ow = 0; ow < g->ow; ow += 16) {
 			size_t left = g->ow - ow;
 			__mmask16 m = left >= 16 ? (__mmask16)0xffff :
 				      (__mmask16)((1u << left) - 1);
-			__m512 a0 = b;
+			__m512 acc = ntap == 9 && row ?
+				     taps16(src, wv, 9, ow, m, 1) :
+				     taps16(src, wv, ntap, ow, m, row);
 
-			for (t = 0; t < ntap; t++)
-				a0 = _mm512_fmadd_ps(
-					wv[t],
-					_mm512_maskz_loadu_ps(m, src[t] + ow),
-					a0);
-			_mm512_mask_storeu_ps(yr + ow, m, a0);
+			_mm512_mask_storeu_ps(yr + ow, m,
+					      _mm512_add_ps(acc, b));
 		}
 	}
 }
@@ -257,16 +297,16 @@ to_s32_avx512(const float *acc, size_t n, int32_t *out)
 
 void
 qr_dw_plane(const struct qr_conv_params *p, const struct qr_dw_geom *g,
-	    const float *buf, const float *w, float bias, float *y)
+	    const float *buf, const float *w, float bias, int row, float *y)
 {
 #ifdef QR_HAVE_AVX512_CODE
 	if ((qr_kernels_cpu_features() & QR_CPU_AVX512BW) &&
 	    p->kh * p->kw <= 64) {
-		plane_avx512(p, g, buf, w, bias, y);
+		plane_avx512(p, g, buf, w, bias, row, y);
 		return;
 	}
 #endif
-	plane_portable(p, g, buf, w, bias, y);
+	plane_portable(p, g, buf, w, bias, row, y);
 }
 
 void

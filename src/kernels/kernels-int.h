@@ -142,9 +142,12 @@ void qr_dw_fill_f32(const struct qr_conv_params *p,
 /* Plane of one int8/uint8 channel, holding x - zp. */
 void qr_dw_fill_q8(const struct qr_conv_params *p, const struct qr_dw_geom *g,
 		   const void *x, int is_signed, int32_t zp, float *buf);
-/* y[oh][ow] = bias + sum over taps (ki, kj in order) of w[ki][kj] * plane. */
+/* y[oh][ow] = sum over taps (ki, kj in order) of w[ki][kj] * plane, then
+ * + bias, summed in ONNX Runtime's order: with row nonzero as MLAS's
+ * one-row GEMM (multiplier-1 depthwise), else one fma chain (sgemm.c). */
 void qr_dw_plane(const struct qr_conv_params *p, const struct qr_dw_geom *g,
-		 const float *buf, const float *w, float bias, float *y);
+		 const float *buf, const float *w, float bias, int row,
+		 float *y);
 /* out[i] = (int32_t)acc[i] for the exact integer sums of an int8 plane. */
 void qr_dw_to_s32(const float *acc, size_t n, int32_t *out);
 

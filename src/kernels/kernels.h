@@ -80,6 +80,41 @@ void qr_gemm_f32(int trans_a, int trans_b, size_t m, size_t n, size_t k,
 		 float alpha, const float *a, size_t lda, const float *b,
 		 size_t ldb, float beta, float *c, size_t ldc);
 
+/* ---- Float GEMM in ONNX Runtime's order (sgemm.c) ---- */
+
+/* How MLAS (ONNX Runtime's GEMM) sums each output on x86-64; see sgemm.c. */
+enum qr_sgemm_order {
+	QR_SGEMM_FMA, /* fma chains over K slices of stride_k, slices added */
+	QR_SGEMM_ROW, /* M = 1: rounded products added in groups of 4 */
+	QR_SGEMM_DOT, /* M = 1 with B^T, or N = 1: 8 lanes, then reduced */
+};
+
+struct qr_sgemm_plan {
+	enum qr_sgemm_order order;
+	size_t stride_k;  /* K slice (QR_SGEMM_FMA), else 0 */
+};
+
+/* The order ORT's MlasGemm picks for one whole C[m][n] = A * op(B) call
+ * (alpha 1, beta 0 or 1) with these sizes and strides. */
+void qr_sgemm_plan(size_t m, size_t n, size_t k, int trans_b, size_t ldb,
+		   size_t ldc, struct qr_sgemm_plan *pl);
+/* The order of ORT's GEMM on a pre-packed B (a Gemm's or MatMul's 2-D
+ * initializer): QR_SGEMM_FMA in K slices of 256, whatever the sizes. */
+void qr_sgemm_plan_packed(struct qr_sgemm_plan *pl);
+/* Bytes of workspace qr_sgemm needs (any alignment). */
+size_t qr_sgemm_workspace(void);
+/*
+ * C[m][n] = A[m][k] * op(B)[k][n] (accumulate == 0) or C += A * op(B)
+ * (row-major; op(B) = B^T when trans_b), every element summed in the
+ * plan's order, so it has the bits ONNX Runtime computes. The plan is
+ * made for the whole call ORT would make; a caller may compute any block
+ * of rows and columns of it with the same plan, except for
+ * QR_SGEMM_DOT, which must get the whole call.
+ */
+void qr_sgemm(const struct qr_sgemm_plan *pl, size_t m, size_t n, size_t k,
+	      const float *a, size_t lda, const float *b, size_t ldb,
+	      int trans_b, float *c, size_t ldc, int accumulate, void *ws);
+
 /* ---- Float convolution (conv.c) ---- */
 
 /* One 2-D convolution (Conv, ConvTranspose; 1-D uses h = kh = 1). */

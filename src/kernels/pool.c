@@ -151,17 +151,25 @@ qr_avgpool_f32(const struct qr_pool_params *p, const float *x, float *y)
 		  yp[oh * ow_n + ow] = cnt ? s / (float)cnt : 0.0f)
 }
 
+/* Summed as ONNX Runtime's MLAS does (so a QDQ model's pooled value near
+ * a quantization tie rounds as in ORT): 4 lanes over the plane, the lanes
+ * reduced as (l0 + l2) + (l1 + l3), then the leftover elements one by
+ * one, then divided by the plane size. */
 void
 qr_global_avgpool_f32(const float *x, size_t nc, size_t hw, float *y)
 {
-	size_t c, i;
+	size_t c, i, j;
 
 	for (c = 0; c < nc; c++) {
 		const float *xp = x + c * hw;
-		float s = 0.0f;
+		float l[4] = { 0.0f, 0.0f, 0.0f, 0.0f }, s;
 
-		for (i = 0; i < hw; i++)
-			s += xp[i];
+		for (i = 0; i + 4 <= hw; i += 4)
+			for (j = 0; j < 4; j++)
+				l[j] = l[j] + xp[i + j];
+		s = (l[0] + l[2]) + (l[1] + l[3]);
+		for (; i < hw; i++)
+			s = s + xp[i];
 		y[c] = hw ? s / (float)hw : 0.0f;
 	}
 }

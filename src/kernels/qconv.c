@@ -514,7 +514,7 @@ qdw_task(void *ctx, size_t t, int slot)
 			if (dw_exact_float(p)) {
 				qr_dw_plane(p, &g, plane,
 					    pk->dwf + co * p->kh * p->kw, 0.0f,
-					    accf);
+					    0, accf);
 				qr_dw_to_s32(accf, ohw, acc);
 			} else {
 				dw_acc_int(pk, p, j->x, j->x_signed, j->x_zp,

@@ -3,14 +3,51 @@
  * broadcast) and Gemm (Y = alpha * op(A) * op(B) + beta * C, C broadcast
  * to [M, N]).
  *
- * float and double go through OpenBLAS (cblas_sgemm / cblas_dgemm), one
- * call per matrix of the batch; int32/int64 MatMul is a plain triple loop
- * (wrapping).
+ * float goes through qr_sgemm (kernels/sgemm.c), which sums as ONNX
+ * Runtime does, so a MatMul or Gemm has ORT's bits; double (and a Gemm
+ * with transA or alpha != 1, rare) through OpenBLAS; one call per matrix
+ * of the batch. int32/int64 MatMul is a plain triple loop (wrapping).
  */
 #include <cblas.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "kernels/kernels.h"
 #include "ops/op-int.h"
+
+/*
+ * ONNX Runtime pre-packs a float MatMul's or Gemm's B when it is a 2-D
+ * initializer, and its packed GEMM sums K in slices of 256 whatever the
+ * sizes (see kernels/sgemm.c). prepare records which case a node is in.
+ */
+struct mm_state {
+	int b_packed;   /* B is a 2-D float initializer */
+};
+
+static enum qr_status
+mm_prepare(struct qr_op_call *c, struct qr_diag *d)
+{
+	struct mm_state *st = xcalloc(1, sizeof *st);
+	const struct qr_tensor *b = c->in[1];
+
+	st->b_packed = b != NULL && c->in_init != NULL && c->in_init[1] &&
+		       b->dtype == QR_DT_FLOAT && b->ndim == 2;
+	c->state = st;
+	return QR_OK;
+}
+
+/* The order ORT sums this node's float GEMM in. */
+static void
+mm_plan(const struct qr_op_call *c, size_t m, size_t n, size_t k, int tb,
+	size_t ldb, struct qr_sgemm_plan *pl)
+{
+	const struct mm_state *st = c->state;
+
+	if (st != NULL && st->b_packed)
+		qr_sgemm_plan_packed(pl);
+	else
+		qr_sgemm_plan(m, n, k, tb, ldb, n, pl);
+}
 
 /* ---- MatMul ---- */
 
@@ -117,6 +154,8 @@ matmul_run(struct qr_op_call *c, struct qr_diag *d)
 	struct qr_bcast it;
 	int64_t bdims[QR_TENSOR_MAX_DIMS];
 	struct mm g;
+	struct qr_sgemm_plan plan;
+	void *ws = NULL;
 
 	matmul_shape(c, d, &g);
 	if (y->n_elem == 0)
@@ -127,6 +166,10 @@ matmul_run(struct qr_op_call *c, struct qr_diag *d)
 	if (g.k == 0) {
 		memset(yd, 0, y->nbytes);
 		return QR_OK;
+	}
+	if (y->dtype == QR_DT_FLOAT) {
+		mm_plan(c, g.m, g.n, g.k, 0, g.n, &plan);
+		ws = xmalloc(qr_sgemm_workspace());
 	}
 	memcpy(bdims, g.out, sizeof bdims);
 	both[0] = &g.ab;
@@ -140,12 +183,10 @@ matmul_run(struct qr_op_call *c, struct qr_diag *d)
 
 			switch (y->dtype) {
 			case QR_DT_FLOAT:
-				cblas_sgemm(CblasRowMajor, CblasNoTrans,
-					    CblasNoTrans, (int)g.m, (int)g.n,
-					    (int)g.k, 1.0f,
-					    (const float *)pa, (int)g.k,
-					    (const float *)pb, (int)g.n, 0.0f,
-					    (float *)py, (int)g.n);
+				qr_sgemm(&plan, g.m, g.n, g.k,
+					 (const float *)pa, g.k,
+					 (const float *)pb, g.n, 0, (float *)py,
+					 g.n, 0, ws);
 				break;
 			case QR_DT_DOUBLE:
 				cblas_dgemm(CblasRowMajor, CblasNoTrans,
@@ -170,12 +211,14 @@ matmul_run(struct qr_op_call *c, struct qr_diag *d)
 			}
 		}
 	} while (qr_bcast_next(&it));
+	free(ws);
 	return QR_OK;
 }
 
 const struct qr_op_desc qr_op_matmul = {
 	.domain = "", .name = "MatMul", .since = 1,
-	.check = matmul_check, .infer = matmul_infer, .run = matmul_run,
+	.check = matmul_check, .prepare = mm_prepare, .infer = matmul_infer,
+	.run = matmul_run, .release = free,
 };
 
 /* ---- Gemm ---- */
@@ -287,7 +330,16 @@ gemm_run(struct qr_op_call *c, struct qr_diag *d)
 		return QR_OK;
 	lda = (int)(ta ? m : k);
 	ldb = (int)(tb ? k : n);
-	if (y->dtype == QR_DT_FLOAT)
+	if (y->dtype == QR_DT_FLOAT && !ta && alpha == 1.0) {
+		/* ORT: Y = C, then MlasGemm with beta 1 (0 without C). */
+		struct qr_sgemm_plan plan;
+		void *ws = xmalloc(qr_sgemm_workspace());
+
+		mm_plan(c, m, n, k, tb, (size_t)ldb, &plan);
+		qr_sgemm(&plan, m, n, k, c->in[0]->data, k, c->in[1]->data,
+			 (size_t)ldb, tb, y->data, n, has_c, ws);
+		free(ws);
+	} else if (y->dtype == QR_DT_FLOAT)
 		cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
 			    tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
 			    (int)k, (float)alpha, c->in[0]->data, lda,
@@ -302,5 +354,6 @@ gemm_run(struct qr_op_call *c, struct qr_diag *d)
 
 const struct qr_op_desc qr_op_gemm = {
 	.domain = "", .name = "Gemm", .since = 6,
-	.check = gemm_check, .infer = gemm_infer, .run = gemm_run,
+	.check = gemm_check, .prepare = mm_prepare, .infer = gemm_infer,
+	.run = gemm_run, .release = free,
 };

@@ -59,6 +59,10 @@ struct qr_op_call {
 				     * time), grown with qr_op_ws; NULL: the
 				     * op keeps its own */
 	size_t *ws_cap;             /* bytes allocated in *ws */
+	const unsigned char *in_init; /* prepare only (else NULL): per input,
+				     * nonzero for an initializer or Constant
+				     * output (ONNX Runtime pre-packs those),
+				     * 0 for a value folded at load */
 };
 
 typedef enum qr_status (*qr_op_check_fn)(const struct qr_op_call *c,

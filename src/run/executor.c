@@ -648,21 +648,29 @@ qr_exec_new(const struct qr_model *m, const struct qr_exec_opts *o,
 	for (i = 0; i < e->n_steps; i++) {
 		struct step *s = &e->steps[i];
 		struct qr_op_call c = s->call;
+		unsigned char *init;
 		size_t j;
 
 		/* constants folded by earlier steps are constants here too */
+		init = xcalloc(s->call.n_in + 1, 1);
 		for (j = 0; j < s->call.n_in; j++)
-			if (s->in_val[j] != NO_STEP)
-				s->prep_in[j] = e->vals[s->in_val[j]].konst;
+			if (s->in_val[j] != NO_STEP) {
+				struct value *v = &e->vals[s->in_val[j]];
+
+				s->prep_in[j] = v->konst;
+				init[j] = v->konst != NULL && !v->folded;
+			}
 		if (s->desc->prepare != NULL) {
 			c.in = s->prep_in;
+			c.in_init = init;
 			c.state = NULL;
 			st = s->desc->prepare(&c, d);
 			s->call.state = c.state;
 			s->prepared = 1;
-			if (st != QR_OK)
-				goto out;
 		}
+		free(init);
+		if (st != QR_OK)
+			goto out;
 		step_fold(e, s);
 	}
 out:

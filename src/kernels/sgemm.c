@@ -1,0 +1,402 @@
+/*
+ * sgemm: float GEMM that sums every output element in the order ONNX
+ * Runtime's MLAS sums it on x86-64, so float convs, Gemm and MatMul give
+ * ONNX Runtime's bits exactly. That matters beyond neatness: in a QDQ
+ * model a float conv sits between DequantizeLinear and QuantizeLinear,
+ * and a sum that lands within an ulp of a .5 tie rounds to a different
+ * integer when two engines add in different orders; the step then
+ * spreads through every later layer. OpenBLAS sums in its own order, so
+ * qreport's QDQ statistics drifted from ONNX Runtime's by up to 3e-3;
+ * with this order they are the same numbers.
+ *
+ * The orders (checked bit for bit against onnxruntime-node 1.30 on
+ * every conv, depthwise conv and Gemm shape of resnet18 and mobilenet_v2;
+ * tests/ort_crosscheck.sh keeps checking):
+ *
+ *   QR_SGEMM_FMA  MLAS's packed kernels: K is cut into slices of
+ *                 stride_k (qr_sgemm_plan picks it as MlasSgemmOperation
+ *                 does from N and K); within a slice each output is one
+ *                 fused multiply-add chain from 0 in k order, and the
+ *                 slices are added to C one after another (the first
+ *                 slice is stored when C is not accumulated).
+ *   QR_SGEMM_ROW  MLAS's M = 1 kernel (B not transposed): products are
+ *                 rounded, then added in groups of 4 (then 2, then 1),
+ *                 and each group's sum is added to C.
+ *                 A pre-packed B (a Gemm's or MatMul's 2-D initializer)
+ *                 always takes this order, with stride_k 256.
+ *   QR_SGEMM_DOT  MLAS's M = 1 kernel with B transposed (and N = 1 with
+ *                 A and B swapped): 8 lanes each sum every 8th rounded
+ *                 product, and the lanes are reduced in a pattern that
+ *                 depends on whether the output is in a block of 4, 2
+ *                 or 1 rows; then C is added.
+ *
+ * AVX-512 and portable C give the same bits; this file is compiled with
+ * -ffp-contract=off (Makefile.am) so no a * b + c is fused behind our back.
+ */
+#include "kernels/kernels-int.h"
+#include "util/util.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define QR_HAVE_AVX512_CODE 1
+#define QR_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,fma")))
+#endif
+
+#define SG_NR 32 /* columns of a packed panel of B */
+#define SG_MR 8  /* rows per register block */
+#define SG_STRIDE 128 /* MLAS_SGEMM_STRIDEN and _STRIDEK */
+
+void
+qr_sgemm_plan(size_t m, size_t n, size_t k, int trans_b, size_t ldb,
+	      size_t ldc, struct qr_sgemm_plan *pl)
+{
+	size_t sn = SG_STRIDE, sk = SG_STRIDE;
+
+	pl->stride_k = 0;
+	if (m == 1) {
+		pl->order = trans_b ? QR_SGEMM_DOT : QR_SGEMM_ROW;
+		return;
+	}
+	if (n == 1 && !trans_b && ldb == 1 && ldc == 1) {
+		pl->order = QR_SGEMM_DOT;
+		return;
+	}
+	/* Wide and shallow: longer N strides; narrow: longer K strides. */
+	if (n >= k) {
+		while (sk / 2 >= k) {
+			sn *= 2;
+			sk /= 2;
+		}
+	} else {
+		while (sn > 16 && sn / 2 >= n) {
+			sk *= 2;
+			sn /= 2;
+		}
+	}
+	pl->order = QR_SGEMM_FMA;
+	pl->stride_k = sk;
+}
+
+void
+qr_sgemm_plan_packed(struct qr_sgemm_plan *pl)
+{
+	pl->order = QR_SGEMM_FMA;
+	pl->stride_k = 2 * SG_STRIDE; /* MLAS_SGEMM_PACKED_STRIDEK */
+}
+
+/* ---- QR_SGEMM_FMA ---- */
+
+/* panel[kk][0, SG_NR) = op(B)[k0 + kk][n0, n0 + nc), zero padded. */
+static void
+pack_b(const float *b, size_t ldb, int trans_b, size_t k0, size_t kc,
+       size_t n0, size_t nc, float *panel)
+{
+	size_t kk, j;
+
+	for (kk = 0; kk < kc; kk++) {
+		float *d = panel + kk * SG_NR;
+
+		if (!trans_b) {
+			memcpy(d, b + (k0 + kk) * ldb + n0, nc * sizeof *d);
+		} else {
+			for (j = 0; j < nc; j++)
+				d[j] = b[(n0 + j) * ldb + k0 + kk];
+		}
+		for (j = nc; j < SG_NR; j++)
+			d[j] = 0.0f;
+	}
+}
+
+/* Rows [0, mr) x columns [0, nc) of C from kc products each: one fma
+ * chain per element; store it (add == 0) or add it to C. */
+static void
+fma_block_portable(size_t mr, size_t kc, const float *a, size_t lda,
+		   const float *panel, float *c, size_t ldc, size_t nc,
+		   int add)
+{
+	size_t r, j, kk;
+
+	for (r = 0; r < mr; r++)
+		for (j = 0; j < nc; j++) {
+			float acc = 0.0f;
+
+			for (kk = 0; kk < kc; kk++)
+				acc = fmaf(a[r * lda + kk], panel[kk * SG_NR + j],
+					   acc);
+			c[r * ldc + j] = add ? c[r * ldc + j] + acc : acc;
+		}
+}
+
+#ifdef QR_HAVE_AVX512_CODE
+/* MR rows of fma chains, 32 columns wide; MR is a constant after inlining,
+ * so the accumulators live in registers. */
+static inline __attribute__((always_inline)) QR_AVX512 void
+fma_rows_avx512(const size_t MR, size_t kc, const float *a, size_t lda,
+		const float *panel, float *c, size_t ldc, size_t nc, int add)
+{
+	__m512 acc0[SG_MR], acc1[SG_MR];
+	__mmask16 m0, m1;
+	size_t r, kk;
+
+	for (r = 0; r < MR; r++) {
+		acc0[r] = _mm512_setzero_ps();
+		acc1[r] = _mm512_setzero_ps();
+	}
+	for (kk = 0; kk < kc; kk++) {
+		__m512 b0 = _mm512_load_ps(panel + kk * SG_NR);
+		__m512 b1 = _mm512_load_ps(panel + kk * SG_NR + 16);
+
+		for (r = 0; r < MR; r++) {
+			__m512 av = _mm512_set1_ps(a[r * lda + kk]);
+
+			acc0[r] = _mm512_fmadd_ps(av, b0, acc0[r]);
+			acc1[r] = _mm512_fmadd_ps(av, b1, acc1[r]);
+		}
+	}
+	m0 = nc >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << nc) - 1);
+	m1 = nc >= 32 ? (__mmask16)0xffff :
+	     nc > 16 ? (__mmask16)((1u << (nc - 16)) - 1) : 0;
+	for (r = 0; r < MR; r++) {
+		float *cr = c + r * ldc;
+
+		if (add) {
+			acc0[r] = _mm512_add_ps(acc0[r],
+						_mm512_maskz_loadu_ps(m0, cr));
+			acc1[r] = _mm512_add_ps(
+				acc1[r], _mm512_maskz_loadu_ps(m1, cr + 16));
+		}
+		_mm512_mask_storeu_ps(cr, m0, acc0[r]);
+		_mm512_mask_storeu_ps(cr + 16, m1, acc1[r]);
+	}
+}
+
+static QR_AVX512 void
+fma_block_avx512(size_t mr, size_t kc, const float *a, size_t lda,
+		 const float *panel, float *c, size_t ldc, size_t nc, int add)
+{
+	while (mr >= 8) {
+		fma_rows_avx512(8, kc, a, lda, panel, c, ldc, nc, add);
+		a += 8 * lda;
+		c += 8 * ldc;
+		mr -= 8;
+	}
+	if (mr >= 4) {
+		fma_rows_avx512(4, kc, a, lda, panel, c, ldc, nc, add);
+		a += 4 * lda;
+		c += 4 * ldc;
+		mr -= 4;
+	}
+	if (mr >= 2) {
+		fma_rows_avx512(2, kc, a, lda, panel, c, ldc, nc, add);
+		a += 2 * lda;
+		c += 2 * ldc;
+		mr -= 2;
+	}
+	if (mr)
+		fma_rows_avx512(1, kc, a, lda, panel, c, ldc, nc, add);
+}
+#endif
+
+static void
+gemm_fma(size_t m, size_t n, size_t k, size_t stride_k, const float *a,
+	 size_t lda, const float *b, size_t ldb, int trans_b, float *c,
+	 size_t ldc, int accumulate, float *panel)
+{
+	size_t k0, n0;
+	int vec = 0;
+
+#ifdef QR_HAVE_AVX512_CODE
+	vec = (qr_kernels_cpu_features() & QR_CPU_AVX512BW) != 0;
+#endif
+	for (k0 = 0; k0 < k; k0 += stride_k) {
+		size_t kc = k - k0 < stride_k ? k - k0 : stride_k;
+		int add = accumulate || k0 > 0;
+
+		for (n0 = 0; n0 < n; n0 += SG_NR) {
+			size_t nc = n - n0 < SG_NR ? n - n0 : SG_NR;
+
+			pack_b(b, ldb, trans_b, k0, kc, n0, nc, panel);
+#ifdef QR_HAVE_AVX512_CODE
+			if (vec) {
+				fma_block_avx512(m, kc, a + k0, lda, panel,
+						 c + n0, ldc, nc, add);
+				continue;
+			}
+#endif
+			fma_block_portable(m, kc, a + k0, lda, panel, c + n0,
+					   ldc, nc, add);
+		}
+	}
+}
+
+/* ---- QR_SGEMM_ROW ---- */
+
+/* c[j] (+)= sum_k a[k] * b[k][j] in groups of 4, 2, 1 (see the top). */
+static void
+gemm_row_portable(size_t n, size_t k, const float *a, const float *b,
+		  size_t ldb, float *c, int accumulate)
+{
+	size_t j, kk;
+
+	for (j = 0; j < n; j++) {
+		float acc = accumulate ? c[j] : 0.0f, t;
+
+		for (kk = 0; kk + 4 <= k; kk += 4) {
+			t = a[kk] * b[kk * ldb + j];
+			t = t + a[kk + 1] * b[(kk + 1) * ldb + j];
+			t = t + a[kk + 2] * b[(kk + 2) * ldb + j];
+			t = t + a[kk + 3] * b[(kk + 3) * ldb + j];
+			acc = t + acc;
+		}
+		if (k - kk >= 2) {
+			t = a[kk] * b[kk * ldb + j];
+			t = t + a[kk + 1] * b[(kk + 1) * ldb + j];
+			acc = t + acc;
+			kk += 2;
+		}
+		if (kk < k)
+			acc = a[kk] * b[kk * ldb + j] + acc;
+		c[j] = acc;
+	}
+}
+
+#ifdef QR_HAVE_AVX512_CODE
+static QR_AVX512 size_t
+gemm_row_avx512(size_t n, size_t k, const float *a, const float *b,
+		size_t ldb, float *c, int accumulate)
+{
+	size_t j, kk;
+
+	for (j = 0; j + 16 <= n; j += 16) {
+		__m512 acc = accumulate ? _mm512_loadu_ps(c + j) :
+			     _mm512_setzero_ps(), t;
+#define P(i) _mm512_mul_ps(_mm512_set1_ps(a[i]), \
+			   _mm512_loadu_ps(b + (i) * ldb + j))
+		for (kk = 0; kk + 4 <= k; kk += 4) {
+			t = P(kk);
+			t = _mm512_add_ps(t, P(kk + 1));
+			t = _mm512_add_ps(t, P(kk + 2));
+			t = _mm512_add_ps(t, P(kk + 3));
+			acc = _mm512_add_ps(t, acc);
+		}
+		if (k - kk >= 2) {
+			t = _mm512_add_ps(P(kk), P(kk + 1));
+			acc = _mm512_add_ps(t, acc);
+			kk += 2;
+		}
+		if (kk < k)
+			acc = _mm512_add_ps(P(kk), acc);
+#undef P
+		_mm512_storeu_ps(c + j, acc);
+	}
+	return j;
+}
+#endif
+
+static void
+gemm_row(size_t n, size_t k, const float *a, const float *b, size_t ldb,
+	 float *c, int accumulate)
+{
+	size_t j = 0;
+
+#ifdef QR_HAVE_AVX512_CODE
+	if (qr_kernels_cpu_features() & QR_CPU_AVX512BW)
+		j = gemm_row_avx512(n, k, a, b, ldb, c, accumulate);
+#endif
+	gemm_row_portable(n - j, k, a, b + j, ldb, c + j, accumulate);
+}
+
+/* ---- QR_SGEMM_DOT ---- */
+
+/* Lane l of the 8 sums every 8th rounded product, from product l. */
+static void
+dot_lanes(size_t k, const float *x, const float *y, float l[8])
+{
+	size_t kk;
+
+	memset(l, 0, 8 * sizeof *l);
+	for (kk = 0; kk < k; kk++)
+		l[kk % 8] = l[kk % 8] + x[kk] * y[kk];
+}
+
+/* The lanes' reduction for output i of n (blocks of 4, then 2, then 1). */
+static float
+dot_reduce(const float l[8], size_t i, size_t n)
+{
+	size_t n4 = n / 4 * 4;
+
+	if (i < n4)
+		return (((l[0] + l[1]) + l[2]) + l[3]) +
+		       (((l[4] + l[5]) + l[6]) + l[7]);
+	if ((n - n4) >= 2 && i < n4 + 2)
+		return ((l[2] + l[0]) + (l[6] + l[4])) +
+		       ((l[3] + l[1]) + (l[7] + l[5]));
+	return ((l[0] + l[1]) + (l[2] + l[3])) +
+	       ((l[4] + l[5]) + (l[6] + l[7]));
+}
+
+/* out[i * ldo] (+)= x_i . y for n vectors x_i (row stride ldx). */
+static void
+gemm_dot(size_t n, size_t k, const float *x, size_t ldx, const float *y,
+	 float *out, size_t ldo, int accumulate)
+{
+	size_t i;
+	float l[8];
+
+	for (i = 0; i < n; i++) {
+		float s;
+
+		dot_lanes(k, x + i * ldx, y, l);
+		s = dot_reduce(l, i, n);
+		out[i * ldo] = accumulate ? s + out[i * ldo] : s + 0.0f;
+	}
+}
+
+/* ---- entry points ---- */
+
+size_t
+qr_sgemm_workspace(void)
+{
+	/* the widest K slice is 1024 (N <= 16) */
+	return (size_t)8 * SG_STRIDE * SG_NR * sizeof(float) + 64;
+}
+
+void
+qr_sgemm(const struct qr_sgemm_plan *pl, size_t m, size_t n, size_t k,
+	 const float *a, size_t lda, const float *b, size_t ldb, int trans_b,
+	 float *c, size_t ldc, int accumulate, void *ws)
+{
+	size_t i;
+
+	if (m == 0 || n == 0)
+		return;
+	if (k == 0) {
+		if (!accumulate)
+			for (i = 0; i < m; i++)
+				memset(c + i * ldc, 0, n * sizeof *c);
+		return;
+	}
+	switch (pl->order) {
+	case QR_SGEMM_ROW:
+		QR_ASSERT(m == 1 && !trans_b);
+		gemm_row(n, k, a, b, ldb, c, accumulate);
+		return;
+	case QR_SGEMM_DOT:
+		if (m == 1) {
+			QR_ASSERT(trans_b);
+			gemm_dot(n, k, b, ldb, a, c, 1, accumulate);
+		} else {
+			QR_ASSERT(n == 1 && !trans_b);
+			gemm_dot(m, k, a, lda, b, c, ldc, accumulate);
+		}
+		return;
+	default:
+		QR_ASSERT(pl->stride_k > 0 && pl->stride_k <= 8 * SG_STRIDE);
+		gemm_fma(m, n, k, pl->stride_k, a, lda, b, ldb, trans_b, c,
+			 ldc, accumulate, qr_align64(ws));
+	}
+}
