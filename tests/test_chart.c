@@ -566,6 +566,146 @@ test_heatmap(void)
 	free(path);
 }
 
+/* chart.c's viridis knots, and the plain interpolation between them that
+ * qr_heatmap_color must match. */
+static unsigned
+ref_heat_color(double t)
+{
+	static const double kt[10] = { 0, 0.125, 0.25, 0.375, 0.5, 0.625,
+				       0.75, 0.875, 0.9375, 1 };
+	static const unsigned kc[10] = { 0x440154, 0x482878, 0x3e4a89,
+					 0x31688e, 0x26828e, 0x1f9e89,
+					 0x35b779, 0x6ece58, 0xb5de2b,
+					 0xfde725 };
+	unsigned c = 0;
+	size_t i;
+	int sh;
+
+	if (t <= 0)
+		return kc[0];
+	if (t >= 1)
+		return kc[9];
+	for (i = 1; i < 9 && t > kt[i]; i++)
+		;
+	for (sh = 16; sh >= 0; sh -= 8) {
+		double a = (kc[i - 1] >> sh) & 0xff, b = (kc[i] >> sh) & 0xff;
+		double f = (t - kt[i - 1]) / (kt[i] - kt[i - 1]);
+
+		c |= (unsigned)lround(a + (b - a) * f) << sh;
+	}
+	return c;
+}
+
+static void
+test_heatmap_colors(void)
+{
+	int k, bad = 0;
+
+	for (k = -8; k <= 4096 + 8; k++) {
+		double t = k / 4096.0;
+
+		if (qr_heatmap_color(t) != ref_heat_color(t) && bad++ < 3)
+			diag("t=%g: %06x, want %06x", t, qr_heatmap_color(t),
+			     ref_heat_color(t));
+	}
+	for (k = 0; k <= 16; k++) {
+		double t = k / 16.0;
+
+		bad += qr_heatmap_color(nextafter(t, 2)) !=
+		       ref_heat_color(nextafter(t, 2));
+		bad += qr_heatmap_color(nextafter(t, -1)) !=
+		       ref_heat_color(nextafter(t, -1));
+	}
+	ok(bad == 0, "heatmap colours: viridis interpolated between its knots "
+	   "(%d differ)", bad);
+	ok(qr_heatmap_color(0.0625) == 0x461566,
+	   "heatmap colours: halfway between the first two knots (%06x)",
+	   qr_heatmap_color(0.0625));
+}
+
+/* A pool fed while it draws: charts and heatmaps, failures reported by
+ * the first failed job in the order added. */
+static void
+test_pool(void)
+{
+	double y[30];
+	float hv[6] = { 0, 0.2f, 0.4f, 0.6f, 0.8f, 1 };
+	struct qr_series s = { "y", y, NULL, 30, QR_STYLE_MARKERS, 2 };
+	struct qr_chart_spec sp = { .title = "pool", .width = 300,
+				    .height = 160, .n_series = 1,
+				    .series = &s };
+	struct qr_heatmap_spec hs = { hv, 2, 3, 1, 0, 1 };
+	struct qr_chart_job jobs[8];
+	struct qr_chart_pool *p;
+	struct qr_diag d = { 0 };
+	char *paths[8];
+	const char *bad1 = "/nonexistent-qr-dir/a.png";
+	const char *bad2 = "/nonexistent-qr-dir/b.png";
+	struct img im;
+	enum qr_status st;
+	int i, good = 1;
+
+	for (i = 0; i < 30; i++)
+		y[i] = sin(i / 4.0);
+	memset(jobs, 0, sizeof jobs);
+	p = qr_chart_pool_new(3);
+	for (i = 0; i < 8; i++) {
+		char name[32];
+
+		snprintf(name, sizeof name, "pool%d.png", i);
+		paths[i] = out(name);
+		jobs[i].path = paths[i];
+		if (i % 2 == 0) {
+			jobs[i].spec = &sp;
+			jobs[i].want_areas = 1;
+		} else {
+			jobs[i].heat = &hs;
+		}
+	}
+	jobs[5].path = bad1; /* a heatmap */
+	jobs[6].path = bad2; /* a chart, failing after it */
+	for (i = 0; i < 8; i++) {
+		qr_chart_pool_add(p, &jobs[i]);
+		if (i == 3)
+			usleep(20000); /* the workers catch up and wait */
+	}
+	st = qr_chart_pool_finish(p, &d);
+	ok(st == QR_EIO && strstr(d.msg, bad1) != NULL,
+	   "pool: the first failed job in order is reported (%s)", d.msg);
+	ok(jobs[6].status == QR_EIO && strstr(jobs[6].msg, bad2) != NULL,
+	   "pool: every job has its own status and message");
+	for (i = 0; i < 8; i++) {
+		if (i == 5 || i == 6)
+			continue;
+		good &= jobs[i].status == QR_OK && load(paths[i], &im) == 0;
+		if (i % 2 == 0)
+			good &= im.w == 600 && im.h == 320 &&
+				jobs[i].n_areas == 30 && jobs[i].areas != NULL;
+		else
+			good &= im.w == 3 && im.h == 2 &&
+				rgb_at(&im, 2, 1) == 0xfde725;
+		free(im.px);
+	}
+	ok(good, "pool: every other job drew its image (and areas)");
+	for (i = 0; i < 8; i++) {
+		free(jobs[i].areas);
+		free(paths[i]);
+	}
+	ok(qr_chart_pool_finish(NULL, &d) == QR_OK, "pool: NULL is QR_OK");
+	memset(jobs, 0, 2 * sizeof jobs[0]);
+	paths[0] = out("batch0.png");
+	paths[1] = out("batch1.png");
+	jobs[0].spec = &sp;
+	jobs[0].path = paths[0];
+	jobs[1].heat = &hs;
+	jobs[1].path = paths[1];
+	ok(qr_chart_draw_jobs(jobs, 2, 4, &d) == QR_OK &&
+		   has_png_sig(paths[0]) && has_png_sig(paths[1]),
+	   "batch: a chart and a heatmap drawn");
+	free(paths[0]);
+	free(paths[1]);
+}
+
 static void
 test_png_rgba(void)
 {
@@ -639,6 +779,8 @@ main(void)
 	test_odd_values();
 	test_errors();
 	test_heatmap();
+	test_heatmap_colors();
+	test_pool();
 	test_png_rgba();
 	test_speed();
 	if (getenv("QR_TEST_KEEP") != NULL)

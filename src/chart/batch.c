@@ -113,62 +113,141 @@ qr_chart_spec_free(struct qr_chart_spec *c)
 	free(c);
 }
 
-/* Shared by the workers: the next job to take. */
-struct batch {
-	struct qr_chart_job *jobs; /* all jobs */
-	size_t n;                  /* job count */
-	size_t next;               /* next job index, under lock */
+#define POOL_THREADS_MAX 16
+
+/* Shared by the workers; every field below lock is read and written
+ * under it. */
+struct qr_chart_pool {
+	pthread_t tid[POOL_THREADS_MAX]; /* started workers */
+	int n_tid;                 /* entries in tid */
 	pthread_mutex_t lock;
+	pthread_cond_t more;       /* a job was added, or finishing began */
+	struct qr_chart_job **jobs; /* added jobs, in order */
+	size_t n, cap;             /* added, allocated */
+	size_t next;               /* next job to take */
+	int closing;               /* no more jobs will be added */
 };
 
-static void *
-worker(void *arg)
+static void
+run_job(struct qr_chart_job *j)
 {
-	struct batch *b = arg;
+	struct qr_diag d = {0};
 
-	for (;;) {
-		struct qr_chart_job *j;
-		struct qr_diag d = {0};
-		size_t i;
-
-		pthread_mutex_lock(&b->lock);
-		i = b->next++;
-		pthread_mutex_unlock(&b->lock);
-		if (i >= b->n)
-			break;
-		j = &b->jobs[i];
+	if (j->spec != NULL)
 		j->status = qr_chart_draw(j->spec, j->path,
 					  j->want_areas ? &j->areas : NULL,
 					  j->want_areas ? &j->n_areas : NULL,
 					  &d);
-		if (j->status != QR_OK)
-			snprintf(j->msg, sizeof j->msg, "%s", d.msg);
-		qr_diag_clear(&d);
+	else if (j->heat != NULL)
+		j->status = qr_heatmap_write(j->path, j->heat->v,
+					     j->heat->rows, j->heat->cols,
+					     j->heat->cell, j->heat->vmin,
+					     j->heat->vmax, &d);
+	else
+		j->status = qr_errorf(&d, QR_EUSAGE, "image '%s': no chart "
+				      "and no heatmap", j->path);
+	if (j->status != QR_OK)
+		snprintf(j->msg, sizeof j->msg, "%s", d.msg);
+	qr_diag_clear(&d);
+}
+
+/* Take jobs until the pool is closing and empty; when drain is set,
+ * return as soon as no job is waiting (the caller's own thread). */
+static void
+work(struct qr_chart_pool *p, int drain)
+{
+	struct qr_chart_job *j;
+
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		if (p->next < p->n) {
+			j = p->jobs[p->next++];
+			pthread_mutex_unlock(&p->lock);
+			run_job(j);
+			pthread_mutex_lock(&p->lock);
+			continue;
+		}
+		if (drain || p->closing)
+			break;
+		pthread_cond_wait(&p->more, &p->lock);
 	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+static void *
+worker(void *arg)
+{
+	work(arg, 0);
 	return NULL;
+}
+
+struct qr_chart_pool *
+qr_chart_pool_new(int n_threads)
+{
+	struct qr_chart_pool *p = xcalloc(1, sizeof *p);
+	int i;
+
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->more, NULL);
+	if (n_threads > POOL_THREADS_MAX)
+		n_threads = POOL_THREADS_MAX;
+	for (i = 1; i < n_threads; i++)
+		if (pthread_create(&p->tid[p->n_tid], NULL, worker, p) == 0)
+			p->n_tid++;
+	return p;
+}
+
+void
+qr_chart_pool_add(struct qr_chart_pool *p, struct qr_chart_job *job)
+{
+	pthread_mutex_lock(&p->lock);
+	if (p->n == p->cap) {
+		p->cap = p->cap ? 2 * p->cap : 64;
+		p->jobs = xreallocarray(p->jobs, p->cap, sizeof *p->jobs);
+	}
+	p->jobs[p->n++] = job;
+	pthread_cond_signal(&p->more);
+	pthread_mutex_unlock(&p->lock);
+}
+
+enum qr_status
+qr_chart_pool_finish(struct qr_chart_pool *p, struct qr_diag *d)
+{
+	enum qr_status st = QR_OK;
+	size_t k;
+	int i;
+
+	if (p == NULL)
+		return QR_OK;
+	pthread_mutex_lock(&p->lock);
+	p->closing = 1;
+	pthread_cond_broadcast(&p->more);
+	pthread_mutex_unlock(&p->lock);
+	work(p, 1);
+	for (i = 0; i < p->n_tid; i++)
+		pthread_join(p->tid[i], NULL);
+	for (k = 0; k < p->n && st == QR_OK; k++)
+		if (p->jobs[k]->status != QR_OK)
+			st = qr_errorf(d, p->jobs[k]->status, "%s",
+				       p->jobs[k]->msg);
+	pthread_cond_destroy(&p->more);
+	pthread_mutex_destroy(&p->lock);
+	free(p->jobs);
+	free(p);
+	return st;
 }
 
 enum qr_status
 qr_chart_draw_jobs(struct qr_chart_job *jobs, size_t n, int n_threads,
 		   struct qr_diag *d)
 {
-	struct batch b = { jobs, n, 0, PTHREAD_MUTEX_INITIALIZER };
-	pthread_t tid[16];
-	int i, started = 0;
+	struct qr_chart_pool *p;
 	size_t k;
 
-	if (n_threads > 16)
-		n_threads = 16;
 	if ((size_t)n_threads > n)
 		n_threads = (int)n;
-	for (i = 1; i < n_threads; i++)
-		if (pthread_create(&tid[started], NULL, worker, &b) == 0)
-			started++;
-	worker(&b);
-	for (i = 0; i < started; i++)
-		pthread_join(tid[i], NULL);
+	p = qr_chart_pool_new(n_threads);
 	for (k = 0; k < n; k++)
-		if (jobs[k].status != QR_OK)
-			return qr_errorf(d, jobs[k].status, "%s", jobs[k].msg);
-	return QR_OK;
+		qr_chart_pool_add(p, &jobs[k]);
+	return qr_chart_pool_finish(p, d);
 }

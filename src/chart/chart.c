@@ -1410,6 +1410,10 @@ draw_chart(const struct qr_chart_spec *spec, const char *path,
 			 cairo_status_to_string(cairo_surface_status(surf)));
 	cr = cairo_create(surf);
 	cairo_scale(cr, SCALE, SCALE);
+	/* Shapes (not text) with cairo's 4x4-sample rasterizer: at 2x it
+	 * looks the same as the default and draws a dense line chart three
+	 * times faster. */
+	cairo_set_antialias(cr, CAIRO_ANTIALIAS_FAST);
 
 	fit_labels(cr, spec, &L);
 	measure_legend(cr, spec, &L);

@@ -115,20 +115,47 @@ unsigned qr_chart_color(int i);
 struct qr_chart_spec *qr_chart_spec_copy(const struct qr_chart_spec *spec);
 void qr_chart_spec_free(struct qr_chart_spec *spec);
 
-/* One chart of a batch drawn by qr_chart_draw_jobs. */
+/* A heatmap job: qr_heatmap_write's arguments. */
+struct qr_heatmap_spec {
+	const float *v;           /* rows x cols values, row-major (borrowed) */
+	size_t rows, cols;        /* cells */
+	int cell;                 /* pixels a side per cell */
+	float vmin, vmax;         /* value range of the colour map */
+};
+
+/* One image of a batch: a chart (spec) or a heatmap (heat). */
 struct qr_chart_job {
-	const struct qr_chart_spec *spec; /* borrowed until the batch returns */
+	const struct qr_chart_spec *spec; /* chart to draw, or NULL; borrowed
+					     until the batch is finished */
+	const struct qr_heatmap_spec *heat; /* else this heatmap (borrowed) */
 	const char *path;        /* PNG to write (borrowed) */
-	int want_areas;          /* 1: fill areas/n_areas */
+	int want_areas;          /* 1: fill areas/n_areas (charts only) */
 	struct qr_area *areas;   /* out: owned by the caller (free()) */
 	size_t n_areas;          /* out */
-	enum qr_status status;   /* out: this chart's outcome */
+	enum qr_status status;   /* out: this image's outcome */
 	char msg[QR_DIAG_MSG_MAX]; /* out: its error message */
 };
 
-/* Draw n charts on up to n_threads threads (cairo surfaces are per
- * thread). Returns QR_OK, or the status of the first failed job (in
- * order) with its message in d. */
+/*
+ * A pool of threads drawing jobs while more are being added: the caller
+ * keeps building (say, the report's pages) while the other cores draw.
+ * qr_chart_pool_new(n) starts n - 1 threads at once; the caller's own
+ * thread draws too once it calls qr_chart_pool_finish. Jobs are taken in
+ * the order added. Not for use from several threads at once.
+ */
+struct qr_chart_pool;
+struct qr_chart_pool *qr_chart_pool_new(int n_threads);
+/* Add job (borrowed, with everything it points to, until finish). */
+void qr_chart_pool_add(struct qr_chart_pool *p, struct qr_chart_job *job);
+/* Draw what is left on this thread too, wait for every job and free p.
+ * Returns QR_OK, or the status of the first failed job (in the order
+ * added) with its message in d. A NULL p is QR_OK. */
+enum qr_status qr_chart_pool_finish(struct qr_chart_pool *p,
+				    struct qr_diag *d);
+
+/* Draw n jobs on up to n_threads threads (cairo surfaces are per
+ * thread): a pool fed all at once. Returns what qr_chart_pool_finish
+ * does. */
 enum qr_status qr_chart_draw_jobs(struct qr_chart_job *jobs, size_t n,
 				  int n_threads, struct qr_diag *d);
 

@@ -1,5 +1,5 @@
-/* report: charts queued while the view is built, drawn together on
- * several threads, then shown as <img> plus a <map>. See report-int.h. */
+/* report: charts queued while the view is built and drawn meanwhile on
+ * the other cores, then shown as <img> plus a <map>. See report-int.h. */
 #include "report/report.h"
 #include "report/report-int.h"
 #include "chart/chart.h"
@@ -15,14 +15,18 @@
 #define MAX_CHART_THREADS 8
 
 struct qr_chart_pending {
-	struct qr_chart_spec *spec; /* deep copy */
+	struct qr_chart_job job;    /* what the pool draws */
+	struct qr_chart_spec *spec; /* deep copy, or NULL for a heatmap */
+	struct qr_heatmap_spec heat; /* the heatmap, when spec is NULL */
 	char *file;                 /* name under charts/ */
 	char *path;                 /* chartdir/file */
 	char *alt;                  /* image alt text */
 	size_t n_links;             /* entries in hrefs/titles */
 	char **hrefs;               /* per x index, or NULL */
 	char **titles;              /* per x index, or NULL */
-	cJSON *o;                   /* where the HTML goes (borrowed) */
+	cJSON *o;                   /* where the HTML goes (borrowed), or
+				       NULL (a heatmap's HTML is set when
+				       it is queued) */
 	char *key;                  /* under this key */
 };
 
@@ -50,26 +54,64 @@ free_strv(char **v, size_t n)
 	free(v);
 }
 
+static int
+chart_threads(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (n < 1)
+		n = 1;
+	return n > MAX_CHART_THREADS ? MAX_CHART_THREADS : (int)n;
+}
+
+/* A new entry at the end of q, and the pool started on the first one. */
+static struct qr_chart_pending *
+pending_new(struct qr_chart_queue *q, const char *file)
+{
+	struct qr_chart_pending *p = xcalloc(1, sizeof *p);
+
+	q->v = xreallocarray(q->v, q->n + 1, sizeof *q->v);
+	q->v[q->n++] = p;
+	p->file = xstrdup(file);
+	p->path = qr_path_join(q->chartdir, file);
+	p->job.path = p->path;
+	if (q->pool == NULL)
+		q->pool = qr_chart_pool_new(chart_threads());
+	return p;
+}
+
 void
 qr_report_chart_queue(struct qr_chart_queue *q, cJSON *o, const char *key,
 		      const char *file, const struct qr_chart_spec *spec,
 		      const char *alt, char *const *hrefs,
 		      char *const *titles)
 {
-	struct qr_chart_pending *p;
+	struct qr_chart_pending *p = pending_new(q, file);
 	size_t n = spec->n_series > 0 ? spec->series[0].n : 0;
 
-	q->v = xreallocarray(q->v, q->n + 1, sizeof *q->v);
-	p = &q->v[q->n++];
 	p->spec = qr_chart_spec_copy(spec);
-	p->file = xstrdup(file);
-	p->path = qr_path_join(q->chartdir, file);
 	p->alt = xstrdup(alt != NULL ? alt : "");
 	p->n_links = n;
 	p->hrefs = copy_strv(hrefs, n);
 	p->titles = copy_strv(titles, n);
 	p->o = o;
 	p->key = xstrdup(key);
+	p->job.spec = p->spec;
+	p->job.want_areas = hrefs != NULL || titles != NULL;
+	qr_chart_pool_add(q->pool, &p->job);
+}
+
+void
+qr_report_heatmap_queue(struct qr_chart_queue *q, const char *file,
+			const float *v, size_t rows, size_t cols, int cell,
+			float vmin, float vmax)
+{
+	struct qr_chart_pending *p = pending_new(q, file);
+
+	p->heat = (struct qr_heatmap_spec){ v, rows, cols, cell, vmin,
+					    vmax };
+	p->job.heat = &p->heat;
+	qr_chart_pool_add(q->pool, &p->job);
 }
 
 /* The <figure> for a drawn chart. */
@@ -124,44 +166,27 @@ chart_html(const struct qr_chart_pending *p, const struct qr_area *areas,
 	return qr_buf_take(&b);
 }
 
-static int
-chart_threads(void)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-	if (n < 1)
-		n = 1;
-	return n > MAX_CHART_THREADS ? MAX_CHART_THREADS : (int)n;
-}
-
 enum qr_status
 qr_report_chart_flush(struct qr_chart_queue *q, struct qr_diag *d)
 {
-	struct qr_chart_job *jobs;
 	enum qr_status st;
 	size_t i;
 
-	if (q->n == 0)
-		return QR_OK;
-	jobs = xcalloc(q->n, sizeof *jobs);
+	st = qr_chart_pool_finish(q->pool, d);
+	q->pool = NULL;
 	for (i = 0; i < q->n; i++) {
-		jobs[i].spec = q->v[i].spec;
-		jobs[i].path = q->v[i].path;
-		jobs[i].want_areas = q->v[i].hrefs != NULL ||
-				     q->v[i].titles != NULL;
-	}
-	st = qr_chart_draw_jobs(jobs, q->n, chart_threads(), d);
-	for (i = 0; i < q->n; i++) {
-		if (st == QR_OK) {
-			char *html = chart_html(&q->v[i], jobs[i].areas,
-						jobs[i].n_areas);
+		struct qr_chart_pending *p = q->v[i];
 
-			cJSON_AddStringToObject(q->v[i].o, q->v[i].key, html);
+		if (st == QR_OK && p->o != NULL) {
+			char *html = chart_html(p, p->job.areas,
+						p->job.n_areas);
+
+			cJSON_AddStringToObject(p->o, p->key, html);
 			free(html);
 		}
-		free(jobs[i].areas);
+		free(p->job.areas);
+		p->job.areas = NULL;
 	}
-	free(jobs);
 	return st;
 }
 
@@ -170,16 +195,21 @@ qr_report_chart_queue_free(struct qr_chart_queue *q)
 {
 	size_t i;
 
+	/* after a failure before the flush: the pool still reads v */
+	qr_chart_pool_finish(q->pool, NULL);
+	q->pool = NULL;
 	for (i = 0; i < q->n; i++) {
-		struct qr_chart_pending *p = &q->v[i];
+		struct qr_chart_pending *p = q->v[i];
 
 		qr_chart_spec_free(p->spec);
+		free(p->job.areas);
 		free(p->file);
 		free(p->path);
 		free(p->alt);
 		free_strv(p->hrefs, p->n_links);
 		free_strv(p->titles, p->n_links);
 		free(p->key);
+		free(p);
 	}
 	free(q->v);
 	q->v = NULL;

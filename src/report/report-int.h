@@ -200,14 +200,18 @@ enum qr_status qr_report_view_new(const struct qr_analysis *a,
 				  const struct cJSON *json,
 				  const char *chartdir, struct cJSON **out,
 				  struct qr_diag *d);
-/* Charts wait in a queue while the view is built and are then drawn
- * together on several threads (qr_chart_draw_jobs); each one's HTML is
- * stored in its cJSON object under its key once drawn. */
+/* Charts and heatmaps are drawn on the other cores (a qr_chart_pool) as
+ * they are queued while the view is built; the flush draws what is left
+ * on this thread too and stores each chart's HTML in its cJSON object
+ * under its key. */
 struct qr_chart_pending;
+struct qr_chart_pool;
 struct qr_chart_queue {
 	const char *chartdir;          /* where the PNGs go (borrowed) */
-	struct qr_chart_pending *v;    /* queued charts */
+	struct qr_chart_pending **v;   /* queued images, in order */
 	size_t n;                      /* queued count */
+	struct qr_chart_pool *pool;    /* drawing them; NULL before the
+					  first and after the flush */
 };
 /* Queue spec (deep-copied) for chartdir/file (file: a name from
  * qr_safe_name + ".png"). Once drawn, o[key] becomes a <figure> with the
@@ -219,7 +223,13 @@ void qr_report_chart_queue(struct qr_chart_queue *q, struct cJSON *o,
 			   const char *key, const char *file,
 			   const struct qr_chart_spec *spec, const char *alt,
 			   char *const *hrefs, char *const *titles);
-/* Draw every queued chart and store its HTML. QR_EIO from a chart. */
+/* Queue a heatmap for chartdir/file (qr_heatmap_write's arguments; v is
+ * borrowed until the flush). The caller writes its HTML. */
+void qr_report_heatmap_queue(struct qr_chart_queue *q, const char *file,
+			     const float *v, size_t rows, size_t cols,
+			     int cell, float vmin, float vmax);
+/* Wait for every queued image and store the charts' HTML. QR_EIO or
+ * QR_EUSAGE from an image, naming it. */
 enum qr_status qr_report_chart_flush(struct qr_chart_queue *q,
 				     struct qr_diag *d);
 void qr_report_chart_queue_free(struct qr_chart_queue *q);

@@ -314,23 +314,22 @@ model_view(const struct qr_model_summary *m, size_t i)
 /* ---- weights ---- */
 
 /* The max |w| per (output, input channel) matrix as a pixel-exact PNG
- * (stb_image_write via qr_heatmap_write), rows = output channels, with a
- * colour bar. o["heat"] gets the HTML, or null. */
-static enum qr_status
+ * (stb_image_write via qr_heatmap_write, queued with the charts), rows =
+ * output channels, with a colour bar. o["heat"] gets the HTML, or null. */
+static void
 weight_heat(struct chart_ctx *cc, cJSON *o, const struct qr_weight_stats *w)
 {
-	enum qr_status st;
 	struct qr_buf file = {0}, b = {0};
 	size_t side, i, n = w->heat_rows * w->heat_cols;
 	float vmax = 0;
-	char *f, *path, *html, vbuf[32];
+	char *f, *html, vbuf[32];
 	int cell;
 
 	/* A single input channel (depthwise, first layer) repeats the range
 	 * chart: no heatmap then. */
 	if (w->heat == NULL || n == 0 || w->heat_cols < 2) {
 		cJSON_AddNullToObject(o, "heat");
-		return QR_OK;
+		return;
 	}
 	for (i = 0; i < n; i++)
 		if (isfinite(w->heat[i]) && w->heat[i] > vmax)
@@ -341,37 +340,30 @@ weight_heat(struct chart_ctx *cc, cJSON *o, const struct qr_weight_stats *w)
 	qr_safe_name(&file, "h", cc->next++, w->layer);
 	qr_buf_puts(&file, ".png");
 	f = qr_buf_take(&file);
-	path = qr_path_join(cc->q.chartdir, f);
 	/* One pixel per channel pair; the page scales it up with
 	 * image-rendering: pixelated. */
-	st = qr_heatmap_write(path, w->heat, w->heat_rows, w->heat_cols, 1,
-			      0.0f, vmax > 0 ? vmax : 1.0f, cc->d);
-	if (st == QR_OK) {
-		qr_fmt_num(vbuf, sizeof vbuf, vmax);
-		qr_buf_puts(&b, "<figure class=\"heat\"><img src=\"charts/");
-		qr_html_escape(&b, f);
-		qr_buf_printf(&b, "\" width=\"%zu\" height=\"%zu\" alt=\"",
-			      w->heat_cols * (size_t)cell,
-			      w->heat_rows * (size_t)cell);
-		qr_buf_puts(&b, "Heatmap of max |w| per output and input "
-			    "channel of ");
-		qr_html_escape(&b, or_empty(w->layer));
-		qr_buf_printf(&b, "\"><figcaption>max |w| per output channel "
-			      "(row) and input channel (column)%s; "
-			      "<span class=\"colorbar\" style=\"background:"
-			      "linear-gradient(to right,#%06x,#%06x,#%06x)\">"
-			      "</span> 0 to %s</figcaption></figure>",
-			      w->heat_rows * w->heat_cols <
-			      (size_t)w->channels ? ", pooled" : "",
-			      qr_heatmap_color(0), qr_heatmap_color(0.5),
-			      qr_heatmap_color(1), vbuf);
-		html = qr_buf_take(&b);
-		cJSON_AddStringToObject(o, "heat", html);
-		free(html);
-	}
-	free(path);
+	qr_report_heatmap_queue(&cc->q, f, w->heat, w->heat_rows,
+				w->heat_cols, 1, 0.0f, vmax > 0 ? vmax : 1.0f);
+	qr_fmt_num(vbuf, sizeof vbuf, vmax);
+	qr_buf_puts(&b, "<figure class=\"heat\"><img src=\"charts/");
+	qr_html_escape(&b, f);
+	qr_buf_printf(&b, "\" width=\"%zu\" height=\"%zu\" alt=\"",
+		      w->heat_cols * (size_t)cell, w->heat_rows * (size_t)cell);
+	qr_buf_puts(&b, "Heatmap of max |w| per output and input channel of ");
+	qr_html_escape(&b, or_empty(w->layer));
+	qr_buf_printf(&b, "\"><figcaption>max |w| per output channel (row) "
+		      "and input channel (column)%s; "
+		      "<span class=\"colorbar\" style=\"background:"
+		      "linear-gradient(to right,#%06x,#%06x,#%06x)\">"
+		      "</span> 0 to %s</figcaption></figure>",
+		      w->heat_rows * w->heat_cols < (size_t)w->channels ?
+			      ", pooled" : "",
+		      qr_heatmap_color(0), qr_heatmap_color(0.5),
+		      qr_heatmap_color(1), vbuf);
+	html = qr_buf_take(&b);
+	cJSON_AddStringToObject(o, "heat", html);
+	free(html);
 	free(f);
-	return st;
 }
 
 static enum qr_status
@@ -430,7 +422,7 @@ weight_chart(struct chart_ctx *cc, cJSON *o, const struct qr_weight_stats *w,
 	st = add_chart(cc, o, "chart", "w", w->layer, &spec, alt, NULL,
 		       titles);
 	if (st == QR_OK)
-		st = weight_heat(cc, o, w);
+		weight_heat(cc, o, w);
 	free(alt);
 	free(title);
 	free(marks);
@@ -2448,7 +2440,7 @@ qr_report_view_new(const struct qr_analysis *a,
 		   const char *chartdir, cJSON **out, struct qr_diag *d)
 {
 	enum qr_status st = QR_OK;
-	struct chart_ctx cc = { { chartdir, NULL, 0 }, d, 0, L, a };
+	struct chart_ctx cc = { { chartdir, NULL, 0, NULL }, d, 0, L, a };
 	cJSON *root = cJSON_CreateObject(), *arr, *o;
 	size_t i;
 
