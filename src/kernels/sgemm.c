@@ -132,72 +132,71 @@ fma_block_portable(size_t mr, size_t kc, const float *a, size_t lda,
 }
 
 #ifdef QR_HAVE_AVX512_CODE
-/* MR rows of fma chains, 32 columns wide; MR is a constant after inlining,
- * so the accumulators live in registers. */
-static inline __attribute__((always_inline)) QR_AVX512 void
-fma_rows_avx512(const size_t MR, size_t kc, const float *a, size_t lda,
-		const float *panel, float *c, size_t ldc, size_t nc, int add)
-{
-	__m512 acc0[SG_MR], acc1[SG_MR];
-	__mmask16 m0, m1;
-	size_t r, kk;
-
-	for (r = 0; r < MR; r++) {
-		acc0[r] = _mm512_setzero_ps();
-		acc1[r] = _mm512_setzero_ps();
+/*
+ * Rows of fma chains 32 columns wide, the accumulators named one by one
+ * so they stay in registers: FMA_ROWS(R) defines fma_rows_R for R rows.
+ * Row r's column c sees products k = 0, 1, ... in order, as MLAS's.
+ */
+#define ROW_ACC(r) __m512 c##r##0 = _mm512_setzero_ps(), \
+			      c##r##1 = _mm512_setzero_ps();
+#define ROW_FMA(r)                                                       \
+	{                                                                \
+		__m512 av_ = _mm512_set1_ps(a[(r) * lda + kk]);          \
+		c##r##0 = _mm512_fmadd_ps(av_, b0, c##r##0);             \
+		c##r##1 = _mm512_fmadd_ps(av_, b1, c##r##1);             \
 	}
-	for (kk = 0; kk < kc; kk++) {
-		__m512 b0 = _mm512_load_ps(panel + kk * SG_NR);
-		__m512 b1 = _mm512_load_ps(panel + kk * SG_NR + 16);
-
-		for (r = 0; r < MR; r++) {
-			__m512 av = _mm512_set1_ps(a[r * lda + kk]);
-
-			acc0[r] = _mm512_fmadd_ps(av, b0, acc0[r]);
-			acc1[r] = _mm512_fmadd_ps(av, b1, acc1[r]);
-		}
+#define ROW_OUT(r)                                                       \
+	{                                                                \
+		float *cr_ = c + (r) * ldc;                              \
+		if (add) {                                               \
+			c##r##0 = _mm512_add_ps(                         \
+				c##r##0, _mm512_maskz_loadu_ps(m0, cr_));\
+			c##r##1 = _mm512_add_ps(c##r##1,                 \
+				_mm512_maskz_loadu_ps(m1, cr_ + 16));    \
+		}                                                        \
+		_mm512_mask_storeu_ps(cr_, m0, c##r##0);                 \
+		_mm512_mask_storeu_ps(cr_ + 16, m1, c##r##1);            \
 	}
-	m0 = nc >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << nc) - 1);
-	m1 = nc >= 32 ? (__mmask16)0xffff :
-	     nc > 16 ? (__mmask16)((1u << (nc - 16)) - 1) : 0;
-	for (r = 0; r < MR; r++) {
-		float *cr = c + r * ldc;
-
-		if (add) {
-			acc0[r] = _mm512_add_ps(acc0[r],
-						_mm512_maskz_loadu_ps(m0, cr));
-			acc1[r] = _mm512_add_ps(
-				acc1[r], _mm512_maskz_loadu_ps(m1, cr + 16));
-		}
-		_mm512_mask_storeu_ps(cr, m0, acc0[r]);
-		_mm512_mask_storeu_ps(cr + 16, m1, acc1[r]);
+#define FMA_ROWS(R, EACH)                                                \
+	static QR_AVX512 void                                            \
+	fma_rows_##R(size_t kc, const float *a, size_t lda,              \
+		     const float *panel, size_t ldp, float *c,           \
+		     size_t ldc, __mmask16 m0, __mmask16 m1, int add)    \
+	{                                                                \
+		size_t kk;                                               \
+		EACH(ROW_ACC)                                            \
+		for (kk = 0; kk < kc; kk++) {                            \
+			__m512 b0 = _mm512_loadu_ps(panel + kk * ldp);   \
+			__m512 b1 = _mm512_loadu_ps(panel + kk * ldp + 16); \
+			EACH(ROW_FMA)                                    \
+		}                                                        \
+		EACH(ROW_OUT)                                            \
 	}
-}
+#define EACH8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define EACH4(X) X(0) X(1) X(2) X(3)
+#define EACH1(X) X(0)
+FMA_ROWS(8, EACH8)
+FMA_ROWS(4, EACH4)
+FMA_ROWS(1, EACH1)
 
+/* panel: rows of op(B) ldp floats apart (SG_NR when packed, or B's own
+ * rows when 32 whole columns are read in place). */
 static QR_AVX512 void
 fma_block_avx512(size_t mr, size_t kc, const float *a, size_t lda,
-		 const float *panel, float *c, size_t ldc, size_t nc, int add)
+		 const float *panel, size_t ldp, float *c, size_t ldc,
+		 size_t nc, int add)
 {
-	while (mr >= 8) {
-		fma_rows_avx512(8, kc, a, lda, panel, c, ldc, nc, add);
-		a += 8 * lda;
-		c += 8 * ldc;
-		mr -= 8;
-	}
-	if (mr >= 4) {
-		fma_rows_avx512(4, kc, a, lda, panel, c, ldc, nc, add);
-		a += 4 * lda;
-		c += 4 * ldc;
-		mr -= 4;
-	}
-	if (mr >= 2) {
-		fma_rows_avx512(2, kc, a, lda, panel, c, ldc, nc, add);
-		a += 2 * lda;
-		c += 2 * ldc;
-		mr -= 2;
-	}
-	if (mr)
-		fma_rows_avx512(1, kc, a, lda, panel, c, ldc, nc, add);
+	__mmask16 m0 = nc >= 16 ? (__mmask16)0xffff :
+		       (__mmask16)((1u << nc) - 1);
+	__mmask16 m1 = nc >= 32 ? (__mmask16)0xffff :
+		       nc > 16 ? (__mmask16)((1u << (nc - 16)) - 1) : 0;
+
+	for (; mr >= 8; mr -= 8, a += 8 * lda, c += 8 * ldc)
+		fma_rows_8(kc, a, lda, panel, ldp, c, ldc, m0, m1, add);
+	for (; mr >= 4; mr -= 4, a += 4 * lda, c += 4 * ldc)
+		fma_rows_4(kc, a, lda, panel, ldp, c, ldc, m0, m1, add);
+	for (; mr >= 1; mr -= 1, a += lda, c += ldc)
+		fma_rows_1(kc, a, lda, panel, ldp, c, ldc, m0, m1, add);
 }
 #endif
 
@@ -219,11 +218,20 @@ gemm_fma(size_t m, size_t n, size_t k, size_t stride_k, const float *a,
 		for (n0 = 0; n0 < n; n0 += SG_NR) {
 			size_t nc = n - n0 < SG_NR ? n - n0 : SG_NR;
 
+#ifdef QR_HAVE_AVX512_CODE
+			if (vec && !trans_b && nc == SG_NR) {
+				/* whole columns: read B in place */
+				fma_block_avx512(m, kc, a + k0, lda,
+						 b + k0 * ldb + n0, ldb, c + n0,
+						 ldc, nc, add);
+				continue;
+			}
+#endif
 			pack_b(b, ldb, trans_b, k0, kc, n0, nc, panel);
 #ifdef QR_HAVE_AVX512_CODE
 			if (vec) {
 				fma_block_avx512(m, kc, a + k0, lda, panel,
-						 c + n0, ldc, nc, add);
+						 SG_NR, c + n0, ldc, nc, add);
 				continue;
 			}
 #endif
