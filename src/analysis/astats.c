@@ -21,6 +21,26 @@
 #include "graph/tensor.h"
 #include "onnx/onnx.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define QR_AS_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,fma")))
+
+/* AVX-512 for the per-sample loops below (run time check). */
+static int
+as_avx512(void)
+{
+	static int v = -1;
+
+	if (v < 0) {
+		__builtin_cpu_init();
+		v = __builtin_cpu_supports("avx512f") &&
+		    __builtin_cpu_supports("avx512dq") &&
+		    __builtin_cpu_supports("avx512vl");
+	}
+	return v;
+}
+#endif
+
 double
 qr_cosine(const float *x, const float *y, size_t n)
 {
@@ -62,10 +82,49 @@ all_finite(const float *x, const float *y, size_t n)
 	return bad == 0;
 }
 
+/* Sums of one all-finite block into s[0..3] (xy, xx, yy, ee) and the
+ * largest |x - y| into *mx: 16 double lanes, in double as the scalar
+ * loop. Returns the elements done (a multiple of 16). */
+#ifdef QR_AS_AVX512
+static QR_AS_AVX512 size_t
+cmp_block_avx512(const float *x, const float *y, size_t m, double s[4],
+		 double *mx)
+{
+	__m512d p0 = _mm512_setzero_pd(), p1 = p0, q0 = p0, q1 = p0;
+	__m512d r0 = p0, r1 = p0, t0 = p0, t1 = p0, mm = p0;
+	size_t i;
+
+	for (i = 0; i + 16 <= m; i += 16) {
+		__m512d u0 = _mm512_cvtps_pd(_mm256_loadu_ps(x + i));
+		__m512d u1 = _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8));
+		__m512d v0 = _mm512_cvtps_pd(_mm256_loadu_ps(y + i));
+		__m512d v1 = _mm512_cvtps_pd(_mm256_loadu_ps(y + i + 8));
+		__m512d e0 = _mm512_sub_pd(u0, v0), e1 = _mm512_sub_pd(u1, v1);
+
+		p0 = _mm512_fmadd_pd(u0, v0, p0);
+		p1 = _mm512_fmadd_pd(u1, v1, p1);
+		q0 = _mm512_fmadd_pd(u0, u0, q0);
+		q1 = _mm512_fmadd_pd(u1, u1, q1);
+		r0 = _mm512_fmadd_pd(v0, v0, r0);
+		r1 = _mm512_fmadd_pd(v1, v1, r1);
+		t0 = _mm512_fmadd_pd(e0, e0, t0);
+		t1 = _mm512_fmadd_pd(e1, e1, t1);
+		mm = _mm512_max_pd(mm, _mm512_abs_pd(e0));
+		mm = _mm512_max_pd(mm, _mm512_abs_pd(e1));
+	}
+	s[0] = _mm512_reduce_add_pd(_mm512_add_pd(p0, p1));
+	s[1] = _mm512_reduce_add_pd(_mm512_add_pd(q0, q1));
+	s[2] = _mm512_reduce_add_pd(_mm512_add_pd(r0, r1));
+	s[3] = _mm512_reduce_add_pd(_mm512_add_pd(t0, t1));
+	*mx = _mm512_reduce_max_pd(mm);
+	return i;
+}
+#endif
+
 /* One sample: sums over finite pairs, non-finite counts, the sample's
  * cosine. Blocks that are all finite (nearly always) take a branch-free
- * loop with four independent sets of sums; the others are checked value
- * by value. */
+ * loop with independent sets of sums (AVX-512 when the CPU has it); the
+ * others are checked value by value. */
 void
 qr_cmp_add(struct qr_cmp_acc *a, const float *x, const float *y, size_t n)
 {
@@ -80,7 +139,20 @@ qr_cmp_add(struct qr_cmp_acc *a, const float *x, const float *y, size_t n)
 			double mm[4] = {mx, mx, mx, mx};
 			size_t k;
 
-			for (i = b; i + 4 <= b + m; i += 4) {
+			i = b;
+#ifdef QR_AS_AVX512
+			if (as_avx512()) {
+				double sv[4], vm;
+
+				i += cmp_block_avx512(x + b, y + b, m, sv, &vm);
+				p[0] = sv[0];
+				q[0] = sv[1];
+				r[0] = sv[2];
+				t[0] = sv[3];
+				mm[0] = vm > mx ? vm : mx;
+			}
+#endif
+			for (; i + 4 <= b + m; i += 4) {
 				for (k = 0; k < 4; k++) {
 					double u = x[i + k], v = y[i + k];
 					double e = u - v;
@@ -219,14 +291,70 @@ qr_as_hist_range(const float *x, const float *y, size_t n, double *lo,
 
 /* Count the finite values of v into nbins bins over [lo, hi] (hi itself
  * goes in the last bin). */
+#ifdef QR_AS_AVX512
+/* The bin of each of v[0..n) in idx, n a multiple of 8, computed exactly
+ * as the scalar loop does ((t - lo) * k in double, truncated, the last
+ * bin for hi); -1 under lo, -2 over hi, -3 not finite. */
+static QR_AS_AVX512 size_t
+hist_idx_avx512(double lo, double hi, double k, size_t nbins, const float *v,
+		size_t n, int32_t *idx)
+{
+	const __m512d vlo = _mm512_set1_pd(lo), vhi = _mm512_set1_pd(hi);
+	const __m512d vk = _mm512_set1_pd(k);
+	const __m256i last = _mm256_set1_epi32((int)nbins - 1);
+	size_t i;
+
+	for (i = 0; i + 8 <= n; i += 8) {
+		__m512d t = _mm512_cvtps_pd(_mm256_loadu_ps(v + i));
+		__mmask8 fin = _mm512_cmp_pd_mask(t, t, _CMP_ORD_Q) &
+			       _mm512_cmp_pd_mask(_mm512_abs_pd(t),
+						  _mm512_set1_pd(INFINITY),
+						  _CMP_NEQ_UQ);
+		__mmask8 under = _mm512_cmp_pd_mask(t, vlo, _CMP_LT_OQ) & fin;
+		__mmask8 over = _mm512_cmp_pd_mask(t, vhi, _CMP_GT_OQ) & fin;
+		__mmask8 in = fin & ~under & ~over;
+		__m256i b = _mm512_maskz_cvttpd_epi32(
+			in, _mm512_mul_pd(_mm512_sub_pd(t, vlo), vk));
+
+		b = _mm256_min_epi32(b, last);
+		b = _mm256_mask_mov_epi32(b, (__mmask8)~fin,
+					  _mm256_set1_epi32(-3));
+		b = _mm256_mask_mov_epi32(b, under, _mm256_set1_epi32(-1));
+		b = _mm256_mask_mov_epi32(b, over, _mm256_set1_epi32(-2));
+		_mm256_storeu_si256((__m256i *)(idx + i), b);
+	}
+	return i;
+}
+#endif
+
 void
 qr_as_hist_add(double lo, double hi, uint64_t *bins, size_t nbins,
 	       uint64_t *under, uint64_t *over, const float *v, size_t n)
 {
 	double k = nbins / (hi - lo);
-	size_t i;
+	size_t i = 0;
 
-	for (i = 0; i < n; i++) {
+#ifdef QR_AS_AVX512
+	if (as_avx512() && nbins <= INT32_MAX) {
+		int32_t idx[256];
+
+		while (n - i >= 8) {
+			size_t m = n - i < 256 ? (n - i) / 8 * 8 : 256, j;
+
+			hist_idx_avx512(lo, hi, k, nbins, v + i, m, idx);
+			for (j = 0; j < m; j++) {
+				if (idx[j] >= 0)
+					bins[idx[j]]++;
+				else if (idx[j] == -1)
+					(*under)++;
+				else if (idx[j] == -2)
+					(*over)++;
+			}
+			i += m;
+		}
+	}
+#endif
+	for (; i < n; i++) {
 		double t = v[i];
 		long b;
 
