@@ -1,8 +1,42 @@
-/* eltwise: numpy-style broadcasting for binary float ops. */
+/* eltwise: numpy-style broadcasting for binary float ops, and clamps. */
 #include "kernels/kernels-int.h"
 #include "util/util.h"
 
 #include <math.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* max(lo, v) then min(hi, v) keep v when it is NaN, as the loop below. */
+static __attribute__((target("avx512f"))) size_t
+clamp_avx512(const float *x, size_t n, float lo, float hi, float *y)
+{
+	const __m512 l = _mm512_set1_ps(lo), h = _mm512_set1_ps(hi);
+	size_t i;
+
+	for (i = 0; i + 16 <= n; i += 16)
+		_mm512_storeu_ps(y + i, _mm512_min_ps(h, _mm512_max_ps(
+			l, _mm512_loadu_ps(x + i))));
+	return i;
+}
+#endif
+
+void
+qr_clamp_f32(const float *x, size_t n, float lo, float hi, float *y)
+{
+	size_t i = 0;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (qr_kernels_cpu_features() & QR_CPU_AVX512BW)
+		i = clamp_avx512(x, n, lo, hi, y);
+#endif
+	for (; i < n; i++) {
+		float v = x[i];
+
+		v = lo > v ? lo : v;
+		y[i] = hi < v ? hi : v;
+	}
+}
 
 int
 qr_broadcast_strides(size_t out_rank, const int64_t *out_dims, size_t in_rank,

@@ -455,4 +455,7 @@ void qr_binary_f32(enum qr_binop op, size_t rank, const int64_t *out_dims,
 		   const float *a, const size_t *a_strides, const float *b,
 		   const size_t *b_strides, float *y);
 
+/* y[i] = x[i] clamped to [lo, hi] (Relu, Clip); NaN stays NaN. x may be y. */
+void qr_clamp_f32(const float *x, size_t n, float lo, float hi, float *y);
+
 #endif

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/kernels.h"
 #include "ops/op-int.h"
 
 static enum qr_status
@@ -145,7 +146,10 @@ static void
 clamp_run(struct qr_op_call *c, double lo, double hi)
 {
 	switch (c->out[0]->dtype) {
-	case QR_DT_FLOAT: CLAMP_LOOP(float, c, lo, hi); break;
+	case QR_DT_FLOAT:
+		qr_clamp_f32(c->in[0]->data, c->out[0]->n_elem, (float)lo,
+			     (float)hi, c->out[0]->data);
+		break;
 	case QR_DT_DOUBLE: CLAMP_LOOP(double, c, lo, hi); break;
 	case QR_DT_INT8: CLAMP_LOOP(int8_t, c, lo, hi); break;
 	case QR_DT_INT16: CLAMP_LOOP(int16_t, c, lo, hi); break;
