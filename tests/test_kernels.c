@@ -68,6 +68,898 @@ test_gemm(void)
 	ok(c[0] == 116.5f && c[3] == 308.5f, "gemm alpha and beta");
 }
 
+/* ---- float sums in ONNX Runtime's order (sgemm.c, dwconv.c, pool.c) ----
+ *
+ * The references below are written from the orders documented at the top
+ * of sgemm.c (and MLAS's SgemmKernelM1Avx / SgemmKernelM1TransposeBAvx),
+ * with fmaf where a fused step is meant and plain float operations
+ * elsewhere (-ffp-contract=off keeps them unfused), and must give the
+ * kernels' bits exactly, on the AVX-512 paths and on the portable ones.
+ */
+
+/* Of magnitude up to 2^-10 .. 2^10, so that sums taken in different
+ * orders round differently. */
+static float
+rnd_mag(void)
+{
+	return rnd_f() * (float)(1u << rnd_int(0, 20)) * 0x1p-10f;
+}
+
+/* One GEMM call: C (+)= A[m][k] * op(B), with random operands. */
+struct sg_case {
+	size_t m, n, k;       /* C is m x n, depth k */
+	size_t lda, ldb, ldc; /* row strides, elements */
+	int tb;               /* B stored transposed ([n][k]) */
+	int acc;              /* accumulate into C */
+	float *a, *b;         /* operands, heap */
+	float *c0;            /* C before the call, m * ldc, heap */
+	size_t nc;            /* elements of c0 */
+};
+
+static void
+sg_new(struct sg_case *t, size_t m, size_t n, size_t k, int tb, int acc,
+       size_t pad)
+{
+	size_t na, nb, i;
+
+	t->m = m;
+	t->n = n;
+	t->k = k;
+	t->tb = tb;
+	t->acc = acc;
+	t->lda = k + pad;
+	t->ldb = (tb ? k : n) + pad;
+	t->ldc = n + pad;
+	na = m * t->lda;
+	nb = (tb ? n : k) * t->ldb;
+	t->nc = m * t->ldc;
+	t->a = xmalloc(na * sizeof *t->a);
+	t->b = xmalloc(nb * sizeof *t->b);
+	t->c0 = xmalloc(t->nc * sizeof *t->c0);
+	for (i = 0; i < na; i++)
+		t->a[i] = rnd_mag();
+	for (i = 0; i < nb; i++)
+		t->b[i] = rnd_mag();
+	for (i = 0; i < t->nc; i++)
+		t->c0[i] = rnd_mag() * 64.0f;
+}
+
+static void
+sg_free(struct sg_case *t)
+{
+	free(t->a);
+	free(t->b);
+	free(t->c0);
+}
+
+static float
+sg_a(const struct sg_case *t, size_t i, size_t kk)
+{
+	return t->a[i * t->lda + kk];
+}
+
+/* op(B)[kk][j] */
+static float
+sg_b(const struct sg_case *t, size_t kk, size_t j)
+{
+	return t->tb ? t->b[j * t->ldb + kk] : t->b[kk * t->ldb + j];
+}
+
+/* MlasSgemmOperation's choice, written out: M = 1 takes the M = 1
+ * kernels; N = 1 with a contiguous, untransposed B is swapped into the
+ * transposed M = 1 kernel; else K strides of 128 that halve (as N strides
+ * double) while half the stride still covers K, when N >= K, or double
+ * (as N strides halve, down to 16) while half the N stride covers N. */
+static void
+plan_ref(size_t m, size_t n, size_t k, int tb, size_t ldb, size_t ldc,
+	 struct qr_sgemm_plan *pl)
+{
+	size_t sn = 128, sk = 128;
+
+	pl->stride_k = 0;
+	if (m == 1) {
+		pl->order = tb ? QR_SGEMM_DOT : QR_SGEMM_ROW;
+		return;
+	}
+	if (n == 1 && !tb && ldb == 1 && ldc == 1) {
+		pl->order = QR_SGEMM_DOT;
+		return;
+	}
+	if (n >= k) {
+		for (; sk / 2 >= k; sk /= 2)
+			sn *= 2;
+	} else {
+		for (; sn > 16 && sn / 2 >= n; sn /= 2)
+			sk *= 2;
+	}
+	pl->order = QR_SGEMM_FMA;
+	pl->stride_k = sk;
+}
+
+/* QR_SGEMM_FMA by hand: per output, one fma chain from 0 over each K
+ * slice of sk; the first slice is stored (unless accumulating), each
+ * later one added to C. */
+static void
+ref_fma(const struct sg_case *t, size_t sk, float *c)
+{
+	size_t i, j, k0, kk;
+
+	for (i = 0; i < t->m; i++)
+		for (j = 0; j < t->n; j++) {
+			float *cij = c + i * t->ldc + j, total = *cij;
+
+			for (k0 = 0; k0 < t->k; k0 += sk) {
+				size_t end = t->k - k0 < sk ? t->k : k0 + sk;
+				float chain = 0.0f;
+
+				for (kk = k0; kk < end; kk++)
+					chain = fmaf(sg_a(t, i, kk),
+						     sg_b(t, kk, j), chain);
+				if (k0 == 0 && !t->acc)
+					total = chain;
+				else
+					total = total + chain;
+			}
+			*cij = total;
+		}
+}
+
+/* QR_SGEMM_ROW by hand (m = 1, B not transposed): rounded products added
+ * ((p0 + p1) + p2) + p3 in groups of 4, then a group of 2, then 1, each
+ * group's sum added to the total (C when accumulating, else 0). */
+static void
+ref_row(const struct sg_case *t, float *c)
+{
+	size_t j, kk;
+
+	for (j = 0; j < t->n; j++) {
+		float total = t->acc ? c[j] : 0.0f, g, p0, p1, p2, p3;
+
+		for (kk = 0; kk + 4 <= t->k; kk += 4) {
+			p0 = sg_a(t, 0, kk) * sg_b(t, kk, j);
+			p1 = sg_a(t, 0, kk + 1) * sg_b(t, kk + 1, j);
+			p2 = sg_a(t, 0, kk + 2) * sg_b(t, kk + 2, j);
+			p3 = sg_a(t, 0, kk + 3) * sg_b(t, kk + 3, j);
+			g = p0 + p1;
+			g = g + p2;
+			g = g + p3;
+			total = total + g;
+		}
+		if (kk + 2 <= t->k) {
+			p0 = sg_a(t, 0, kk) * sg_b(t, kk, j);
+			p1 = sg_a(t, 0, kk + 1) * sg_b(t, kk + 1, j);
+			g = p0 + p1;
+			total = total + g;
+			kk += 2;
+		}
+		if (kk < t->k) {
+			p0 = sg_a(t, 0, kk) * sg_b(t, kk, j);
+			total = total + p0;
+		}
+		c[j] = total;
+	}
+}
+
+/* The lanes' reduction of SgemmKernelM1TransposeBAvx for output o of
+ * nout: outputs go in blocks of 4 (transpose, then lanes 0..3 and 4..7
+ * added in order), then one block of 2 (unpack pairs: even and odd lanes
+ * apart), then one of 1 (two horizontal adds). */
+static float
+ref_dot_reduce(const float l[8], size_t o, size_t nout)
+{
+	size_t n4 = nout - nout % 4, n2 = n4 + (nout % 4 >= 2 ? 2 : 0);
+	float lo, hi;
+
+	if (o < n4) {
+		lo = l[0] + l[1];
+		lo = lo + l[2];
+		lo = lo + l[3];
+		hi = l[4] + l[5];
+		hi = hi + l[6];
+		hi = hi + l[7];
+	} else if (o < n2) {
+		lo = (l[0] + l[2]) + (l[4] + l[6]);
+		hi = (l[1] + l[3]) + (l[5] + l[7]);
+	} else {
+		lo = (l[0] + l[1]) + (l[2] + l[3]);
+		hi = (l[4] + l[5]) + (l[6] + l[7]);
+	}
+	return lo + hi;
+}
+
+/* QR_SGEMM_DOT by hand: m = 1 with B^T (outputs are the columns of C)
+ * or n = 1 (outputs are the rows). Lane l sums the rounded products
+ * l, l + 8, ... from 0; the reduced lanes are added to C (or 0). */
+static void
+ref_dot(const struct sg_case *t, float *c)
+{
+	size_t nout = t->m == 1 ? t->n : t->m, o, kk;
+
+	for (o = 0; o < nout; o++) {
+		float l[8] = {0, 0, 0, 0, 0, 0, 0, 0}, p, s;
+		float *out = t->m == 1 ? c + o : c + o * t->ldc;
+
+		for (kk = 0; kk < t->k; kk++) {
+			p = t->m == 1 ? sg_a(t, 0, kk) * sg_b(t, kk, o) :
+					sg_a(t, o, kk) * sg_b(t, kk, 0);
+			l[kk % 8] = l[kk % 8] + p;
+		}
+		s = ref_dot_reduce(l, o, nout);
+		*out = s + (t->acc ? *out : 0.0f);
+	}
+}
+
+/* c = C0, then the reference of the given order on it. */
+static void
+sg_ref(const struct sg_case *t, const struct qr_sgemm_plan *pl, float *c)
+{
+	memcpy(c, t->c0, t->nc * sizeof *c);
+	if (pl->order == QR_SGEMM_ROW)
+		ref_row(t, c);
+	else if (pl->order == QR_SGEMM_DOT)
+		ref_dot(t, c);
+	else
+		ref_fma(t, pl->stride_k, c);
+}
+
+/* c = C0, then qr_sgemm with the plan on the AVX-512 paths (portable 0,
+ * where the CPU has them) or the portable C ones (1). */
+static void
+sg_run(const struct sg_case *t, const struct qr_sgemm_plan *pl,
+       int portable, float *c, void *ws)
+{
+	memcpy(c, t->c0, t->nc * sizeof *c);
+	qr_kernels_force_portable(portable);
+	qr_sgemm(pl, t->m, t->n, t->k, t->a, t->lda, t->b, t->ldb, t->tb, c,
+		 t->ldc, t->acc, ws);
+	qr_kernels_force_portable(0);
+}
+
+/* As sg_run, but C computed block by block: rows cut at rc[0..nr],
+ * columns at cc[0..ncc] (each list from 0 to m or n). */
+static void
+sg_run_blocks(const struct sg_case *t, const struct qr_sgemm_plan *pl,
+	      const size_t *rc, size_t nr, const size_t *cc, size_t ncc,
+	      int portable, float *c, void *ws)
+{
+	size_t bi, bj;
+
+	memcpy(c, t->c0, t->nc * sizeof *c);
+	qr_kernels_force_portable(portable);
+	for (bi = 0; bi < nr; bi++)
+		for (bj = 0; bj < ncc; bj++) {
+			size_t r0 = rc[bi], c0 = cc[bj];
+			const float *b = t->tb ? t->b + c0 * t->ldb : t->b + c0;
+
+			qr_sgemm(pl, rc[bi + 1] - r0, cc[bj + 1] - c0, t->k,
+				 t->a + r0 * t->lda, t->lda, b, t->ldb, t->tb,
+				 c + r0 * t->ldc + c0, t->ldc, t->acc, ws);
+		}
+	qr_kernels_force_portable(0);
+}
+
+/* Scratch for the checks: reference, fast and portable results. */
+struct sg_bufs {
+	float *ref, *fast, *port;
+	size_t cap; /* floats each */
+	void *ws;   /* qr_sgemm workspace */
+};
+
+static void
+sg_bufs_fit(struct sg_bufs *s, size_t n)
+{
+	if (n <= s->cap)
+		return;
+	free(s->ref);
+	free(s->fast);
+	free(s->port);
+	s->ref = xmalloc(n * sizeof *s->ref);
+	s->fast = xmalloc(n * sizeof *s->fast);
+	s->port = xmalloc(n * sizeof *s->port);
+	s->cap = n;
+}
+
+/* 1 when qr_sgemm with plan pl gives the reference's bits for order
+ * want on both paths, padding of C untouched. */
+static int
+sg_check(const struct sg_case *t, const struct qr_sgemm_plan *pl,
+	 const struct qr_sgemm_plan *want, struct sg_bufs *s)
+{
+	size_t bytes = t->nc * sizeof(float);
+
+	sg_bufs_fit(s, t->nc);
+	sg_ref(t, want, s->ref);
+	sg_run(t, pl, 0, s->fast, s->ws);
+	sg_run(t, pl, 1, s->port, s->ws);
+	return memcmp(s->fast, s->ref, bytes) == 0 &&
+	       memcmp(s->port, s->ref, bytes) == 0;
+}
+
+static const char *
+sg_order_name(enum qr_sgemm_order o)
+{
+	return o == QR_SGEMM_FMA ? "FMA" : o == QR_SGEMM_ROW ? "ROW" : "DOT";
+}
+
+static void
+test_sgemm_plan_values(void)
+{
+	struct qr_sgemm_plan pl;
+	static const struct {
+		size_t m, n, k; /* ldb = ldc = n, B not transposed */
+		size_t sk;      /* stride_k qr_sgemm_plan must pick */
+	} fma[] = {
+		{64, 3136, 576, 128},  /* resnet18 layer1 3x3: N >= K */
+		{512, 49, 4608, 256},  /* layer4 3x3: narrow N, longer K */
+		{64, 64, 64, 64},      /* 128 / 2 >= 64: halved once (1 slice) */
+		{32, 12544, 27, 32},   /* mobilenet stem: K 27 -> 32 */
+		{8, 3136, 1, 1},
+		{8, 300, 129, 128},    /* N >= K > 128: slices of 128 */
+		{8, 100, 1100, 128},   /* N < K, N > 64 */
+		{8, 33, 1100, 256},
+		{8, 32, 1100, 512},
+		{8, 17, 1100, 512},
+		{8, 16, 1100, 1024},
+		{8, 2, 1100, 1024},    /* N strides stop at 16 */
+	};
+	size_t i;
+	int good;
+
+	for (i = 0; i < sizeof fma / sizeof fma[0]; i++) {
+		qr_sgemm_plan(fma[i].m, fma[i].n, fma[i].k, 0, fma[i].n,
+			      fma[i].n, &pl);
+		ok(pl.order == QR_SGEMM_FMA && pl.stride_k == fma[i].sk,
+		   "sgemm plan m=%zu n=%zu k=%zu: FMA, stride_k %zu (got %s %zu)",
+		   fma[i].m, fma[i].n, fma[i].k, fma[i].sk,
+		   sg_order_name(pl.order), pl.stride_k);
+	}
+	qr_sgemm_plan(1, 1000, 512, 0, 1000, 1000, &pl);
+	good = pl.order == QR_SGEMM_ROW && pl.stride_k == 0;
+	qr_sgemm_plan(1, 1000, 512, 1, 512, 1000, &pl);
+	good &= pl.order == QR_SGEMM_DOT && pl.stride_k == 0;
+	ok(good, "sgemm plan m=1: ROW, or DOT when B is transposed");
+	qr_sgemm_plan(8, 1, 512, 0, 1, 1, &pl);
+	good = pl.order == QR_SGEMM_DOT;
+	qr_sgemm_plan(8, 1, 512, 1, 512, 1, &pl);
+	good &= pl.order == QR_SGEMM_FMA && pl.stride_k == 1024;
+	qr_sgemm_plan(8, 1, 512, 0, 1, 4, &pl);
+	good &= pl.order == QR_SGEMM_FMA;
+	qr_sgemm_plan(8, 1, 512, 0, 3, 1, &pl);
+	good &= pl.order == QR_SGEMM_FMA;
+	ok(good, "sgemm plan n=1: DOT only when B is untransposed and "
+	   "ldb = ldc = 1");
+	pl.order = QR_SGEMM_DOT;
+	pl.stride_k = 0;
+	qr_sgemm_plan_packed(&pl);
+	ok(pl.order == QR_SGEMM_FMA && pl.stride_k == 256,
+	   "sgemm packed plan: FMA, stride_k 256");
+}
+
+/* What the grid ran, to show it reached every order. */
+struct sg_seen {
+	size_t order[3]; /* calls per order */
+	size_t dot_rows; /* DOT calls with m > 1 (n = 1) */
+	size_t multi;    /* FMA calls of several K slices */
+	unsigned cnt;    /* calls so far, picks the padding */
+};
+
+/* All n (and trans_b, accumulate) for one m and k through qr_sgemm_plan:
+ * the plan must be MLAS's (plan_ref) and the bits the reference's. */
+static void
+sg_grid_cell(struct sg_bufs *s, size_t m, size_t k, const size_t *ns,
+	     size_t nn, struct sg_seen *seen)
+{
+	static const size_t pads[] = {0, 1, 7};
+	size_t ni, bad = 0, calls = 0;
+	char first[200] = "";
+	int tb, acc;
+
+	for (ni = 0; ni < nn; ni++)
+		for (tb = 0; tb < 2; tb++)
+			for (acc = 0; acc < 2; acc++) {
+				struct sg_case t;
+				struct qr_sgemm_plan pl, want;
+				int good;
+
+				sg_new(&t, m, ns[ni], k, tb, acc,
+				       pads[seen->cnt++ % 3]);
+				qr_sgemm_plan(m, t.n, k, tb, t.ldb, t.ldc, &pl);
+				plan_ref(m, t.n, k, tb, t.ldb, t.ldc, &want);
+				good = pl.order == want.order &&
+				       pl.stride_k == want.stride_k &&
+				       sg_check(&t, &pl, &want, s);
+				seen->order[want.order]++;
+				seen->dot_rows += want.order == QR_SGEMM_DOT &&
+						  m > 1;
+				seen->multi += want.order == QR_SGEMM_FMA &&
+					       k > want.stride_k;
+				calls++;
+				if (!good && !bad++)
+					snprintf(first, sizeof first,
+						 "n=%zu trans_b=%d acc=%d lda=%zu ldb=%zu ldc=%zu: plan %s/%zu, want %s/%zu",
+						 t.n, tb, acc, t.lda, t.ldb,
+						 t.ldc, sg_order_name(pl.order),
+						 pl.stride_k,
+						 sg_order_name(want.order),
+						 want.stride_k);
+				sg_free(&t);
+			}
+	if (!ok(bad == 0,
+		"sgemm plan m=%zu k=%zu n=%zu..%zu: %zu calls (n, trans_b, accumulate, strides) have the reference's bits, AVX-512 and portable",
+		m, k, ns[0], ns[nn - 1], calls))
+		diag("%zu bad, first %s", bad, first);
+}
+
+static void
+test_sgemm_grid(struct sg_bufs *s)
+{
+	static const size_t ms[] = {1, 2, 3, 7, 8, 9, 17};
+	static const size_t ns[] = {1, 5, 16, 17, 31, 32, 33, 100};
+	static const size_t ks[] = {1, 3, 4, 5, 9, 127, 128, 129, 300, 1100};
+	/* n >= k > 128: N-major plans in slices of 128 */
+	static const size_t extra[][3] = {{3, 300, 129}, {9, 400, 300},
+					  {2, 300, 257}};
+	struct sg_seen seen;
+	size_t mi, ki;
+
+	memset(&seen, 0, sizeof seen);
+	for (mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
+		for (ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
+			sg_grid_cell(s, ms[mi], ks[ki], ns,
+				     sizeof ns / sizeof ns[0], &seen);
+	for (ki = 0; ki < sizeof extra / sizeof extra[0]; ki++)
+		sg_grid_cell(s, extra[ki][0], extra[ki][2], &extra[ki][1], 1,
+			     &seen);
+	ok(seen.order[QR_SGEMM_FMA] && seen.order[QR_SGEMM_ROW] &&
+		   seen.dot_rows && seen.order[QR_SGEMM_DOT] > seen.dot_rows &&
+		   seen.multi,
+	   "sgemm grid ran every order: FMA %zu (%zu of several K slices), ROW %zu, DOT %zu (%zu with n = 1)",
+	   seen.order[QR_SGEMM_FMA], seen.multi, seen.order[QR_SGEMM_ROW],
+	   seen.order[QR_SGEMM_DOT], seen.dot_rows);
+}
+
+/* The packed plan (FMA in slices of 256) on every shape, m = 1 included. */
+static void
+test_sgemm_packed(struct sg_bufs *s)
+{
+	static const size_t ms[] = {1, 2, 3, 7, 8, 9, 17};
+	static const size_t ns[] = {1, 5, 16, 17, 31, 32, 33, 100};
+	static const size_t ks[] = {1, 3, 5, 9, 128, 129, 255, 256, 257,
+				    600};
+	const struct qr_sgemm_plan want = {QR_SGEMM_FMA, 256};
+	struct qr_sgemm_plan pl;
+	size_t mi, ki, ni;
+	unsigned cnt = 0;
+	int tb, acc;
+
+	qr_sgemm_plan_packed(&pl);
+	for (mi = 0; mi < sizeof ms / sizeof ms[0]; mi++) {
+		size_t bad = 0, calls = 0;
+		char first[120] = "";
+
+		for (ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
+			for (ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+				for (tb = 0; tb < 2; tb++)
+					for (acc = 0; acc < 2; acc++) {
+				struct sg_case t;
+
+				sg_new(&t, ms[mi], ns[ni], ks[ki], tb, acc,
+				       cnt++ % 3 ? 0 : 5);
+				calls++;
+				if (!sg_check(&t, &pl, &want, s) && !bad++)
+					snprintf(first, sizeof first,
+						 "n=%zu k=%zu trans_b=%d acc=%d",
+						 ns[ni], ks[ki], tb, acc);
+				sg_free(&t);
+					}
+		if (!ok(bad == 0,
+			"sgemm packed plan m=%zu: %zu calls = reference FMA/256, AVX-512 and portable",
+			ms[mi], calls))
+			diag("%zu bad, first %s", bad, first);
+	}
+}
+
+/* A caller may compute any block of rows and columns with the plan of
+ * the whole call (FMA and ROW) and get the whole call's bits. */
+static void
+test_sgemm_blocks(struct sg_bufs *s)
+{
+	static const struct {
+		size_t m, n, k;
+		int packed;
+		size_t rc[5], nr, cc[5], ncc; /* cuts, from 0 to m or n */
+	} bl[] = {
+		{17, 100, 300, 0, {0, 5, 13, 17}, 3, {0, 7, 40, 100}, 3},
+		{9, 33, 1100, 0, {0, 1, 9}, 2, {0, 16, 17, 33}, 3},
+		{8, 100, 300, 1, {0, 3, 8}, 2, {0, 50, 63, 100}, 3},
+		{1, 100, 129, 0, {0, 1}, 1, {0, 3, 20, 37, 100}, 4},
+		{1, 70, 1100, 0, {0, 1}, 1, {0, 16, 32, 69, 70}, 4},
+	};
+	size_t i;
+	int tb, acc, portable;
+
+	for (i = 0; i < sizeof bl / sizeof bl[0]; i++)
+		for (tb = 0; tb < 2; tb++)
+			for (acc = 0; acc < 2; acc++) {
+				struct sg_case t;
+				struct qr_sgemm_plan pl, want;
+				float *blk;
+				int good = 1;
+
+				sg_new(&t, bl[i].m, bl[i].n, bl[i].k, tb, acc,
+				       3);
+				if (bl[i].packed) {
+					qr_sgemm_plan_packed(&pl);
+					want.order = QR_SGEMM_FMA;
+					want.stride_k = 256;
+				} else {
+					qr_sgemm_plan(t.m, t.n, t.k, tb, t.ldb,
+						      t.ldc, &pl);
+					plan_ref(t.m, t.n, t.k, tb, t.ldb,
+						 t.ldc, &want);
+				}
+				if (want.order == QR_SGEMM_DOT) {
+					sg_free(&t);
+					continue; /* DOT takes whole calls */
+				}
+				good = sg_check(&t, &pl, &want, s);
+				blk = xmalloc(t.nc * sizeof *blk);
+				for (portable = 0; portable < 2; portable++) {
+					sg_run_blocks(&t, &pl, bl[i].rc,
+						      bl[i].nr, bl[i].cc,
+						      bl[i].ncc, portable, blk,
+						      s->ws);
+					good &= memcmp(blk, s->ref,
+						       t.nc * sizeof *blk) == 0;
+				}
+				ok(good,
+				   "sgemm %s/%zu in %zux%zu blocks = whole call: m=%zu n=%zu k=%zu trans_b=%d acc=%d",
+				   sg_order_name(pl.order), pl.stride_k,
+				   bl[i].nr, bl[i].ncc, t.m, t.n, t.k, tb, acc);
+				free(blk);
+				sg_free(&t);
+			}
+}
+
+/*
+ * The K stride decides the bits. k = 129, a[0] b[0] = 2^-24 and
+ * a[128] b[128] = (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24, all else 0. One
+ * chain (stride 256) rounds 2^-24 + 1 + 2^-11 + 2^-24 once: 1 + 2^-11 +
+ * 2^-23. Slices of 128 store 2^-24, then add the second chain,
+ * fl((1 + 2^-12)^2) = 1 + 2^-11 (a tie, to even), and 2^-24 + that is a
+ * tie again: 1 + 2^-11.
+ */
+static void
+test_sgemm_stride_matters(struct sg_bufs *s)
+{
+	enum { K = 129, NMAX = 129 };
+	static float a[2 * K], b[K * NMAX], c[2 * NMAX];
+	const float one_chain = 1.0f + 0x1p-11f + 0x1p-23f;
+	const float two_slices = 1.0f + 0x1p-11f;
+	struct qr_sgemm_plan p128 = {QR_SGEMM_FMA, 128};
+	struct qr_sgemm_plan p256 = {QR_SGEMM_FMA, 256};
+	struct qr_sgemm_plan pl;
+	struct sg_case t;
+	size_t i, j;
+	int portable, good128 = 1, good256 = 1, goodw = 1, goodn = 1;
+
+	for (i = 0; i < 2; i++) {
+		a[i * K] = 0x1p-12f;
+		a[i * K + K - 1] = 1.0f + 0x1p-12f;
+	}
+	for (j = 0; j < NMAX; j++) {
+		b[j] = 0x1p-12f;
+		b[(K - 1) * NMAX + j] = 1.0f + 0x1p-12f;
+	}
+	ok(one_chain != two_slices, "stride example: the two results differ");
+	for (portable = 0; portable < 2; portable++) {
+		qr_kernels_force_portable(portable);
+		/* the same 2 x 2 product, hand-made plans */
+		qr_sgemm(&p128, 2, 2, K, a, K, b, NMAX, 0, c, 2, 0, s->ws);
+		for (i = 0; i < 4; i++)
+			good128 &= c[i] == two_slices;
+		qr_sgemm(&p256, 2, 2, K, a, K, b, NMAX, 0, c, 2, 0, s->ws);
+		for (i = 0; i < 4; i++)
+			good256 &= c[i] == one_chain;
+		/* the plans MLAS picks: n = 129 >= k -> 128, n = 2 -> 1024 */
+		qr_sgemm_plan(2, NMAX, K, 0, NMAX, NMAX, &pl);
+		qr_sgemm(&pl, 2, NMAX, K, a, K, b, NMAX, 0, c, NMAX, 0, s->ws);
+		for (i = 0; i < 2 * NMAX; i++)
+			goodw &= c[i] == two_slices;
+		qr_sgemm_plan(2, 2, K, 0, NMAX, 2, &pl);
+		qr_sgemm(&pl, 2, 2, K, a, K, b, NMAX, 0, c, 2, 0, s->ws);
+		for (i = 0; i < 4; i++)
+			goodn &= c[i] == one_chain;
+		qr_kernels_force_portable(0);
+	}
+	ok(good128, "FMA stride_k 128 on k=129: 1 + 2^-11");
+	ok(good256, "FMA stride_k 256 on k=129: 1 + 2^-11 + 2^-23");
+	ok(goodw, "planned m=2 n=129 k=129 (stride 128): 1 + 2^-11");
+	ok(goodn, "planned m=2 n=2 k=129 (stride 1024): 1 + 2^-11 + 2^-23");
+
+	/* and on random data every pair of orders gives other bits */
+	sg_new(&t, 1, 100, 300, 0, 0, 0);
+	{
+		struct qr_sgemm_plan row = {QR_SGEMM_ROW, 0};
+		float *r128 = xmalloc(t.nc * 4), *r256 = xmalloc(t.nc * 4);
+		float *rrow = xmalloc(t.nc * 4);
+
+		sg_ref(&t, &p128, r128);
+		sg_ref(&t, &p256, r256);
+		sg_ref(&t, &row, rrow);
+		ok(memcmp(r128, r256, t.nc * 4) != 0 &&
+			   memcmp(r128, rrow, t.nc * 4) != 0 &&
+			   memcmp(r256, rrow, t.nc * 4) != 0,
+		   "random data: FMA/128, FMA/256 and ROW references differ (1x100, k=300)");
+		free(r128);
+		free(r256);
+		free(rrow);
+	}
+	sg_free(&t);
+	sg_new(&t, 1, 7, 300, 1, 0, 0);
+	{
+		struct qr_sgemm_plan dot = {QR_SGEMM_DOT, 0};
+		float *rd = xmalloc(t.nc * 4), *rf = xmalloc(t.nc * 4);
+		float l[8];
+		size_t nd = 0;
+
+		sg_ref(&t, &dot, rd);
+		sg_ref(&t, &p128, rf);
+		/* the three lane reductions differ on random lanes */
+		for (i = 0; i < 1000; i++) {
+			float r4, r2, r1;
+
+			for (j = 0; j < 8; j++)
+				l[j] = rnd_mag();
+			r4 = ref_dot_reduce(l, 0, 7);
+			r2 = ref_dot_reduce(l, 4, 7);
+			r1 = ref_dot_reduce(l, 6, 7);
+			nd += r4 != r2 && r4 != r1 && r2 != r1;
+		}
+		ok(memcmp(rd, rf, t.nc * 4) != 0 && nd > 0,
+		   "random data: DOT and FMA references differ, and so do the 3 lane reductions (%zu of 1000 lane sets)",
+		   nd);
+		free(rd);
+		free(rf);
+	}
+	sg_free(&t);
+}
+
+static void
+test_sgemm_k0(struct sg_bufs *s)
+{
+	/* a hand-made plan: qr_sgemm_plan's K loop needs k >= 1 */
+	struct qr_sgemm_plan pl = {QR_SGEMM_FMA, 128};
+	float a[1] = {1}, b[1] = {1}, c[6] = {1, 2, 3, 4, 5, 6};
+	static const float keep[6] = {1, 2, 3, 4, 5, 6};
+	static const float zero[6] = {0, 0, 9, 0, 0, 9};
+
+	qr_sgemm(&pl, 2, 2, 0, a, 1, b, 2, 0, c, 3, 1, s->ws);
+	ok(memcmp(c, keep, sizeof c) == 0, "sgemm k=0 accumulate leaves C");
+	c[2] = c[5] = 9;
+	qr_sgemm(&pl, 2, 2, 0, a, 1, b, 2, 0, c, 3, 0, s->ws);
+	ok(memcmp(c, zero, sizeof c) == 0, "sgemm k=0 stores zeros");
+}
+
+static void
+test_sgemm_orders(void)
+{
+	struct sg_bufs s;
+
+	memset(&s, 0, sizeof s);
+	s.ws = xmalloc(qr_sgemm_workspace());
+	test_sgemm_plan_values();
+	test_sgemm_grid(&s);
+	test_sgemm_packed(&s);
+	test_sgemm_blocks(&s);
+	test_sgemm_stride_matters(&s);
+	test_sgemm_k0(&s);
+	free(s.ref);
+	free(s.fast);
+	free(s.port);
+	free(s.ws);
+}
+
+/* Depthwise conv by hand: per output, the taps in ki-major order with
+ * padding read as 0; row != 0 adds the rounded products in groups of 4,
+ * 2, 1 as ref_row does, else one fma chain from 0; then + bias. */
+static void
+ref_dw(const struct qr_conv_params *p, const float *x, const float *w,
+       const float *bias, int row, float *y)
+{
+	size_t oh_n = qr_conv_out_h(p), ow_n = qr_conv_out_w(p);
+	size_t mult = p->c_out / p->c_in, ntap = p->kh * p->kw;
+	size_t n, co, oh, ow, t;
+	float xv[128];
+
+	for (n = 0; n < p->n; n++)
+		for (co = 0; co < p->c_out; co++)
+			for (oh = 0; oh < oh_n; oh++)
+				for (ow = 0; ow < ow_n; ow++) {
+					const float *xc = x + (n * p->c_in + co / mult) * p->h * p->w;
+					const float *wc = w + co * ntap;
+					float total = 0.0f, g;
+
+					for (t = 0; t < ntap; t++) {
+						long ih = (long)(oh * p->stride_h + t / p->kw * p->dil_h) - (long)p->pad_t;
+						long iw = (long)(ow * p->stride_w + t % p->kw * p->dil_w) - (long)p->pad_l;
+
+						xv[t] = ih < 0 || iw < 0 || ih >= (long)p->h || iw >= (long)p->w ?
+							0.0f : xc[ih * (long)p->w + iw];
+					}
+					if (!row) {
+						for (t = 0; t < ntap; t++)
+							total = fmaf(wc[t], xv[t], total);
+					} else {
+						for (t = 0; t + 4 <= ntap; t += 4) {
+							g = wc[t] * xv[t];
+							g = g + wc[t + 1] * xv[t + 1];
+							g = g + wc[t + 2] * xv[t + 2];
+							g = g + wc[t + 3] * xv[t + 3];
+							total = total + g;
+						}
+						if (t + 2 <= ntap) {
+							g = wc[t] * xv[t];
+							g = g + wc[t + 1] * xv[t + 1];
+							total = total + g;
+							t += 2;
+						}
+						if (t < ntap)
+							total = total + wc[t] * xv[t];
+					}
+					y[((n * p->c_out + co) * oh_n + oh) * ow_n + ow] = total + bias[co];
+				}
+}
+
+/* Depthwise convs through the public conv API: multiplier 1 sums as
+ * MLAS's M = 1 GEMM (ROW), larger multipliers as an fma chain. */
+static void
+test_dw_orders(void)
+{
+	static const struct {
+		size_t c, mult, h, w, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw;
+	} cs[] = {
+		{3, 1, 9, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+		{3, 1, 12, 41, 3, 3, 2, 2, 1, 1, 0, 1, 1, 1},
+		{2, 1, 11, 35, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1},
+		{2, 1, 7, 20, 2, 3, 1, 1, 0, 0, 0, 0, 1, 1},
+		{2, 1, 6, 19, 1, 3, 1, 1, 0, 1, 0, 1, 1, 1},
+		{2, 1, 10, 23, 7, 7, 1, 1, 3, 3, 3, 3, 1, 1},
+		{2, 1, 12, 30, 9, 9, 1, 2, 4, 4, 4, 4, 1, 1}, /* 81 taps */
+		{2, 1, 9, 26, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2},
+		{2, 1, 5, 17, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1},
+		{3, 2, 9, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+		{3, 2, 12, 41, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+		{2, 2, 11, 35, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1},
+		{2, 3, 8, 18, 2, 3, 1, 2, 1, 0, 1, 2, 1, 1},
+	};
+	size_t i, j;
+
+	for (i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+		struct qr_conv_params p;
+		size_t nx, nw, ny, ndiff = 0;
+		float *x, *w, *b, *want, *other, *y[3];
+		struct qr_conv_f32_packed *pk;
+		void *ws;
+		int row = cs[i].mult == 1, good = 1, r;
+
+		memset(&p, 0, sizeof p);
+		p.n = 2;
+		p.c_in = p.group = cs[i].c;
+		p.c_out = cs[i].c * cs[i].mult;
+		p.h = cs[i].h;
+		p.w = cs[i].w;
+		p.kh = cs[i].kh;
+		p.kw = cs[i].kw;
+		p.stride_h = cs[i].sh;
+		p.stride_w = cs[i].sw;
+		p.pad_t = cs[i].pt;
+		p.pad_l = cs[i].pl;
+		p.pad_b = cs[i].pb;
+		p.pad_r = cs[i].pr;
+		p.dil_h = cs[i].dh;
+		p.dil_w = cs[i].dw;
+		nx = p.n * p.c_in * p.h * p.w;
+		nw = p.c_out * p.kh * p.kw;
+		ny = p.n * p.c_out * qr_conv_out_h(&p) * qr_conv_out_w(&p);
+		x = xmalloc(nx * 4);
+		w = xmalloc(nw * 4);
+		b = xmalloc(p.c_out * 4);
+		want = xmalloc(ny * 4);
+		other = xmalloc(ny * 4);
+		for (j = 0; j < nx; j++)
+			x[j] = rnd_mag();
+		for (j = 0; j < nw; j++)
+			w[j] = rnd_mag();
+		for (j = 0; j < p.c_out; j++)
+			b[j] = rnd_mag();
+		pk = qr_conv_f32_pack_new(p.c_out, p.c_in, p.kh, p.kw, p.group,
+					  w);
+		ws = xmalloc(qr_conv_f32_workspace(pk, &p, 2));
+		ref_dw(&p, x, w, b, row, want);
+		ref_dw(&p, x, w, b, !row, other);
+		/* AVX-512 on 1 and 2 threads, portable on 1 */
+		for (r = 0; r < 3; r++) {
+			y[r] = xmalloc(ny * 4);
+			qr_kernels_force_portable(r == 2);
+			qr_conv_f32_run(pk, &p, x, b, y[r], ws, r == 1 ? 2 : 1);
+			qr_kernels_force_portable(0);
+			good &= memcmp(y[r], want, ny * 4) == 0;
+		}
+		for (j = 0; j < ny; j++)
+			ndiff += memcmp(&want[j], &other[j], 4) != 0;
+		ok(good,
+		   "depthwise x%zu %s order: c%zu %zux%zu k%zux%zu s%zu,%zu p%zu,%zu,%zu,%zu d%zu,%zu = reference, AVX-512 (1, 2 threads) and portable",
+		   cs[i].mult, row ? "ROW" : "fma", p.c_in, p.h, p.w, p.kh,
+		   p.kw, p.stride_h, p.stride_w, p.pad_t, p.pad_l, p.pad_b,
+		   p.pad_r, p.dil_h, p.dil_w);
+		if (p.kh * p.kw > 1)
+			ok(ndiff > 0,
+			   "depthwise #%zu: the other order gives other bits on %zu of %zu outputs",
+			   i, ndiff, ny);
+		qr_conv_f32_packed_free(pk);
+		free(ws);
+		free(x);
+		free(w);
+		free(b);
+		free(want);
+		free(other);
+		for (r = 0; r < 3; r++)
+			free(y[r]);
+	}
+}
+
+/* GlobalAveragePool as MLAS sums it: 4 lanes over the full groups of 4,
+ * (l0 + l2) + (l1 + l3), the leftovers one by one, then / hw. */
+static void
+test_gap_order(void)
+{
+	static const size_t hws[] = {1, 3, 4, 5, 49, 50};
+	enum { NC = 16 };
+	size_t i, c, j;
+
+	for (i = 0; i < sizeof hws / sizeof hws[0]; i++) {
+		size_t hw = hws[i], ndiff = 0;
+		float *x = xmalloc(NC * hw * 4), want[NC], y[2][NC];
+		int r;
+
+		for (j = 0; j < NC * hw; j++)
+			x[j] = rnd_mag();
+		for (c = 0; c < NC; c++) {
+			const float *xc = x + c * hw;
+			float l0 = 0.0f, l1 = 0.0f, l2 = 0.0f, l3 = 0.0f, s;
+			float seq = 0.0f;
+
+			for (j = 0; j + 4 <= hw; j += 4) {
+				l0 = l0 + xc[j];
+				l1 = l1 + xc[j + 1];
+				l2 = l2 + xc[j + 2];
+				l3 = l3 + xc[j + 3];
+			}
+			s = (l0 + l2) + (l1 + l3);
+			for (; j < hw; j++)
+				s = s + xc[j];
+			want[c] = s / (float)hw;
+			for (j = 0; j < hw; j++)
+				seq = seq + xc[j];
+			ndiff += seq / (float)hw != want[c];
+		}
+		for (r = 0; r < 2; r++) {
+			qr_kernels_force_portable(r);
+			qr_global_avgpool_f32(x, NC, hw, y[r]);
+			qr_kernels_force_portable(0);
+		}
+		ok(memcmp(y[0], want, sizeof want) == 0 &&
+			   memcmp(y[1], want, sizeof want) == 0,
+		   "global average pool hw=%zu: 4-lane order, bit exact", hw);
+		if (hw >= 5)
+			ok(ndiff > 0,
+			   "global average pool hw=%zu: a plain left-to-right sum differs on %zu of %d planes",
+			   hw, ndiff, NC);
+		free(x);
+	}
+}
+
 /* ---- float conv ---- */
 
 static void
@@ -960,6 +1852,9 @@ main(void)
 	plan_no_plan();
 	diag("int8 GEMM path: %s", qr_kernels_igemm_path());
 	test_gemm();
+	test_sgemm_orders();
+	test_dw_orders();
+	test_gap_order();
 	test_conv_f32();
 	test_convt_f32();
 	test_qconv();
