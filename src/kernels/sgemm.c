@@ -200,6 +200,40 @@ fma_block_avx512(size_t mr, size_t kc, const float *a, size_t lda,
 }
 #endif
 
+#ifdef QR_HAVE_AVX512_CODE
+/* One row of C (m = 1, B not transposed) in the FMA order: B's rows are
+ * streamed whole, each column's chain kept in t (n floats, the panel
+ * workspace). Same bits as the blocked path, far fewer cache misses for
+ * a Gemm/MatMul vector times a large weight. */
+static QR_AVX512 void
+fma_row_stream_avx512(size_t n, size_t k, size_t stride_k, const float *a,
+		      const float *b, size_t ldb, float *c, int accumulate,
+		      float *t)
+{
+	size_t k0, kk, j;
+
+	for (k0 = 0; k0 < k; k0 += stride_k) {
+		size_t kc = k - k0 < stride_k ? k - k0 : stride_k;
+		int add = accumulate || k0 > 0;
+
+		memset(t, 0, n * sizeof *t);
+		for (kk = k0; kk < k0 + kc; kk++) {
+			const __m512 av = _mm512_set1_ps(a[kk]);
+			const float *br = b + kk * ldb;
+
+			for (j = 0; j + 16 <= n; j += 16)
+				_mm512_storeu_ps(t + j, _mm512_fmadd_ps(
+					av, _mm512_loadu_ps(br + j),
+					_mm512_loadu_ps(t + j)));
+			for (; j < n; j++)
+				t[j] = fmaf(a[kk], br[j], t[j]);
+		}
+		for (j = 0; j < n; j++)
+			c[j] = add ? c[j] + t[j] : t[j];
+	}
+}
+#endif
+
 static void
 gemm_fma(size_t m, size_t n, size_t k, size_t stride_k, const float *a,
 	 size_t lda, const float *b, size_t ldb, int trans_b, float *c,
@@ -210,6 +244,12 @@ gemm_fma(size_t m, size_t n, size_t k, size_t stride_k, const float *a,
 
 #ifdef QR_HAVE_AVX512_CODE
 	vec = (qr_kernels_cpu_features() & QR_CPU_AVX512BW) != 0;
+	if (vec && m == 1 && !trans_b &&
+	    n <= (size_t)8 * SG_STRIDE * SG_NR) { /* t fits the panel */
+		fma_row_stream_avx512(n, k, stride_k, a, b, ldb, c,
+				      accumulate, panel);
+		return;
+	}
 #endif
 	for (k0 = 0; k0 < k; k0 += stride_k) {
 		size_t kc = k - k0 < stride_k ? k - k0 : stride_k;

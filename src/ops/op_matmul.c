@@ -22,6 +22,8 @@
  */
 struct mm_state {
 	int b_packed;   /* B is a 2-D float initializer */
+	float *bt;      /* a Gemm's transB initializer, transposed to [K][N]
+			 * once (the GEMM then reads it in place), or NULL */
 };
 
 static enum qr_status
@@ -32,8 +34,27 @@ mm_prepare(struct qr_op_call *c, struct qr_diag *d)
 
 	st->b_packed = b != NULL && c->in_init != NULL && c->in_init[1] &&
 		       b->dtype == QR_DT_FLOAT && b->ndim == 2;
+	if (st->b_packed && qr_op_attr_int(c, "transB", 0) && b->n_elem > 0) {
+		size_t n = (size_t)b->dims[0], k = (size_t)b->dims[1], i, j;
+		const float *src = b->data;
+
+		st->bt = xmalloc(b->nbytes);
+		for (i = 0; i < n; i++)
+			for (j = 0; j < k; j++)
+				st->bt[j * n + i] = src[i * k + j];
+	}
 	c->state = st;
 	return QR_OK;
+}
+
+static void
+mm_release(void *state)
+{
+	struct mm_state *st = state;
+
+	if (st != NULL)
+		free(st->bt);
+	free(st);
 }
 
 /* The order ORT sums this node's float GEMM in. */
@@ -218,7 +239,7 @@ matmul_run(struct qr_op_call *c, struct qr_diag *d)
 const struct qr_op_desc qr_op_matmul = {
 	.domain = "", .name = "MatMul", .since = 1,
 	.check = matmul_check, .prepare = mm_prepare, .infer = matmul_infer,
-	.run = matmul_run, .release = free,
+	.run = matmul_run, .release = mm_release,
 };
 
 /* ---- Gemm ---- */
@@ -335,9 +356,16 @@ gemm_run(struct qr_op_call *c, struct qr_diag *d)
 		struct qr_sgemm_plan plan;
 		void *ws = xmalloc(qr_sgemm_workspace());
 
+		const struct mm_state *mst = c->state;
+
 		mm_plan(c, m, n, k, tb, (size_t)ldb, &plan);
-		qr_sgemm(&plan, m, n, k, c->in[0]->data, k, c->in[1]->data,
-			 (size_t)ldb, tb, y->data, n, has_c, ws);
+		if (tb && mst != NULL && mst->bt != NULL) /* same bits */
+			qr_sgemm(&plan, m, n, k, c->in[0]->data, k, mst->bt,
+				 n, 0, y->data, n, has_c, ws);
+		else
+			qr_sgemm(&plan, m, n, k, c->in[0]->data, k,
+				 c->in[1]->data, (size_t)ldb, tb, y->data, n,
+				 has_c, ws);
 		free(ws);
 	} else if (y->dtype == QR_DT_FLOAT)
 		cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
@@ -355,5 +383,5 @@ gemm_run(struct qr_op_call *c, struct qr_diag *d)
 const struct qr_op_desc qr_op_gemm = {
 	.domain = "", .name = "Gemm", .since = 6,
 	.check = gemm_check, .prepare = mm_prepare, .infer = gemm_infer,
-	.run = gemm_run, .release = free,
+	.run = gemm_run, .release = mm_release,
 };
