@@ -66,7 +66,9 @@ qr_sgemm_plan(size_t m, size_t n, size_t k, int trans_b, size_t ldb,
 		return;
 	}
 	/* Wide and shallow: longer N strides; narrow: longer K strides. */
-	if (n >= k) {
+	if (k == 0) {
+		/* nothing to sum (qr_sgemm only zeroes C) */
+	} else if (n >= k) {
 		while (sk / 2 >= k) {
 			sn *= 2;
 			sk /= 2;
