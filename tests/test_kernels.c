@@ -1846,6 +1846,64 @@ test_simd_matches_portable(void)
 	qr_kernels_force_portable(0);
 }
 
+/* Float MaxPool: the AVX-512 path (strides 1 and 2) gives the portable
+ * loop's bits, NaN included, over kernel sizes, pads, dilations, ceil
+ * mode and widths that leave edge outputs and masked tails. */
+static void
+test_maxpool_simd(void)
+{
+	int h, k, s, pd, d, cm, cases = 0, bad = 0;
+	unsigned seed = 7;
+
+	for (h = 1; h <= 23; h += 3)
+		for (k = 1; k <= 4; k++)
+			for (s = 1; s <= 3; s++)
+				for (pd = 0; pd < k && pd <= 2; pd++)
+					for (d = 1; d <= 2; d++)
+						for (cm = 0; cm <= 1; cm++) {
+	struct qr_pool_params p = {0};
+	size_t oh, ow, n, no, i;
+	float *x, *a, *b;
+
+	p.n = 1;
+	p.c = 2;
+	p.h = (size_t)h;
+	p.w = (size_t)h + 5;
+	p.kh = p.kw = (size_t)k;
+	p.stride_h = p.stride_w = (size_t)s;
+	p.pad_t = p.pad_l = p.pad_b = p.pad_r = (size_t)pd;
+	p.dil_h = p.dil_w = (size_t)d;
+	p.ceil_mode = cm;
+	oh = qr_pool_out_h(&p);
+	ow = qr_pool_out_w(&p);
+	if (oh == 0 || ow == 0)
+		continue;
+	n = p.c * p.h * p.w;
+	no = p.c * oh * ow;
+	x = xmalloc(n * sizeof *x);
+	a = xmalloc(no * sizeof *a);
+	b = xmalloc(no * sizeof *b);
+	for (i = 0; i < n; i++) {
+		seed = seed * 1103515245u + 12345u;
+		x[i] = (float)((int)(seed >> 16) % 2001 - 1000) / 7.0f;
+	}
+	x[(seed >> 8) % n] = NAN;
+	qr_kernels_force_portable(0);
+	qr_maxpool_f32(&p, x, a);
+	qr_kernels_force_portable(1);
+	qr_maxpool_f32(&p, x, b);
+	qr_kernels_force_portable(0);
+	cases++;
+	if (memcmp(a, b, no * sizeof *a) != 0 && bad++ == 0)
+		diag("first difference: h %d k %d stride %d pad %d dil %d "
+		     "ceil %d", h, k, s, pd, d, cm);
+	free(x);
+	free(a);
+	free(b);
+						}
+	ok(bad == 0, "maxpool f32: simd = portable on %d shapes", cases);
+}
+
 int
 main(void)
 {
@@ -1865,6 +1923,7 @@ main(void)
 	test_qlinear_eltwise();
 	test_simd_matches_portable();
 	test_pool();
+	test_maxpool_simd();
 	test_qgap();
 	test_resize();
 	test_norm();
