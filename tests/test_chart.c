@@ -170,6 +170,17 @@ draw_ok(const char *name, const struct qr_chart_spec *sp, struct img *im,
 	good = ok(st == QR_OK, "%s: drawn", name);
 	if (!good)
 		diag("%s", d.msg);
+	if (good && areas != NULL) {
+		struct qr_area *a2 = NULL;
+		size_t n2 = 0;
+
+		ok(qr_chart_areas(sp, name, &a2, &n2, &d) == QR_OK &&
+			   n2 == *n_areas && *areas != NULL && a2 != NULL &&
+			   memcmp(a2, *areas, n2 * sizeof *a2) == 0,
+		   "%s: the layout alone gives the same %zu areas", name,
+		   *n_areas);
+		free(a2);
+	}
 	ok(has_png_sig(path), "%s: starts with the PNG signature", name);
 	good &= ok(load(path, im) == 0, "%s: decodes", name);
 	if (good) {
@@ -735,6 +746,156 @@ test_png_rgba(void)
 	free(path);
 }
 
+/* Premultiplied native-endian ARGB32, as cairo stores it. */
+static uint32_t
+argb(unsigned a, unsigned rgb)
+{
+	unsigned r = (rgb >> 16 & 0xff) * a / 255, g = (rgb >> 8 & 0xff) * a / 255,
+		 b = (rgb & 0xff) * a / 255;
+
+	return (uint32_t)a << 24 | r << 16 | g << 8 | b;
+}
+
+/* The PNG colour type byte of IHDR: 3 palette, 2 RGB, 6 RGBA. */
+static int
+png_color_type(const char *path)
+{
+	uint8_t b[26];
+	FILE *f = fopen(path, "rb");
+	int t = -1;
+
+	if (f != NULL) {
+		if (fread(b, 1, 26, f) == 26)
+			t = b[25];
+		fclose(f);
+	}
+	return t;
+}
+
+static void
+test_png_argb32(void)
+{
+	enum { W = 96, H = 80 };
+	static uint32_t px[W * H];
+	struct qr_diag d = { 0 };
+	char *path = out("argb.png");
+	struct img im;
+	int x, y, exact = 1, worst = 0, sh;
+	double sum = 0;
+
+	/* three colours: exact palette */
+	for (y = 0; y < H; y++)
+		for (x = 0; x < W; x++)
+			px[y * W + x] = argb(255, x < 10 ? 0x0072b2 :
+						  y < 5 ? 0xe69f00 : 0xffffff);
+	ok(qr_png_write_argb32(path, (const uint8_t *)px, W, H, 4 * W, &d) ==
+		   QR_OK && png_color_type(path) == 3,
+	   "argb32: an opaque 3-colour image is a palette PNG");
+	if (ok(load(path, &im) == 0 && im.w == W && im.h == H,
+	       "argb32: decodes %dx%d", W, H)) {
+		for (y = 0; y < H; y++)
+			for (x = 0; x < W; x++)
+				exact &= rgb_at(&im, x, y) ==
+					 (px[y * W + x] & 0xffffff) &&
+					 im.px[4 * (y * W + x) + 3] == 255;
+		ok(exact, "argb32: up to 256 colours are exact");
+	}
+	free(im.px);
+
+	/* 4096 shades in a 64x64 block beside two solid inks on white */
+	for (y = 0; y < H; y++)
+		for (x = 0; x < W; x++) {
+			unsigned c = 0xffffff;
+
+			if (x < 64 && y < 64)
+				c = (unsigned)(x * 4) << 16 |
+				    (unsigned)(y * 4) << 8 | 0x80;
+			else if (y >= 70)
+				c = x < 48 ? 0x0072b2 : 0xd55e00;
+			px[y * W + x] = argb(255, c);
+		}
+	ok(qr_png_write_argb32(path, (const uint8_t *)px, W, H, 4 * W, &d) ==
+		   QR_OK && png_color_type(path) == 3,
+	   "argb32: 4096 colours: still a palette PNG");
+	if (load(path, &im) == 0) {
+		exact = rgb_at(&im, 0, 75) == 0x0072b2 &&
+			rgb_at(&im, 90, 75) == 0xd55e00 &&
+			rgb_at(&im, 90, 10) == 0xffffff;
+		for (y = 0; y < 64; y++)
+			for (x = 0; x < 64; x++)
+				for (sh = 0; sh <= 16; sh += 8) {
+					int e = abs((int)(rgb_at(&im, x, y) >>
+							  sh & 0xff) -
+						    (int)(px[y * W + x] >> sh &
+							  0xff));
+
+					worst = e > worst ? e : worst;
+					sum += e;
+				}
+		ok(exact, "argb32: the frequent colours (inks, white) stay "
+		   "exact");
+		ok(worst <= 24 && sum / (64 * 64 * 3) < 6,
+		   "argb32: shades land near their colour (worst %d, mean "
+		   "%.2f levels)", worst, sum / (64 * 64 * 3));
+	}
+	free(im.px);
+
+	/* 300 pale shades of 20 px each, and 3 px of ring red: the red
+	 * keeps an entry of its own though rarer than every shade */
+	for (y = 0; y < H; y++)
+		for (x = 0; x < W; x++) {
+			int i = (y * W + x) / 20;
+
+			px[y * W + x] = argb(255, i < 300 ?
+				(unsigned)(200 + i % 50) << 16 |
+				(unsigned)(200 + i / 50 * 5) << 8 | 230 :
+				0xffffff);
+		}
+	px[W * H - 1] = px[W * H - 2] = px[W * H - 3] = argb(255, RING);
+	ok(qr_png_write_argb32(path, (const uint8_t *)px, W, H, 4 * W, &d) ==
+		   QR_OK && load(path, &im) == 0 &&
+		   rgb_at(&im, W - 1, H - 1) == RING,
+	   "argb32: a rare colour far from the rest stays exact");
+	free(im.px);
+
+	/* a translucent pixel: straight RGBA */
+	px[0] = argb(128, 0x804020);
+	ok(qr_png_write_argb32(path, (const uint8_t *)px, W, H, 4 * W, &d) ==
+		   QR_OK && png_color_type(path) == 6 && load(path, &im) == 0 &&
+		   near_rgb(rgb_at(&im, 0, 0), 0x804020, 2) &&
+		   im.px[3] == 128 && rgb_at(&im, W - 1, H - 1) == RING &&
+		   im.px[4 * (W * H - 1) + 3] == 255,
+	   "argb32: not opaque: RGBA, un-premultiplied");
+	free(im.px);
+	ok(qr_png_write_argb32(path, (const uint8_t *)px, W, H, 4 * W - 4,
+			       &d) == QR_EUSAGE,
+	   "argb32: a stride shorter than a row is QR_EUSAGE");
+	free(path);
+}
+
+static void
+test_areas_only(void)
+{
+	double v[3] = { 1, 2, 3 };
+	const char *bad[3] = { "ok", "bad\xff\xfe", "\xc3(" };
+	struct qr_series s = { "v\xff", v, NULL, 3, QR_STYLE_BARS, 0 };
+	struct qr_chart_spec sp = { .title = "t\xe0\x80", .width = 200,
+				    .height = 150, .n_series = 1,
+				    .series = &s, .xticks = bad };
+	struct qr_area *a = (void *)&sp;
+	size_t n = 9;
+	struct qr_diag d = { 0 };
+
+	ok(qr_chart_areas(&sp, "bad.png", &a, &n, &d) == QR_OK && n == 3 &&
+		   a != NULL,
+	   "areas: invalid UTF-8 labels are measured, not refused");
+	free(a);
+	sp.n_series = 0;
+	ok(qr_chart_areas(&sp, "empty.png", &a, &n, &d) == QR_EUSAGE &&
+		   a == NULL && n == 0 && strstr(d.msg, "empty.png") != NULL,
+	   "areas: an empty spec is QR_EUSAGE naming it");
+}
+
 static void
 test_speed(void)
 {
@@ -782,6 +943,8 @@ main(void)
 	test_heatmap_colors();
 	test_pool();
 	test_png_rgba();
+	test_png_argb32();
+	test_areas_only();
 	test_speed();
 	if (getenv("QR_TEST_KEEP") != NULL)
 		diag("charts kept in %s", dir);

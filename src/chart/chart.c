@@ -1,6 +1,6 @@
 /*
  * chart: line, marker, band and bar charts drawn with cairo at 2x and
- * written with libpng. See chart.h.
+ * written with libpng (as palette PNGs, see png.c). See chart.h.
  *
  * The look follows matplotlib's clean defaults: white background, light
  * value grid, left and bottom spines only, 5% data margins (bars stick to
@@ -1288,36 +1288,6 @@ make_areas(const struct layout *L, size_t n)
 	return a;
 }
 
-/* Cairo's premultiplied native-endian ARGB32 to straight RGBA, in place. */
-static void
-argb_to_rgba(uint8_t *data, int w, int h, int stride)
-{
-	uint32_t px;
-	unsigned a, r, g, b;
-	int x, y;
-
-	for (y = 0; y < h; y++) {
-		uint8_t *row = data + (size_t)y * (size_t)stride;
-
-		for (x = 0; x < w; x++) {
-			memcpy(&px, row + 4 * x, 4);
-			a = px >> 24;
-			r = (px >> 16) & 0xff;
-			g = (px >> 8) & 0xff;
-			b = px & 0xff;
-			if (a != 0 && a != 255) {
-				r = (r * 255 + a / 2) / a;
-				g = (g * 255 + a / 2) / a;
-				b = (b * 255 + a / 2) / a;
-			}
-			row[4 * x] = (uint8_t)r;
-			row[4 * x + 1] = (uint8_t)g;
-			row[4 * x + 2] = (uint8_t)b;
-			row[4 * x + 3] = (uint8_t)a;
-		}
-	}
-}
-
 static enum qr_status
 check_spec(const struct qr_chart_spec *sp, const char *path,
 	   struct qr_diag *d)
@@ -1358,71 +1328,98 @@ check_spec(const struct qr_chart_spec *sp, const char *path,
 	return QR_OK;
 }
 
-/*
- * Layout, then drawing back to front: grid, data, reference lines, rings,
- * axes, titles, legend. The legend goes in the first empty corner of the
- * plot (top right first) or, when none is empty, right of the plot.
- */
-static enum qr_status
-draw_chart(const struct qr_chart_spec *spec, const char *path,
-	   struct qr_area **areas, size_t *n_areas, struct qr_diag *d)
+/* The layout of spec, measured with cr (scaled by SCALE): plot
+ * rectangle, ticks, labels and the legend's place. The legend goes in the
+ * first empty corner of the plot (top right first) or, when none is
+ * empty, right of the plot. */
+static void
+lay_out(cairo_t *cr, const struct qr_chart_spec *spec, struct layout *L)
 {
-	enum qr_status st;
-	cairo_surface_t *surf = NULL;
-	cairo_t *cr = NULL;
-	struct layout L;
 	size_t i;
 
-	if (areas != NULL)
-		*areas = NULL;
-	if (n_areas != NULL)
-		*n_areas = 0;
-	st = check_spec(spec, path, d);
-	if (st != QR_OK)
-		return st;
-	memset(&L, 0, sizeof L);
-	L.w = spec->width;
-	L.h = spec->height;
-	L.horiz = spec->horizontal != 0;
-	L.log = spec->log_y != 0;
+	memset(L, 0, sizeof *L);
+	L->w = spec->width;
+	L->h = spec->height;
+	L->horiz = spec->horizontal != 0;
+	L->log = spec->log_y != 0;
 	for (i = 0; i < spec->n_series; i++) {
-		L.n = spec->series[i].n > L.n ? spec->series[i].n : L.n;
-		L.n_bars += spec->series[i].style == QR_STYLE_BARS;
+		L->n = spec->series[i].n > L->n ? spec->series[i].n : L->n;
+		L->n_bars += spec->series[i].style == QR_STYLE_BARS;
 	}
-	L.slots = spec->xticks != NULL || L.n_bars > 0 || L.horiz;
-	if (L.slots) {
-		L.c0 = -0.5;
-		L.c1 = (double)L.n - 0.5;
-	} else if (L.n == 1) {
-		L.c0 = -1;
-		L.c1 = 1;
+	L->slots = spec->xticks != NULL || L->n_bars > 0 || L->horiz;
+	if (L->slots) {
+		L->c0 = -0.5;
+		L->c1 = (double)L->n - 0.5;
+	} else if (L->n == 1) {
+		L->c0 = -1;
+		L->c1 = 1;
 	} else {
-		L.c0 = -0.02 * (double)(L.n - 1);
-		L.c1 = (double)(L.n - 1) * 1.02;
+		L->c0 = -0.02 * (double)(L->n - 1);
+		L->c1 = (double)(L->n - 1) * 1.02;
 	}
-	value_range(spec, &L);
+	value_range(spec, L);
+	fit_labels(cr, spec, L);
+	measure_legend(cr, spec, L);
+	layout(cr, spec, L, 0);
+	if (L->n_legend > 0 && !place_legend(cr, spec, L)) {
+		layout(cr, spec, L, 1);
+		L->lg_x = L->x1 + 10;
+		L->lg_y = L->y0;
+	}
+}
 
-	surf = cairo_image_surface_create(CAIRO_FORMAT_ARGB32,
-					  spec->width * SCALE,
-					  spec->height * SCALE);
+/* A context on a new w x h logical-pixel image (w, h may be 1 when it
+ * only measures), scaled for SCALE. */
+static cairo_t *
+new_context(int w, int h)
+{
+	cairo_surface_t *surf;
+	cairo_t *cr;
+
+	surf = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, w * SCALE,
+					  h * SCALE);
 	if (cairo_surface_status(surf) != CAIRO_STATUS_SUCCESS)
 		qr_fatal("cairo: %s",
 			 cairo_status_to_string(cairo_surface_status(surf)));
 	cr = cairo_create(surf);
+	cairo_surface_destroy(surf); /* cr holds it */
 	cairo_scale(cr, SCALE, SCALE);
 	/* Shapes (not text) with cairo's 4x4-sample rasterizer: at 2x it
 	 * looks the same as the default and draws a dense line chart three
 	 * times faster. */
 	cairo_set_antialias(cr, CAIRO_ANTIALIAS_FAST);
+	return cr;
+}
 
-	fit_labels(cr, spec, &L);
-	measure_legend(cr, spec, &L);
-	layout(cr, spec, &L, 0);
-	if (L.n_legend > 0 && !place_legend(cr, spec, &L)) {
-		layout(cr, spec, &L, 1);
-		L.lg_x = L.x1 + 10;
-		L.lg_y = L.y0;
-	}
+/* The areas of the first series' n points, when asked for. */
+static void
+give_areas(const struct layout *L, const struct qr_chart_spec *spec,
+	   struct qr_area **areas, size_t *n_areas)
+{
+	if (areas == NULL)
+		return;
+	*areas = make_areas(L, spec->series[0].n);
+	if (n_areas != NULL)
+		*n_areas = spec->series[0].n;
+}
+
+/* Layout, then drawing back to front: grid, data, reference lines, rings,
+ * axes, titles, legend. */
+static enum qr_status
+draw_chart(const struct qr_chart_spec *spec, const char *path,
+	   struct qr_area **areas, size_t *n_areas, struct qr_diag *d)
+{
+	enum qr_status st;
+	cairo_surface_t *surf;
+	cairo_t *cr;
+	struct layout L;
+
+	st = check_spec(spec, path, d);
+	if (st != QR_OK)
+		return st;
+	cr = new_context(spec->width, spec->height);
+	surf = cairo_get_target(cr);
+	lay_out(cr, spec, &L);
 
 	set_color(cr, 0xffffff, 1);
 	cairo_paint(cr);
@@ -1443,23 +1440,37 @@ draw_chart(const struct qr_chart_spec *spec, const char *path,
 		qr_fatal("cairo: %s", cairo_status_to_string(cairo_status(cr)));
 
 	cairo_surface_flush(surf);
-	argb_to_rgba(cairo_image_surface_get_data(surf),
-		     cairo_image_surface_get_width(surf),
-		     cairo_image_surface_get_height(surf),
-		     cairo_image_surface_get_stride(surf));
-	st = qr_png_write_rgba(path, cairo_image_surface_get_data(surf),
-			       cairo_image_surface_get_width(surf),
-			       cairo_image_surface_get_height(surf),
-			       cairo_image_surface_get_stride(surf), d);
-	if (st == QR_OK && areas != NULL) {
-		*areas = make_areas(&L, spec->series[0].n);
-		if (n_areas != NULL)
-			*n_areas = spec->series[0].n;
-	}
+	st = qr_png_write_argb32(path, cairo_image_surface_get_data(surf),
+				 cairo_image_surface_get_width(surf),
+				 cairo_image_surface_get_height(surf),
+				 cairo_image_surface_get_stride(surf), d);
+	if (st == QR_OK)
+		give_areas(&L, spec, areas, n_areas);
 	free_labels(&L);
 	cairo_destroy(cr);
-	cairo_surface_destroy(surf);
 	return st;
+}
+
+/* The layout alone, measured on a 1x1 image: text metrics depend on the
+ * font and the scale, not on the image size, so the areas are those
+ * draw_chart gives. */
+static enum qr_status
+chart_areas(const struct qr_chart_spec *spec, const char *name,
+	    struct qr_area **areas, size_t *n_areas, struct qr_diag *d)
+{
+	enum qr_status st;
+	cairo_t *cr;
+	struct layout L;
+
+	st = check_spec(spec, name, d);
+	if (st != QR_OK)
+		return st;
+	cr = new_context(1, 1);
+	lay_out(cr, spec, &L);
+	give_areas(&L, spec, areas, n_areas);
+	free_labels(&L);
+	cairo_destroy(cr);
+	return QR_OK;
 }
 
 /* Replace, in place, every byte that does not start a valid UTF-8
@@ -1500,18 +1511,13 @@ fix_utf8(char *str)
 	}
 }
 
-/* Draw a copy of spec whose every string is valid UTF-8. */
-enum qr_status
-qr_chart_draw(const struct qr_chart_spec *spec, const char *path,
-	      struct qr_area **areas, size_t *n_areas, struct qr_diag *d)
+/* A copy of spec whose every string is valid UTF-8. */
+static struct qr_chart_spec *
+utf8_copy(const struct qr_chart_spec *spec)
 {
-	struct qr_chart_spec *safe;
-	enum qr_status st;
+	struct qr_chart_spec *safe = qr_chart_spec_copy(spec);
 	size_t i, nt = 0;
 
-	if (spec == NULL || spec->n_series == 0 || spec->series == NULL)
-		return draw_chart(spec, path, areas, n_areas, d);
-	safe = qr_chart_spec_copy(spec);
 	fix_utf8((char *)safe->title);
 	fix_utf8((char *)safe->xlabel);
 	fix_utf8((char *)safe->ylabel);
@@ -1524,7 +1530,41 @@ qr_chart_draw(const struct qr_chart_spec *spec, const char *path,
 		fix_utf8((char *)safe->xticks[i]);
 	for (i = 0; safe->hlines != NULL && i < safe->n_hlines; i++)
 		fix_utf8((char *)safe->hlines[i].label);
+	return safe;
+}
+
+enum qr_status
+qr_chart_draw(const struct qr_chart_spec *spec, const char *path,
+	      struct qr_area **areas, size_t *n_areas, struct qr_diag *d)
+{
+	struct qr_chart_spec *safe;
+	enum qr_status st;
+
+	if (areas != NULL)
+		*areas = NULL;
+	if (n_areas != NULL)
+		*n_areas = 0;
+	if (spec == NULL || spec->n_series == 0 || spec->series == NULL)
+		return check_spec(spec, path, d);
+	safe = utf8_copy(spec);
 	st = draw_chart(safe, path, areas, n_areas, d);
+	qr_chart_spec_free(safe);
+	return st;
+}
+
+enum qr_status
+qr_chart_areas(const struct qr_chart_spec *spec, const char *name,
+	       struct qr_area **areas, size_t *n_areas, struct qr_diag *d)
+{
+	struct qr_chart_spec *safe;
+	enum qr_status st;
+
+	*areas = NULL;
+	*n_areas = 0;
+	if (spec == NULL || spec->n_series == 0 || spec->series == NULL)
+		return check_spec(spec, name, d);
+	safe = utf8_copy(spec);
+	st = chart_areas(safe, name, areas, n_areas, d);
 	qr_chart_spec_free(safe);
 	return st;
 }

@@ -91,10 +91,26 @@ enum qr_status qr_chart_draw(const struct qr_chart_spec *spec,
 			     const char *path, struct qr_area **areas,
 			     size_t *n_areas, struct qr_diag *d);
 
+/* The areas qr_chart_draw gives for spec, without drawing: the layout
+ * alone, a fraction of the cost (a report builds its pages while the
+ * charts are drawn). name is for error messages. Errors: QR_EUSAGE for
+ * an empty spec. */
+enum qr_status qr_chart_areas(const struct qr_chart_spec *spec,
+			      const char *name, struct qr_area **areas,
+			      size_t *n_areas, struct qr_diag *d);
+
 /* Write 8-bit RGBA pixels as a PNG with libpng. */
 enum qr_status qr_png_write_rgba(const char *path, const uint8_t *rgba,
 				 int width, int height, int stride,
 				 struct qr_diag *d);
+
+/* Write cairo's ARGB32 image data (premultiplied native-endian words) as
+ * a PNG with libpng: an opaque image becomes an 8-bit palette PNG, exact
+ * up to 256 colours, else its 256 most telling colours (the inks stay
+ * exact, edge shades go to their nearest entry). */
+enum qr_status qr_png_write_argb32(const char *path, const uint8_t *data,
+				   int width, int height, int stride,
+				   struct qr_diag *d);
 
 /* A heatmap of rows x cols values (row-major), one cell per pixel block of
  * cell x cell, colour-mapped from vmin..vmax (viridis-like), written with

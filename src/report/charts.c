@@ -1,5 +1,7 @@
-/* report: charts queued while the view is built and drawn meanwhile on
- * the other cores, then shown as <img> plus a <map>. See report-int.h. */
+/* report: charts and heatmaps queued while the view is built and drawn
+ * meanwhile on the other cores; each chart's <img> plus <map> is known
+ * at once (its layout is measured when it is queued), so the pages are
+ * written while the images are still being drawn. See report-int.h. */
 #include "report/report.h"
 #include "report/report-int.h"
 #include "chart/chart.h"
@@ -15,44 +17,11 @@
 #define MAX_CHART_THREADS 8
 
 struct qr_chart_pending {
-	struct qr_chart_job job;    /* what the pool draws */
-	struct qr_chart_spec *spec; /* deep copy, or NULL for a heatmap */
+	struct qr_chart_job job;     /* what the pool draws */
+	struct qr_chart_spec *spec;  /* deep copy, or NULL for a heatmap */
 	struct qr_heatmap_spec heat; /* the heatmap, when spec is NULL */
-	char *file;                 /* name under charts/ */
-	char *path;                 /* chartdir/file */
-	char *alt;                  /* image alt text */
-	size_t n_links;             /* entries in hrefs/titles */
-	char **hrefs;               /* per x index, or NULL */
-	char **titles;              /* per x index, or NULL */
-	cJSON *o;                   /* where the HTML goes (borrowed), or
-				       NULL (a heatmap's HTML is set when
-				       it is queued) */
-	char *key;                  /* under this key */
+	char *path;                  /* chartdir/file */
 };
-
-static char **
-copy_strv(char *const *v, size_t n)
-{
-	char **c;
-	size_t i;
-
-	if (v == NULL)
-		return NULL;
-	c = xcalloc(n ? n : 1, sizeof *c);
-	for (i = 0; i < n; i++)
-		c[i] = v[i] != NULL ? xstrdup(v[i]) : NULL;
-	return c;
-}
-
-static void
-free_strv(char **v, size_t n)
-{
-	size_t i;
-
-	for (i = 0; v != NULL && i < n; i++)
-		free(v[i]);
-	free(v);
-}
 
 static int
 chart_threads(void)
@@ -72,7 +41,6 @@ pending_new(struct qr_chart_queue *q, const char *file)
 
 	q->v = xreallocarray(q->v, q->n + 1, sizeof *q->v);
 	q->v[q->n++] = p;
-	p->file = xstrdup(file);
 	p->path = qr_path_join(q->chartdir, file);
 	p->job.path = p->path;
 	if (q->pool == NULL)
@@ -80,25 +48,86 @@ pending_new(struct qr_chart_queue *q, const char *file)
 	return p;
 }
 
-void
+/* The <figure> of chart file (spec) with a <map> of its areas. */
+static char *
+chart_html(const char *file, const struct qr_chart_spec *spec,
+	   const char *alt, char *const *hrefs, char *const *titles,
+	   const struct qr_area *areas, size_t n_areas)
+{
+	struct qr_buf b = {0};
+	size_t i, n_links = spec->series[0].n;
+
+	qr_buf_puts(&b, "<figure class=\"chart\"><img src=\"charts/");
+	qr_html_escape(&b, file);
+	qr_buf_printf(&b, "\" width=\"%d\" height=\"%d\" alt=\"",
+		      spec->width, spec->height);
+	qr_html_escape(&b, alt != NULL ? alt : "");
+	qr_buf_puts(&b, "\" loading=\"lazy\"");
+	if (n_areas == 0) {
+		qr_buf_puts(&b, "></figure>");
+		return qr_buf_take(&b);
+	}
+	qr_buf_puts(&b, " usemap=\"#map-");
+	qr_html_escape(&b, file);
+	qr_buf_puts(&b, "\"><map name=\"map-");
+	qr_html_escape(&b, file);
+	qr_buf_puts(&b, "\">");
+	for (i = 0; i < n_areas; i++) {
+		const struct qr_area *r = &areas[i];
+
+		if (r->index >= n_links)
+			continue;
+		qr_buf_printf(&b, "<area shape=\"rect\" coords=\"%d,%d,%d,%d\"",
+			      r->x0, r->y0, r->x1, r->y1);
+		if (hrefs != NULL && hrefs[r->index] != NULL) {
+			qr_buf_puts(&b, " href=\"");
+			qr_html_escape(&b, hrefs[r->index]);
+			qr_buf_putc(&b, '"');
+		}
+		if (titles != NULL && titles[r->index] != NULL) {
+			qr_buf_puts(&b, " title=\"");
+			qr_html_escape(&b, titles[r->index]);
+			qr_buf_puts(&b, "\" alt=\"");
+			qr_html_escape(&b, titles[r->index]);
+			qr_buf_putc(&b, '"');
+		} else {
+			qr_buf_puts(&b, " alt=\"\"");
+		}
+		qr_buf_putc(&b, '>');
+	}
+	qr_buf_puts(&b, "</map></figure>");
+	return qr_buf_take(&b);
+}
+
+enum qr_status
 qr_report_chart_queue(struct qr_chart_queue *q, cJSON *o, const char *key,
 		      const char *file, const struct qr_chart_spec *spec,
 		      const char *alt, char *const *hrefs,
-		      char *const *titles)
+		      char *const *titles, struct qr_diag *d)
 {
-	struct qr_chart_pending *p = pending_new(q, file);
-	size_t n = spec->n_series > 0 ? spec->series[0].n : 0;
+	struct qr_chart_pending *p;
+	struct qr_area *areas = NULL;
+	size_t n_areas = 0;
+	enum qr_status st;
+	char *html;
 
+	if ((hrefs != NULL || titles != NULL) && spec->n_series > 0 &&
+	    spec->series != NULL && spec->series[0].n <= MAX_AREAS) {
+		if ((st = qr_chart_areas(spec, file, &areas, &n_areas, d)) !=
+		    QR_OK)
+			return st;
+	} else if (spec->n_series == 0 || spec->series == NULL) {
+		return qr_errorf(d, QR_EUSAGE, "chart '%s': no series", file);
+	}
+	html = chart_html(file, spec, alt, hrefs, titles, areas, n_areas);
+	cJSON_AddStringToObject(o, key, html);
+	free(html);
+	free(areas);
+	p = pending_new(q, file);
 	p->spec = qr_chart_spec_copy(spec);
-	p->alt = xstrdup(alt != NULL ? alt : "");
-	p->n_links = n;
-	p->hrefs = copy_strv(hrefs, n);
-	p->titles = copy_strv(titles, n);
-	p->o = o;
-	p->key = xstrdup(key);
 	p->job.spec = p->spec;
-	p->job.want_areas = hrefs != NULL || titles != NULL;
 	qr_chart_pool_add(q->pool, &p->job);
+	return QR_OK;
 }
 
 void
@@ -114,79 +143,12 @@ qr_report_heatmap_queue(struct qr_chart_queue *q, const char *file,
 	qr_chart_pool_add(q->pool, &p->job);
 }
 
-/* The <figure> for a drawn chart. */
-static char *
-chart_html(const struct qr_chart_pending *p, const struct qr_area *areas,
-	   size_t n_areas)
-{
-	struct qr_buf b = {0};
-	size_t i;
-
-	if (n_areas > MAX_AREAS)
-		n_areas = 0;
-	qr_buf_puts(&b, "<figure class=\"chart\"><img src=\"charts/");
-	qr_html_escape(&b, p->file);
-	qr_buf_printf(&b, "\" width=\"%d\" height=\"%d\" alt=\"",
-		      p->spec->width, p->spec->height);
-	qr_html_escape(&b, p->alt);
-	qr_buf_puts(&b, "\" loading=\"lazy\"");
-	if (n_areas == 0) {
-		qr_buf_puts(&b, "></figure>");
-		return qr_buf_take(&b);
-	}
-	qr_buf_puts(&b, " usemap=\"#map-");
-	qr_html_escape(&b, p->file);
-	qr_buf_puts(&b, "\"><map name=\"map-");
-	qr_html_escape(&b, p->file);
-	qr_buf_puts(&b, "\">");
-	for (i = 0; i < n_areas; i++) {
-		const struct qr_area *r = &areas[i];
-
-		if (r->index >= p->n_links)
-			continue;
-		qr_buf_printf(&b, "<area shape=\"rect\" coords=\"%d,%d,%d,%d\"",
-			      r->x0, r->y0, r->x1, r->y1);
-		if (p->hrefs != NULL && p->hrefs[r->index] != NULL) {
-			qr_buf_puts(&b, " href=\"");
-			qr_html_escape(&b, p->hrefs[r->index]);
-			qr_buf_putc(&b, '"');
-		}
-		if (p->titles != NULL && p->titles[r->index] != NULL) {
-			qr_buf_puts(&b, " title=\"");
-			qr_html_escape(&b, p->titles[r->index]);
-			qr_buf_puts(&b, "\" alt=\"");
-			qr_html_escape(&b, p->titles[r->index]);
-			qr_buf_putc(&b, '"');
-		} else {
-			qr_buf_puts(&b, " alt=\"\"");
-		}
-		qr_buf_putc(&b, '>');
-	}
-	qr_buf_puts(&b, "</map></figure>");
-	return qr_buf_take(&b);
-}
-
 enum qr_status
 qr_report_chart_flush(struct qr_chart_queue *q, struct qr_diag *d)
 {
-	enum qr_status st;
-	size_t i;
+	enum qr_status st = qr_chart_pool_finish(q->pool, d);
 
-	st = qr_chart_pool_finish(q->pool, d);
 	q->pool = NULL;
-	for (i = 0; i < q->n; i++) {
-		struct qr_chart_pending *p = q->v[i];
-
-		if (st == QR_OK && p->o != NULL) {
-			char *html = chart_html(p, p->job.areas,
-						p->job.n_areas);
-
-			cJSON_AddStringToObject(p->o, p->key, html);
-			free(html);
-		}
-		free(p->job.areas);
-		p->job.areas = NULL;
-	}
 	return st;
 }
 
@@ -199,17 +161,9 @@ qr_report_chart_queue_free(struct qr_chart_queue *q)
 	qr_chart_pool_finish(q->pool, NULL);
 	q->pool = NULL;
 	for (i = 0; i < q->n; i++) {
-		struct qr_chart_pending *p = q->v[i];
-
-		qr_chart_spec_free(p->spec);
-		free(p->job.areas);
-		free(p->file);
-		free(p->path);
-		free(p->alt);
-		free_strv(p->hrefs, p->n_links);
-		free_strv(p->titles, p->n_links);
-		free(p->key);
-		free(p);
+		qr_chart_spec_free(q->v[i]->spec);
+		free(q->v[i]->path);
+		free(q->v[i]);
 	}
 	free(q->v);
 	q->v = NULL;

@@ -189,21 +189,11 @@ struct cJSON *qr_report_compare_new(const struct qr_compare *c,
 
 /* ---- view.c / charts.c ---- */
 
-/* The template context for a: every page's data, formatted for display,
- * with the charts drawn into chartdir (an existing folder; the pages refer
- * to it as "charts/"). Links to layers go to their pages in L; the gate
- * and compare results are read from json (report.json's tree). *out is a
- * new cJSON tree. QR_EIO from charts. */
-enum qr_status qr_report_view_new(const struct qr_analysis *a,
-				  const struct qr_report_opts *opts,
-				  const struct qr_report_layers *L,
-				  const struct cJSON *json,
-				  const char *chartdir, struct cJSON **out,
-				  struct qr_diag *d);
 /* Charts and heatmaps are drawn on the other cores (a qr_chart_pool) as
- * they are queued while the view is built; the flush draws what is left
- * on this thread too and stores each chart's HTML in its cJSON object
- * under its key. */
+ * they are queued while the view is built; each chart's HTML is stored
+ * when it is queued (its layout, hence its <map>, is measured then), so
+ * the pages can be written before the images are done. The flush draws
+ * what is left on this thread too and waits for the rest. */
 struct qr_chart_pending;
 struct qr_chart_pool;
 struct qr_chart_queue {
@@ -213,25 +203,41 @@ struct qr_chart_queue {
 	struct qr_chart_pool *pool;    /* drawing them; NULL before the
 					  first and after the flush */
 };
+
+/* The template context for a: every page's data, formatted for display,
+ * with its charts queued on q (q->chartdir an existing folder; the pages
+ * refer to it as "charts/"); the caller flushes q once the pages are
+ * written. Links to layers go to their pages in L; the gate and compare
+ * results are read from json (report.json's tree). *out is a new cJSON
+ * tree. QR_EUSAGE for a chart that cannot be laid out. */
+enum qr_status qr_report_view_new(const struct qr_analysis *a,
+				  const struct qr_report_opts *opts,
+				  const struct qr_report_layers *L,
+				  const struct cJSON *json,
+				  struct qr_chart_queue *q,
+				  struct cJSON **out, struct qr_diag *d);
 /* Queue spec (deep-copied) for chartdir/file (file: a name from
- * qr_safe_name + ".png"). Once drawn, o[key] becomes a <figure> with the
- * <img> (width/height = the logical size, alt = alt) and a <map> with one
+ * qr_safe_name + ".png") and set o[key] to a <figure> with the <img>
+ * (width/height = the logical size, alt = alt) and a <map> with one
  * <area> per x index linking hrefs[i] with the tooltip titles[i] (both may
- * be NULL, else they have spec->series[0].n entries; copied; titles are
- * plain text, escaped here). o must outlive the flush. */
-void qr_report_chart_queue(struct qr_chart_queue *q, struct cJSON *o,
-			   const char *key, const char *file,
-			   const struct qr_chart_spec *spec, const char *alt,
-			   char *const *hrefs, char *const *titles);
+ * be NULL, else they have spec->series[0].n entries; used here, not kept;
+ * titles are plain text, escaped here). QR_EUSAGE for an empty spec. */
+enum qr_status qr_report_chart_queue(struct qr_chart_queue *q,
+				     struct cJSON *o, const char *key,
+				     const char *file,
+				     const struct qr_chart_spec *spec,
+				     const char *alt, char *const *hrefs,
+				     char *const *titles, struct qr_diag *d);
 /* Queue a heatmap for chartdir/file (qr_heatmap_write's arguments; v is
  * borrowed until the flush). The caller writes its HTML. */
 void qr_report_heatmap_queue(struct qr_chart_queue *q, const char *file,
 			     const float *v, size_t rows, size_t cols,
 			     int cell, float vmin, float vmax);
-/* Wait for every queued image and store the charts' HTML. QR_EIO or
- * QR_EUSAGE from an image, naming it. */
+/* Wait for every queued image. QR_EIO or QR_EUSAGE from an image, naming
+ * it. */
 enum qr_status qr_report_chart_flush(struct qr_chart_queue *q,
 				     struct qr_diag *d);
+/* Free q (waiting first for images still being drawn). */
 void qr_report_chart_queue_free(struct qr_chart_queue *q);
 
 /* The context of layer i's page (new): its weights, quantization,

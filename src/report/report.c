@@ -596,6 +596,7 @@ build(const struct qr_analysis *a, const struct qr_report_opts *opts,
 	char *layers = qr_path_join(dir, "layers");
 	cJSON *json = NULL, *view = NULL;
 	struct qr_report_layers *L = NULL;
+	struct qr_chart_queue q = { charts, NULL, 0, NULL };
 	struct qr_buf b = {0};
 	int compare = opts != NULL && opts->compare != NULL;
 
@@ -616,10 +617,12 @@ build(const struct qr_analysis *a, const struct qr_report_opts *opts,
 		cJSON_AddItemToObject(json, "compare",
 				      qr_report_compare_new(opts->compare,
 							    json));
-	if ((st = write_json(dir, json, d)) != QR_OK)
-		goto out;
-	if ((st = qr_report_view_new(a, opts, L, json, charts, &view, d)) !=
+	/* the charts are drawn on the other cores from here on, while the
+	 * pages are written */
+	if ((st = qr_report_view_new(a, opts, L, json, &q, &view, d)) !=
 	    QR_OK)
+		goto out;
+	if ((st = write_json(dir, json, d)) != QR_OK)
 		goto out;
 	if ((st = qr_report_graph(a, L, dir, view, d)) != QR_OK)
 		goto out;
@@ -632,11 +635,14 @@ build(const struct qr_analysis *a, const struct qr_report_opts *opts,
 	b.len = strlen(b.data);
 	if ((st = write_buf(dir, "summary.md", &b, d)) != QR_OK)
 		goto out;
+	if ((st = qr_report_chart_flush(&q, d)) != QR_OK)
+		goto out;
 	qr_buf_free(&b);
 	qr_buf_printf(&b, "qreport report %s\n",
 		      opts && opts->version ? opts->version : "");
 	st = write_buf(dir, MARKER, &b, d);
 out:
+	qr_report_chart_queue_free(&q);
 	qr_buf_free(&b);
 	cJSON_Delete(view);
 	cJSON_Delete(json);

@@ -183,7 +183,7 @@ set_index_list(cJSON *o, const char *key, const size_t *v, size_t n)
 
 /* Everything a chart call needs besides the spec. */
 struct chart_ctx {
-	struct qr_chart_queue q; /* charts to draw once the view is built */
+	struct qr_chart_queue *q; /* where charts are drawn */
 	struct qr_diag *d;
 	size_t next;         /* numbers chart files, keeping them unique */
 	const struct qr_report_layers *L; /* layer pages */
@@ -221,14 +221,16 @@ add_chart(struct chart_ctx *cc, cJSON *o, const char *key,
 	  char *const *hrefs, char *const *titles)
 {
 	struct qr_buf file = {0};
+	enum qr_status st;
 	char *f;
 
 	qr_safe_name(&file, prefix, cc->next++, name);
 	qr_buf_puts(&file, ".png");
 	f = qr_buf_take(&file);
-	qr_report_chart_queue(&cc->q, o, key, f, spec, alt, hrefs, titles);
+	st = qr_report_chart_queue(cc->q, o, key, f, spec, alt, hrefs, titles,
+				   cc->d);
 	free(f);
-	return QR_OK;
+	return st;
 }
 
 static void
@@ -342,7 +344,7 @@ weight_heat(struct chart_ctx *cc, cJSON *o, const struct qr_weight_stats *w)
 	f = qr_buf_take(&file);
 	/* One pixel per channel pair; the page scales it up with
 	 * image-rendering: pixelated. */
-	qr_report_heatmap_queue(&cc->q, f, w->heat, w->heat_rows,
+	qr_report_heatmap_queue(cc->q, f, w->heat, w->heat_rows,
 				w->heat_cols, 1, 0.0f, vmax > 0 ? vmax : 1.0f);
 	qr_fmt_num(vbuf, sizeof vbuf, vmax);
 	qr_buf_puts(&b, "<figure class=\"heat\"><img src=\"charts/");
@@ -2437,10 +2439,10 @@ enum qr_status
 qr_report_view_new(const struct qr_analysis *a,
 		   const struct qr_report_opts *opts,
 		   const struct qr_report_layers *L, const cJSON *json,
-		   const char *chartdir, cJSON **out, struct qr_diag *d)
+		   struct qr_chart_queue *q, cJSON **out, struct qr_diag *d)
 {
 	enum qr_status st = QR_OK;
-	struct chart_ctx cc = { { chartdir, NULL, 0, NULL }, d, 0, L, a };
+	struct chart_ctx cc = { q, d, 0, L, a };
 	cJSON *root = cJSON_CreateObject(), *arr, *o;
 	size_t i;
 
@@ -2515,8 +2517,6 @@ qr_report_view_new(const struct qr_analysis *a,
 						  d->warnings[i].msg)));
 	cJSON_AddBoolToObject(root, "has_warnings",
 			      d != NULL && d->n_warnings > 0);
-	if ((st = qr_report_chart_flush(&cc.q, d)) != QR_OK)
-		goto out;
 	layers_table(a, L, root);
 	worst_acts_view(a, &cc, root);
 	gate_view(&cc, json, root);
@@ -2526,7 +2526,6 @@ qr_report_view_new(const struct qr_analysis *a,
 	*out = root;
 	root = NULL;
 out:
-	qr_report_chart_queue_free(&cc.q);
 	cJSON_Delete(root);
 	return st;
 }
