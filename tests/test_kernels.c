@@ -1852,7 +1852,7 @@ test_simd_matches_portable(void)
 static void
 test_maxpool_simd(void)
 {
-	int h, k, s, pd, d, cm, cases = 0, bad = 0;
+	int h, k, s, pd, d, cm, cases = 0, bad = 0, bad8 = 0;
 	unsigned seed = 7;
 
 	for (h = 1; h <= 23; h += 3)
@@ -1864,6 +1864,8 @@ test_maxpool_simd(void)
 	struct qr_pool_params p = {0};
 	size_t oh, ow, n, no, i;
 	float *x, *a, *b;
+	uint8_t *x8, *a8, *b8;
+	int sg;
 
 	p.n = 1;
 	p.c = 2;
@@ -1897,11 +1899,31 @@ test_maxpool_simd(void)
 	if (memcmp(a, b, no * sizeof *a) != 0 && bad++ == 0)
 		diag("first difference: h %d k %d stride %d pad %d dil %d "
 		     "ceil %d", h, k, s, pd, d, cm);
+	x8 = xmalloc(n);
+	a8 = xmalloc(no);
+	b8 = xmalloc(no);
+	for (i = 0; i < n; i++)
+		x8[i] = (uint8_t)(x[i] * 7.0f);
+	for (sg = 0; sg <= 1; sg++) {
+		qr_maxpool_q8(&p, x8, sg, a8);
+		qr_kernels_force_portable(1);
+		qr_maxpool_q8(&p, x8, sg, b8);
+		qr_kernels_force_portable(0);
+		if (memcmp(a8, b8, no) != 0 && bad8++ == 0)
+			diag("first q8 difference: %s h %d k %d stride %d "
+			     "pad %d dil %d ceil %d", sg ? "s8" : "u8", h, k,
+			     s, pd, d, cm);
+	}
+	free(x8);
+	free(a8);
+	free(b8);
 	free(x);
 	free(a);
 	free(b);
 						}
 	ok(bad == 0, "maxpool f32: simd = portable on %d shapes", cases);
+	ok(bad8 == 0, "maxpool u8 and s8: simd = portable on %d shapes",
+	   cases);
 }
 
 int

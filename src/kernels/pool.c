@@ -108,108 +108,153 @@ taps_of(size_t o, size_t in, size_t k, size_t s, size_t pb, size_t pe,
 	}
 
 #ifdef QR_POOL_AVX512
-/* Max of one output from its valid taps, as POOL_LOOP's step. */
-static float
-max_taps(const struct qr_pool_params *p, const float *xp, struct taps th,
-	 size_t ow)
-{
-	struct taps tw = taps_of(ow, p->w, p->kw, p->stride_w, p->pad_l,
-				 p->pad_r, p->dil_w);
-	float m = -INFINITY;
-	size_t i, j;
-
-	for (i = 0; i < p->kh; i++) {
-		ptrdiff_t ih = th.start + (ptrdiff_t)(i * p->dil_h);
-
-		if (ih < 0 || ih >= (ptrdiff_t)p->h)
-			continue;
-		for (j = 0; j < p->kw; j++) {
-			ptrdiff_t iw = tw.start + (ptrdiff_t)(j * p->dil_w);
-			float v;
-
-			if (iw < 0 || iw >= (ptrdiff_t)p->w)
-				continue;
-			v = xp[ih * (ptrdiff_t)p->w + iw];
-			m = v > m ? v : m;
-		}
+/*
+ * MaxPool with AVX-512, stride 1 or 2 across: outputs whose taps all lie
+ * inside the row go 16 at a time; the few at the edges take the scalar
+ * taps. MAXPOOL_AVX512 makes one function per element type: VT is the
+ * vector type, LOAD(q, mask) reads up to 16 consecutive elements into
+ * lanes (zero elsewhere), EVEN(lo, hi) keeps lanes 0, 2, .. of the 32,
+ * VMAX(v, m) is the scalar step m = v > m ? v : m (max_ps(v, m) keeps m
+ * when v is NaN, as the scalar compare does), STORE writes the lanes.
+ * The scalar taps use the same INIT and step as POOL_LOOP.
+ */
+#define MAXPOOL_AVX512(NAME, T, ACC, INIT, VT, VINIT, LOAD, EVEN, VMAX,    \
+		       STORE)                                               \
+	static __attribute__((target("avx512f,avx512bw,avx512vl"))) void    \
+	NAME(const struct qr_pool_params *p, const T *x, T *y)              \
+	{                                                                   \
+		size_t oh_n = qr_pool_out_h(p), ow_n = qr_pool_out_w(p);    \
+		size_t s = p->stride_w, span = (p->kw - 1) * p->dil_w;      \
+		size_t lo = (p->pad_l + s - 1) / s, hi = 0, pl, oh, ow, i, j;\
+		if (p->w + p->pad_l > span)                                 \
+			hi = (p->w + p->pad_l - span - 1) / s + 1;          \
+		if (hi > ow_n)                                              \
+			hi = ow_n;                                          \
+		if (lo > hi)                                                \
+			lo = hi;                                            \
+		for (pl = 0; pl < p->n * p->c; pl++) {                      \
+			const T *xp = x + pl * p->h * p->w;                 \
+			T *yp = y + pl * oh_n * ow_n;                       \
+			for (oh = 0; oh < oh_n; oh++) {                     \
+				struct taps th = taps_of(oh, p->h, p->kh,   \
+				    p->stride_h, p->pad_t, p->pad_b,        \
+				    p->dil_h);                              \
+				T *yr = yp + oh * ow_n;                     \
+				for (ow = 0; ow < ow_n; ow++) {             \
+					ACC m = INIT;                       \
+					struct taps tw;                     \
+					if (ow == lo && lo < hi) {          \
+						ow = hi - 1;                \
+						continue;                   \
+					}                                   \
+					tw = taps_of(ow, p->w, p->kw,       \
+					    p->stride_w, p->pad_l, p->pad_r,\
+					    p->dil_w);                      \
+					for (i = 0; i < p->kh; i++) {       \
+						ptrdiff_t ih = th.start +   \
+						    (ptrdiff_t)(i * p->dil_h);\
+						if (ih < 0 ||               \
+						    ih >= (ptrdiff_t)p->h)  \
+							continue;           \
+						for (j = 0; j < p->kw; j++) {\
+							ptrdiff_t iw =      \
+							    tw.start +      \
+							    (ptrdiff_t)(j * \
+							    p->dil_w);      \
+							T v;                \
+							if (iw < 0 || iw >= \
+							    (ptrdiff_t)p->w)\
+								continue;   \
+							v = xp[ih *         \
+							    (ptrdiff_t)p->w \
+							    + iw];          \
+							m = v > m ? v : m;  \
+						}                           \
+					}                                   \
+					yr[ow] = (T)m;                      \
+				}                                           \
+				for (ow = lo; ow < hi; ow += 16) {          \
+					size_t left = hi - ow < 16 ?        \
+						      hi - ow : 16;         \
+					__mmask16 mk = (__mmask16)          \
+						((1u << left) - 1);         \
+					VT acc = VINIT;                     \
+					for (i = 0; i < p->kh; i++) {       \
+						ptrdiff_t ih = th.start +   \
+						    (ptrdiff_t)(i * p->dil_h);\
+						const T *r;                 \
+						if (ih < 0 ||               \
+						    ih >= (ptrdiff_t)p->h)  \
+							continue;           \
+						r = xp + ih *               \
+						    (ptrdiff_t)p->w +       \
+						    ow * s - p->pad_l;      \
+						for (j = 0; j < p->kw; j++) {\
+							const T *q = r +    \
+							    j * p->dil_w;   \
+							VT v;               \
+							if (s == 1) {       \
+								v = LOAD(q, \
+								    mk);    \
+							} else {            \
+								size_t nl = \
+								2 * left - 1;\
+								__mmask16   \
+								m0 = nl >= 16\
+								? 0xffff :  \
+								(__mmask16) \
+								((1u << nl) \
+								- 1);       \
+								__mmask16   \
+								m1 = nl > 16\
+								? (__mmask16)\
+								((1u << (nl \
+								- 16)) - 1) \
+								: 0;        \
+								v = EVEN(   \
+								LOAD(q, m0),\
+								LOAD(q + 16,\
+								m1));       \
+							}                   \
+							acc = VMAX(v, acc); \
+						}                           \
+					}                                   \
+					STORE(yr + ow, mk, acc);            \
+				}                                           \
+			}                                                   \
+		}                                                           \
 	}
-	return m;
+
+static inline __attribute__((always_inline, target("avx512f"))) __m512i
+even32(__m512i lo, __m512i hi)
+{
+	return _mm512_permutex2var_epi32(lo, _mm512_set_epi32(
+		30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0), hi);
 }
 
-/*
- * Stride 1 or 2 across: outputs whose taps all lie inside the row go 16
- * at a time (max_ps(v, m) is v > m ? v : m, the scalar step, NaN
- * included); the few at the edges take max_taps.
- */
-static __attribute__((target("avx512f"))) void
-maxpool_f32_avx512(const struct qr_pool_params *p, const float *x, float *y)
+#define F_LOAD(q, mk) _mm512_maskz_loadu_ps(mk, q)
+#define F_EVEN(lo, hi) _mm512_castsi512_ps(even32(_mm512_castps_si512(lo), \
+						  _mm512_castps_si512(hi)))
+#define F_MAX(v, m) _mm512_max_ps(v, m)
+#define F_STORE(d, mk, v) _mm512_mask_storeu_ps(d, mk, v)
+#define U8_LOAD(q, mk) _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mk, q))
+#define S8_LOAD(q, mk) _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(mk, q))
+#define I_MAX(v, m) _mm512_max_epi32(v, m)
+#define I8_STORE(d, mk, v) _mm512_mask_cvtepi32_storeu_epi8(d, mk, v)
+
+MAXPOOL_AVX512(maxpool_f32_avx512, float, float, -INFINITY, __m512,
+	       _mm512_set1_ps(-INFINITY), F_LOAD, F_EVEN, F_MAX, F_STORE)
+MAXPOOL_AVX512(maxpool_u8_avx512, uint8_t, int, 0, __m512i,
+	       _mm512_setzero_si512(), U8_LOAD, even32, I_MAX, I8_STORE)
+MAXPOOL_AVX512(maxpool_s8_avx512, int8_t, int, -128, __m512i,
+	       _mm512_set1_epi32(-128), S8_LOAD, even32, I_MAX, I8_STORE)
+
+/* The AVX-512 paths take strides 1 and 2 across. */
+static int
+maxpool_simd(const struct qr_pool_params *p)
 {
-	size_t oh_n = qr_pool_out_h(p), ow_n = qr_pool_out_w(p);
-	size_t s = p->stride_w, span = (p->kw - 1) * p->dil_w;
-	size_t lo = (p->pad_l + s - 1) / s, hi = 0, pl, oh, ow, i, j;
-	const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16,
-					      14, 12, 10, 8, 6, 4, 2, 0);
-
-	/* interior: ow * s - pad_l >= 0 and ow * s - pad_l + span < w */
-	if (p->w + p->pad_l > span)
-		hi = (p->w + p->pad_l - span - 1) / s + 1;
-	if (hi > ow_n)
-		hi = ow_n;
-	if (lo > hi)
-		lo = hi;
-	for (pl = 0; pl < p->n * p->c; pl++) {
-		const float *xp = x + pl * p->h * p->w;
-		float *yp = y + pl * oh_n * ow_n;
-
-		for (oh = 0; oh < oh_n; oh++) {
-			struct taps th = taps_of(oh, p->h, p->kh, p->stride_h,
-						 p->pad_t, p->pad_b, p->dil_h);
-			float *yr = yp + oh * ow_n;
-
-			for (ow = 0; ow < lo; ow++)
-				yr[ow] = max_taps(p, xp, th, ow);
-			for (ow = lo; ow < hi; ow += 16) {
-				size_t left = hi - ow < 16 ? hi - ow : 16;
-				__mmask16 m = (__mmask16)((1u << left) - 1);
-				__m512 acc = _mm512_set1_ps(-INFINITY);
-
-				for (i = 0; i < p->kh; i++) {
-					ptrdiff_t ih = th.start +
-						       (ptrdiff_t)(i * p->dil_h);
-					const float *r;
-
-					if (ih < 0 || ih >= (ptrdiff_t)p->h)
-						continue;
-					r = xp + ih * (ptrdiff_t)p->w +
-					    ow * s - p->pad_l;
-					for (j = 0; j < p->kw; j++) {
-						const float *q = r + j * p->dil_w;
-						__m512 v;
-
-						if (s == 1) {
-							v = _mm512_maskz_loadu_ps(m, q);
-						} else {
-							/* lanes 2i of q[0..2*left-1) */
-							size_t nl = 2 * left - 1;
-							__mmask16 m0 = nl >= 16 ?
-								(__mmask16)0xffff :
-								(__mmask16)((1u << nl) - 1);
-							__mmask16 m1 = nl > 16 ?
-								(__mmask16)((1u << (nl - 16)) - 1) : 0;
-
-							v = _mm512_permutex2var_ps(
-								_mm512_maskz_loadu_ps(m0, q), even,
-								_mm512_maskz_loadu_ps(m1, q + 16));
-						}
-						acc = _mm512_mask_max_ps(acc, m, v, acc);
-					}
-				}
-				_mm512_mask_storeu_ps(yr + ow, m, acc);
-			}
-			for (ow = hi; ow < ow_n; ow++)
-				yr[ow] = max_taps(p, xp, th, ow);
-		}
-	}
+	return (qr_kernels_cpu_features() & QR_CPU_AVX512BW) &&
+	       (p->stride_w == 1 || p->stride_w == 2);
 }
 #endif
 
@@ -219,8 +264,7 @@ qr_maxpool_f32(const struct qr_pool_params *p, const float *x, float *y)
 	float m;
 
 #ifdef QR_POOL_AVX512
-	if ((qr_kernels_cpu_features() & QR_CPU_AVX512BW) &&
-	    (p->stride_w == 1 || p->stride_w == 2)) {
+	if (maxpool_simd(p)) {
 		maxpool_f32_avx512(p, x, y);
 		return;
 	}
@@ -251,6 +295,15 @@ void
 qr_maxpool_q8(const struct qr_pool_params *p, const void *x, int is_signed,
 	      void *y)
 {
+#ifdef QR_POOL_AVX512
+	if (maxpool_simd(p)) {
+		if (is_signed)
+			maxpool_s8_avx512(p, x, y);
+		else
+			maxpool_u8_avx512(p, x, y);
+		return;
+	}
+#endif
 	if (is_signed)
 		maxpool_s8(p, x, y);
 	else
