@@ -287,6 +287,16 @@ test_escape(void)
 	ok(strlen(s) == 1000 + 3 && strcmp(s + 1000, "\xe2\x80\xa6") == 0,
 	   "html escape: long strings cut at 1000 characters");
 	free(s);
+	longs[1000] = '\0';
+	s = escaped(qr_html_escape, longs);
+	ok(strcmp(s, longs) == 0, "html escape: 1000 characters are kept whole");
+	free(s);
+	memcpy(longs + 999, "\xc3\xa9<z", 5); /* é, then past the cut */
+	s = escaped(qr_html_escape, longs);
+	ok(strlen(s) == 999 + 2 + 3 && memcmp(s + 998, "x\xc3\xa9\xe2\x80\xa6",
+						6) == 0,
+	   "html escape: the cut counts characters, not bytes");
+	free(s);
 	free(longs);
 	s = escaped(qr_md_escape, "a|b*c_d`e<f>[g]\nh");
 	ok(strcmp(s, "a\\|b\\*c\\_d\\`e&lt;f&gt;\\[g\\] h") == 0,

@@ -1373,12 +1373,22 @@ lay_out(cairo_t *cr, const struct qr_chart_spec *spec, struct layout *L)
 static cairo_t *
 new_context(int w, int h)
 {
+	static const cairo_user_data_key_t key;
+	int stride = cairo_format_stride_for_width(CAIRO_FORMAT_ARGB32,
+						   w * SCALE);
+	/* not zeroed (cairo's own surfaces are): every chart paints its
+	 * white background first */
+	unsigned char *px = xreallocarray(NULL, (size_t)(h * SCALE),
+					  (size_t)stride);
 	cairo_surface_t *surf;
 	cairo_t *cr;
 
-	surf = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, w * SCALE,
-					  h * SCALE);
-	if (cairo_surface_status(surf) != CAIRO_STATUS_SUCCESS)
+	surf = cairo_image_surface_create_for_data(px, CAIRO_FORMAT_ARGB32,
+						   w * SCALE, h * SCALE,
+						   stride);
+	if (cairo_surface_status(surf) != CAIRO_STATUS_SUCCESS ||
+	    cairo_surface_set_user_data(surf, &key, px, free) !=
+		    CAIRO_STATUS_SUCCESS)
 		qr_fatal("cairo: %s",
 			 cairo_status_to_string(cairo_surface_status(surf)));
 	cr = cairo_create(surf);

@@ -309,78 +309,90 @@ histogram(struct hist *h, struct runs *r, const uint8_t *data, int w,
 	return n == 0 || run_add(h, r, c & 0xffffff, n);
 }
 
-/* Squared distance, weighted 2:4:3 (R:G:B) for the eye's sensitivity. */
-static uint32_t
-dist2(uint32_t a, uint32_t b)
-{
-	int dr = (int)(a >> 16 & 0xff) - (int)(b >> 16 & 0xff);
-	int dg = (int)(a >> 8 & 0xff) - (int)(b >> 8 & 0xff);
-	int db = (int)(a & 0xff) - (int)(b & 0xff);
-
-	return (uint32_t)(2 * dr * dr + 4 * dg * dg + 3 * db * db);
-}
-
 /*
  * Choose up to PAL_MAX entries among the colours of h and give every
  * colour its entry (h->idx). At most PAL_MAX colours: all of them, exact.
  * More: greedily, the colour whose pixels are the farthest from the
  * palette so far, weighted by their count (a deterministic k-means++
  * seeding), which picks the inks first and then spreads the edge shades
- * evenly. Returns the entry count.
+ * evenly. Distances are squared, weighted 2:4:3 (R:G:B) for the eye's
+ * sensitivity. Returns the entry count.
  */
 static int
 choose_palette(struct hist *h, png_color *pal)
 {
-	uint32_t *col = xreallocarray(NULL, h->n, sizeof *col);
-	uint32_t *cnt = xreallocarray(NULL, h->n, sizeof *cnt);
-	uint32_t *best = xreallocarray(NULL, h->n, sizeof *best);
+	int32_t *r = xreallocarray(NULL, 3 * h->n, sizeof *r), *g, *b;
+	uint32_t *cnt = xreallocarray(NULL, 2 * h->n, sizeof *cnt), *best;
 	uint8_t *near = xcalloc(h->n, 1);
-	size_t i, k, n = 0, pick;
+	size_t i, k, n = 0, pick = 0;
 	int np = 0;
 
-	for (i = 0; i < h->cap; i++)
-		if (h->key[i] != 0) {
-			col[n] = h->key[i] - 1;
-			cnt[n] = h->count[i];
-			best[n] = UINT32_MAX;
-			n++;
+	g = r + h->n;
+	b = g + h->n;
+	best = cnt + h->n;
+	h->idx = xcalloc(h->cap, 1);
+	for (i = 0; i < h->cap; i++) {
+		uint32_t c = h->key[i] - 1;
+
+		if (h->key[i] == 0)
+			continue;
+		if (h->n <= PAL_MAX) {
+			pal[n].red = (png_byte)(c >> 16);
+			pal[n].green = (png_byte)(c >> 8);
+			pal[n].blue = (png_byte)c;
+			h->idx[i] = (uint8_t)n;
 		}
-	while (np < PAL_MAX) {
+		r[n] = (int32_t)(c >> 16 & 0xff);
+		g[n] = (int32_t)(c >> 8 & 0xff);
+		b[n] = (int32_t)(c & 0xff);
+		cnt[n] = h->count[i];
+		best[n] = UINT32_MAX;
+		if (cnt[n] > cnt[pick])
+			pick = n;
+		n++;
+	}
+	if (n <= PAL_MAX) {
+		np = (int)n;
+		goto out;
+	}
+	/* pick, then update every colour's distance and find the next */
+	for (np = 0; np < PAL_MAX; np++) {
+		int32_t pr = r[pick], pg = g[pick], pb = b[pick];
 		uint64_t top = 0;
+		size_t next = n;
 
-		pick = n;
+		pal[np].red = (png_byte)pr;
+		pal[np].green = (png_byte)pg;
+		pal[np].blue = (png_byte)pb;
 		for (k = 0; k < n; k++) {
-			uint64_t score = (uint64_t)cnt[k] *
-					 (best[k] == UINT32_MAX ?
-						  UINT32_MAX : best[k]);
-
-			if (score > top) {
-				top = score;
-				pick = k;
-			}
-		}
-		if (pick == n)
-			break; /* every colour is in the palette */
-		pal[np].red = (png_byte)(col[pick] >> 16);
-		pal[np].green = (png_byte)(col[pick] >> 8);
-		pal[np].blue = (png_byte)col[pick];
-		for (k = 0; k < n; k++) {
-			uint32_t e = dist2(col[k], col[pick]);
+			int32_t dr = r[k] - pr, dg = g[k] - pg, db = b[k] - pb;
+			uint32_t e = (uint32_t)(2 * dr * dr + 4 * dg * dg +
+						3 * db * db);
+			uint64_t score;
 
 			if (e < best[k]) {
 				best[k] = e;
 				near[k] = (uint8_t)np;
 			}
+			score = (uint64_t)cnt[k] * best[k];
+			if (score > top) {
+				top = score;
+				next = k;
+			}
 		}
-		np++;
+		if (next == n) {
+			np++;
+			break; /* every colour is in the palette */
+		}
+		pick = next;
 	}
-	h->idx = xcalloc(h->cap, 1);
-	for (k = 0; k < n; k++)
-		h->idx[hist_slot(h, col[k])] = near[k];
+	for (i = 0, k = 0; i < h->cap; i++)
+		if (h->key[i] != 0)
+			h->idx[i] = near[k++];
+out:
 	free(near);
-	free(best);
 	free(cnt);
-	free(col);
+	free(r);
 	return np;
 }
 

@@ -48,6 +48,22 @@ pending_new(struct qr_chart_queue *q, const char *file)
 	return p;
 }
 
+/* Append v in decimal: a chart's <map> has thousands of coordinates. */
+static void
+put_int(struct qr_buf *b, int v)
+{
+	char tmp[16];
+	size_t n = sizeof tmp;
+	unsigned u = v < 0 ? 0u - (unsigned)v : (unsigned)v;
+
+	do
+		tmp[--n] = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (v < 0)
+		tmp[--n] = '-';
+	qr_buf_append(b, tmp + n, sizeof tmp - n);
+}
+
 /* The <figure> of chart file (spec) with a <map> of its areas. */
 static char *
 chart_html(const char *file, const struct qr_chart_spec *spec,
@@ -77,8 +93,15 @@ chart_html(const char *file, const struct qr_chart_spec *spec,
 
 		if (r->index >= n_links)
 			continue;
-		qr_buf_printf(&b, "<area shape=\"rect\" coords=\"%d,%d,%d,%d\"",
-			      r->x0, r->y0, r->x1, r->y1);
+		qr_buf_puts(&b, "<area shape=\"rect\" coords=\"");
+		put_int(&b, r->x0);
+		qr_buf_putc(&b, ',');
+		put_int(&b, r->y0);
+		qr_buf_putc(&b, ',');
+		put_int(&b, r->x1);
+		qr_buf_putc(&b, ',');
+		put_int(&b, r->y1);
+		qr_buf_putc(&b, '"');
 		if (hrefs != NULL && hrefs[r->index] != NULL) {
 			qr_buf_puts(&b, " href=\"");
 			qr_html_escape(&b, hrefs[r->index]);

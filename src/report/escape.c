@@ -52,6 +52,20 @@ qr_html_escape(struct qr_buf *b, const char *s)
 	if (s == NULL)
 		return;
 	while (*p != '\0') {
+		const unsigned char *q = p;
+
+		/* a run of plain ASCII goes in one append (chart maps hold
+		 * megabytes of it) */
+		while (*q >= 0x20 && *q < 0x7f && *q != '&' && *q != '<' &&
+		       *q != '>' && *q != '"' && *q != '\'' &&
+		       chars + (size_t)(q - p) < QR_HTML_MAX_CHARS)
+			q++;
+		if (q > p) {
+			qr_buf_append(b, p, (size_t)(q - p));
+			chars += (size_t)(q - p);
+			p = q;
+			continue;
+		}
 		if (chars++ == QR_HTML_MAX_CHARS) {
 			qr_buf_puts(b, "\xe2\x80\xa6"); /* … */
 			break;
