@@ -163,6 +163,144 @@ check_prefixes(const char *name, size_t slack)
 	free(path);
 }
 
+/*
+ * Write into out a bottom-up BMP (40-byte header) of w x h pixels at bpp
+ * 1, 4 or 8 bits, whose pixel data starts at byte `offset` (54 + 4 x the
+ * palette's colours for a well-formed file), with the n_pal colours of pal
+ * (RGB) and pixel indices idx (row by row, top row first). Returns the
+ * file's size.
+ */
+static size_t
+make_bmp(uint8_t *out, int w, int h, int bpp, long offset,
+	 const uint8_t (*pal)[3], int n_pal, const uint8_t *idx)
+{
+	size_t stride = ((size_t)w * bpp + 31) / 32 * 4;
+	size_t n = (size_t)offset + stride * h, i;
+	uint32_t hdr[13] = {(uint32_t)n, 0, (uint32_t)offset, 40,
+			    (uint32_t)w, (uint32_t)h,
+			    1u | (uint32_t)bpp << 16, 0, 0, 0, 0,
+			    (uint32_t)n_pal, 0};
+	int x, y, k;
+
+	memset(out, 0, n);
+	out[0] = 'B';
+	out[1] = 'M';
+	for (i = 0; i < 13; i++)
+		for (k = 0; k < 4; k++)
+			out[2 + 4 * i + k] = (uint8_t)(hdr[i] >> (8 * k));
+	for (k = 0; k < n_pal && 54 + 4 * k + 3 <= offset; k++) {
+		out[54 + 4 * k] = pal[k][2];
+		out[54 + 4 * k + 1] = pal[k][1];
+		out[54 + 4 * k + 2] = pal[k][0];
+	}
+	for (y = 0; y < h; y++)
+		for (x = 0; x < w; x++) {
+			uint8_t *b = out + offset + stride * (h - 1 - y) +
+				     (size_t)x * bpp / 8;
+
+			*b |= (uint8_t)(idx[y * w + x]
+					<< (8 - bpp - x * bpp % 8));
+		}
+	return n;
+}
+
+/* stb 2.27 keeps a BMP's palette in an uninitialized stack array sized
+ * from the gap before the pixels: a pixel naming a colour the palette
+ * lacks, or a gap too small for any colour, must be refused, not decoded
+ * from stack garbage; a short palette that covers the pixels decodes. */
+static void
+check_bmp_palette(void)
+{
+	static const uint8_t pal[3][3] = {{10, 20, 30}, {40, 50, 60},
+					  {70, 80, 90}};
+	static const uint8_t want[9] = {70, 80, 90, 10, 20, 30, 40, 50, 60};
+	uint8_t idx[256], *bmp = xcalloc(512, 1);
+	struct qr_diag d = {0};
+	struct qr_image im;
+	enum qr_status st;
+	size_t n;
+	int i;
+
+	idx[0] = 2;
+	idx[1] = 0;
+	idx[2] = 1;
+	n = make_bmp(bmp, 3, 1, 4, 54 + 12, pal, 3, idx);
+	st = qr_image_decode(bmp, n, "pal3.bmp", &im, &d);
+	ok(st == QR_OK && im.w == 3 && im.h == 1 && im.channels == 3 &&
+	   memcmp(im.px, want, sizeof want) == 0,
+	   "4-bit BMP with a 3-colour palette decodes (%s)", d.msg);
+	qr_image_free(&im);
+	qr_diag_clear(&d);
+
+	idx[2] = 3;
+	n = make_bmp(bmp, 3, 1, 4, 54 + 12, pal, 3, idx);
+	st = qr_image_decode(bmp, n, "pal3.bmp", &im, &d);
+	ok(st == QR_EFORMAT && strstr(d.msg, "colour 3 of a 3-colour") &&
+	   im.px == NULL,
+	   "4-bit BMP naming colour 3 of a 3-colour palette refused (%s)",
+	   d.msg);
+	qr_image_free(&im);
+	qr_diag_clear(&d);
+
+	/* pixels inside the header: stb computes a palette of -6 colours,
+	 * reads none, skips to the end of its 128-byte buffer and decodes
+	 * the pixels it reads from there (the 128 trailing bytes keep that
+	 * within the file) with the uninitialized stack array */
+	for (i = 0; i < 256; i++)
+		idx[i] = (uint8_t)i;
+	n = make_bmp(bmp, 16, 16, 8, 30, pal, 0, idx);
+	memset(bmp + n, 0, 128);
+	st = qr_image_decode(bmp, n + 128, "nopal.bmp", &im, &d);
+	ok(st == QR_EFORMAT && strstr(d.msg, "no room for a palette") &&
+	   im.px == NULL,
+	   "8-bit BMP whose pixels start inside its header refused (%s)",
+	   d.msg);
+	qr_image_free(&im);
+	qr_diag_clear(&d);
+	free(bmp);
+}
+
+/* Decode buf, keeping the refusal's message in msg (n bytes). */
+static enum qr_status
+decode_msg(const uint8_t *buf, size_t len, char *msg, size_t n)
+{
+	struct qr_diag d = {0};
+	struct qr_image im;
+	enum qr_status st = qr_image_decode(buf, len, "x", &im, &d);
+
+	snprintf(msg, n, "%s", d.msg);
+	qr_image_free(&im);
+	qr_diag_clear(&d);
+	return st;
+}
+
+/* stb keeps its failure reason in a static that only failures set, and a
+ * scan naming a component the frame lacks sets none: that refusal must
+ * still give its own message, not "(null)" nor the previous image's. */
+static void
+check_own_reason(void)
+{
+	/* 8x8 gray baseline JPEG whose scan names component 2 */
+	static const uint8_t sos_bad_comp[] = {
+		0xff, 0xd8, 0xff, 0xc0, 0x00, 0x0b, 0x08, 0x00, 0x08, 0x00,
+		0x08, 0x01, 0x01, 0x11, 0x00, 0xff, 0xda, 0x00, 0x08, 0x01,
+		0x02, 0x00, 0x00, 0x3f, 0x00, 0x00, 0x00, 0xff, 0xd9};
+	static const uint8_t bad_bmp[] = {'B', 'M', 'x', 'x'};
+	char first[256], other[256], again[256];
+	enum qr_status s1, s2, s3;
+
+	s1 = decode_msg(sos_bad_comp, sizeof sos_bad_comp, first,
+			sizeof first);
+	s2 = decode_msg(bad_bmp, sizeof bad_bmp, other, sizeof other);
+	s3 = decode_msg(sos_bad_comp, sizeof sos_bad_comp, again,
+			sizeof again);
+	ok(s1 == QR_EFORMAT && s2 == QR_EFORMAT && s3 == QR_EFORMAT &&
+	   strcmp(first, again) == 0 && strstr(first, "(null)") == NULL,
+	   "a JPEG scan naming a missing component is refused with the same "
+	   "message before and after another refusal ('%s', then '%s')",
+	   first, again);
+}
+
 static void
 test_decode(void)
 {
@@ -228,6 +366,8 @@ test_decode(void)
 	check_prefixes("img.jpg", 0);
 	check_prefixes("img.bmp", 3); /* the last row's padding may go */
 	check_prefixes("rgb.png", 12); /* IEND is not required */
+	check_own_reason();
+	check_bmp_palette();
 }
 
 /* ---- preprocessing ---- */

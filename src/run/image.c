@@ -12,8 +12,12 @@
  * pixels (alpha included) exceed QR_IMAGE_MAX_BYTES, is refused from its
  * header, before any pixel buffer is allocated.
  * Hostile files: a JPEG Huffman table listing over 256 codes (which
- * overflows stb 2.27) and a BMP claiming more pixel rows than the file
- * holds (which stb would decode as zeros, slowly) are refused up front.
+ * overflows stb 2.27), a BMP claiming more pixel rows than the file holds
+ * (which stb would decode as zeros, slowly) and a BMP whose pixels name
+ * colours its palette lacks (which stb would take from uninitialized
+ * stack memory) are refused up front.
+ * Every block stb allocates starts zeroed, so that a decode never depends
+ * on what earlier work left in the heap (see STBI_MALLOC below).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -35,6 +39,21 @@
 #define STBI_ONLY_JPEG
 #define STBI_ONLY_BMP
 #define STBI_MAX_DIMENSIONS QR_IMAGE_MAX_SIDE
+/* Zeroed allocations. stb 2.27 mallocs its JPEG decoder state
+ * (stbi__jpeg, 18.5 KiB) without clearing it, and a scan may name a
+ * Huffman or quantization table the file never defined: stb then decodes
+ * with whatever the heap held there, which for some contents indexes far
+ * outside the table (stbi__jpeg_huff_decode: h->size[c], h->values[c],
+ * stbi__bmask[h->size[c]]) and for others gives different pixels or
+ * errors. An undefined table is all zeros with calloc: every code decodes
+ * to symbol 0 (DC difference 0, end of block) with quantizer 0, the same
+ * flat result every time, as later stb releases give (stbi__jpeg_load
+ * clears the state since nothings/stb#1297). Files that define their
+ * tables decode as before. Only JPEG and BMP are compiled in, and neither
+ * reallocs. */
+#define STBI_MALLOC(sz) calloc(1, (sz))
+#define STBI_REALLOC(p, sz) realloc((p), (sz))
+#define STBI_FREE(p) free(p)
 /* File-wide: GCC reports the prototypes STBI_ONLY_* leaves undefined at
  * the end of the file, outside any push/pop. */
 #pragma GCC diagnostic ignored "-Wunused-function"
@@ -318,6 +337,90 @@ bmp_check_size(const uint8_t *b, size_t len, int w, int h, const char *what,
 	return QR_OK;
 }
 
+/*
+ * stb's reason for the failure just seen, after stb_reason_clear. stb
+ * 2.27 keeps the reason in a static (stbi__g_failure_reason, visible here
+ * because the implementation is compiled into this file) that only
+ * failures set, and some of its failures set none (a scan naming a
+ * component the frame lacks): the message would be the previous image's,
+ * or NULL.
+ */
+static void
+stb_reason_clear(void)
+{
+	stbi__g_failure_reason = NULL;
+}
+
+static const char *
+stb_reason(void)
+{
+	const char *r = stbi_failure_reason();
+
+	return r != NULL ? r : "corrupt file";
+}
+
+/*
+ * Refuse a paletted BMP (1, 4 or 8 bits per pixel) whose pixels name a
+ * colour its palette lacks. stb 2.27 keeps the palette in an uninitialized
+ * 256-entry stack array and sizes it from the gap between the header and
+ * the pixels (psize below, as stb computes it), not from the header's
+ * colour count; a gap too small for even one entry gives a negative size,
+ * which stb does not refuse. A missing entry would be decoded as whatever
+ * the stack held, different from one image to the next. Called once the
+ * file is known to hold w x h pixels (bmp_check_size); they start at the
+ * header's offset whenever psize >= 1.
+ */
+static enum qr_status
+bmp_check_palette(const uint8_t *b, size_t len, int w, int h,
+		  const char *what, struct qr_diag *d)
+{
+	long offset, hsz, psize;
+	size_t bpp, stride, x, y, at;
+	unsigned v;
+
+	if (len < 30)
+		return QR_OK;	/* stb has refused it already */
+	offset = (long)(int32_t)((uint32_t)b[10] | (uint32_t)b[11] << 8 |
+				 (uint32_t)b[12] << 16 | (uint32_t)b[13] << 24);
+	hsz = (long)((uint32_t)b[14] | (uint32_t)b[15] << 8 |
+		     (uint32_t)b[16] << 16 | (uint32_t)b[17] << 24);
+	bpp = hsz == 12 ? (size_t)(b[24] | b[25] << 8) :
+			  (size_t)(b[28] | b[29] << 8);
+	if ((bpp != 1 && bpp != 4 && bpp != 8) || offset < 0)
+		return QR_OK;	/* no palette, or stb refuses */
+	/* stb: (offset - 14 - 24) / 3 for OS/2 headers, else
+	 * (offset - 14 - hsz) >> 2 (rounding down) */
+	if (hsz == 12)
+		psize = (offset - 38) / 3;
+	else
+		psize = offset - 14 - hsz < 0 ? -1 : (offset - 14 - hsz) >> 2;
+	if (psize < 1)
+		return qr_errorf(d, QR_EFORMAT, "image '%s': bad BMP: no room "
+				 "for a palette between the header and the "
+				 "pixels (at byte %ld)", what, offset);
+	if (psize >= 1L << bpp || psize > 256)
+		return QR_OK;	/* every index is covered, or stb refuses */
+	stride = ((size_t)w * bpp + 31) / 32 * 4;
+	for (y = 0; y < (size_t)h; y++) {
+		for (x = 0; x < (size_t)w; x++) {
+			at = (size_t)offset + y * stride + x * bpp / 8;
+			/* bytes past the end read as 0, as stb's reader
+			 * gives (the file is then refused as truncated) */
+			v = at < len ? (unsigned)(b[at] >> (8 - bpp -
+							    x * bpp % 8)) &
+					       ((1u << bpp) - 1) :
+				       0;
+			if (v >= (unsigned)psize)
+				return qr_errorf(d, QR_EFORMAT, "image '%s': "
+						 "bad BMP: pixel (%zu, %zu) is "
+						 "colour %u of a %ld-colour "
+						 "palette", what, x, y, v,
+						 psize);
+		}
+	}
+	return QR_OK;
+}
+
 static enum qr_status
 decode_stb(const uint8_t *buf, size_t len, const char *kind,
 	   const char *what, struct qr_image *out, struct qr_diag *d)
@@ -334,18 +437,21 @@ decode_stb(const uint8_t *buf, size_t len, const char *kind,
 	if (kind[0] == 'J' && (st = jpeg_check_dht(buf, len, what, d)) !=
 	    QR_OK)
 		return st;
+	stb_reason_clear();
 	if (!stbi_info_from_memory(buf, (int)len, &w, &h, &ch))
 		return qr_errorf(d, QR_EFORMAT, "image '%s': bad %s: %s", what,
-				 kind, stbi_failure_reason());
+				 kind, stb_reason());
 	if ((st = check_size(w, h, ch, what, d)) != QR_OK)
 		return st;
 	if (kind[0] == 'B' &&
-	    (st = bmp_check_size(buf, len, w, h, what, d)) != QR_OK)
+	    ((st = bmp_check_size(buf, len, w, h, what, d)) != QR_OK ||
+	     (st = bmp_check_palette(buf, len, w, h, what, d)) != QR_OK))
 		return st;
+	stb_reason_clear();
 	px = stbi_load_from_callbacks(&io, &s, &w, &h, &comp, ch);
 	if (px == NULL)
 		return qr_errorf(d, QR_EFORMAT, "image '%s': bad %s: %s", what,
-				 kind, stbi_failure_reason());
+				 kind, stb_reason());
 	if (s.past_end) {
 		stbi_image_free(px);
 		return qr_errorf(d, QR_EFORMAT, "image '%s': bad %s: file is "
