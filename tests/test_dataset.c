@@ -257,6 +257,38 @@ check_bmp_palette(void)
 	   d.msg);
 	qr_image_free(&im);
 	qr_diag_clear(&d);
+	/* the same image stored top-down (negative height, rows reversed)
+	 * decodes to the same pixels */
+	{
+		uint8_t *td = xcalloc(512, 1);
+		struct qr_image a, b;
+		size_t stride = 4, r;
+		int32_t negh = -2;
+
+		memset(idx, 0, sizeof idx);
+		idx[0] = 1;
+		idx[1] = 2;
+		idx[3] = 2;
+		idx[5] = 1;
+		n = make_bmp(bmp, 3, 2, 8, 54 + 12, pal, 3, idx);
+		memcpy(td, bmp, 54 + 12);
+		for (r = 0; r < 4; r++)
+			td[22 + r] = (uint8_t)((uint32_t)negh >> (8 * r));
+		for (r = 0; r < 2; r++)
+			memcpy(td + 54 + 12 + r * stride,
+			       bmp + 54 + 12 + (1 - r) * stride, stride);
+		st = qr_image_decode(bmp, n, "up.bmp", &a, &d);
+		ok(st == QR_OK, "bottom-up 8-bit BMP decodes (%s)", d.msg);
+		st = qr_image_decode(td, n, "down.bmp", &b, &d);
+		ok(st == QR_OK && a.w == b.w && a.h == b.h &&
+		   a.channels == b.channels &&
+		   memcmp(a.px, b.px, (size_t)a.w * a.h * a.channels) == 0,
+		   "top-down BMP (negative height) decodes to the same "
+		   "pixels (%s)", d.msg);
+		qr_image_free(&a);
+		qr_image_free(&b);
+		free(td);
+	}
 	free(bmp);
 }
 

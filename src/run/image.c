@@ -441,6 +441,10 @@ decode_stb(const uint8_t *buf, size_t len, const char *kind,
 	if (!stbi_info_from_memory(buf, (int)len, &w, &h, &ch))
 		return qr_errorf(d, QR_EFORMAT, "image '%s': bad %s: %s", what,
 				 kind, stb_reason());
+	/* a top-down BMP stores a negative height; stb's info passes it on
+	 * (its loader flips by the sign itself) */
+	if (kind[0] == 'B' && h < 0 && h > INT32_MIN)
+		h = -h;
 	if ((st = check_size(w, h, ch, what, d)) != QR_OK)
 		return st;
 	if (kind[0] == 'B' &&
