@@ -1,5 +1,5 @@
-/* chart: deep copies of specs, and drawing a batch of charts on several
- * threads. See chart.h. */
+/* chart: deep copies of specs, and a pool of threads drawing charts and
+ * heatmaps while the caller adds more. See chart.h. */
 #include "chart/chart.h"
 
 #include <pthread.h>
@@ -181,6 +181,7 @@ worker(void *arg)
 	return NULL;
 }
 
+/* Start n_threads - 1 workers; they wait for jobs. */
 struct qr_chart_pool *
 qr_chart_pool_new(int n_threads)
 {
@@ -197,6 +198,7 @@ qr_chart_pool_new(int n_threads)
 	return p;
 }
 
+/* Queue job and wake a waiting worker. */
 void
 qr_chart_pool_add(struct qr_chart_pool *p, struct qr_chart_job *job)
 {
@@ -210,6 +212,8 @@ qr_chart_pool_add(struct qr_chart_pool *p, struct qr_chart_job *job)
 	pthread_mutex_unlock(&p->lock);
 }
 
+/* No more jobs: draw with the workers until none is left, join them,
+ * and report the first failure in the order added. */
 enum qr_status
 qr_chart_pool_finish(struct qr_chart_pool *p, struct qr_diag *d)
 {
@@ -237,6 +241,7 @@ qr_chart_pool_finish(struct qr_chart_pool *p, struct qr_diag *d)
 	return st;
 }
 
+/* A pool of at most n threads, fed every job at once. */
 enum qr_status
 qr_chart_draw_jobs(struct qr_chart_job *jobs, size_t n, int n_threads,
 		   struct qr_diag *d)

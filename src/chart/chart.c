@@ -1543,6 +1543,7 @@ utf8_copy(const struct qr_chart_spec *spec)
 	return safe;
 }
 
+/* Draw a copy of spec whose every string is valid UTF-8. */
 enum qr_status
 qr_chart_draw(const struct qr_chart_spec *spec, const char *path,
 	      struct qr_area **areas, size_t *n_areas, struct qr_diag *d)
@@ -1562,6 +1563,8 @@ qr_chart_draw(const struct qr_chart_spec *spec, const char *path,
 	return st;
 }
 
+/* Lay out a copy of spec whose every string is valid UTF-8, as
+ * qr_chart_draw does, and draw nothing. */
 enum qr_status
 qr_chart_areas(const struct qr_chart_spec *spec, const char *name,
 	       struct qr_area **areas, size_t *n_areas, struct qr_diag *d)

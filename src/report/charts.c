@@ -122,6 +122,8 @@ chart_html(const char *file, const struct qr_chart_spec *spec,
 	return qr_buf_take(&b);
 }
 
+/* Lay the chart out for its <map> now, store its HTML, then hand a copy
+ * of spec to the pool. */
 enum qr_status
 qr_report_chart_queue(struct qr_chart_queue *q, cJSON *o, const char *key,
 		      const char *file, const struct qr_chart_spec *spec,
@@ -153,6 +155,7 @@ qr_report_chart_queue(struct qr_chart_queue *q, cJSON *o, const char *key,
 	return QR_OK;
 }
 
+/* Hand the heatmap to the pool; its values stay the caller's. */
 void
 qr_report_heatmap_queue(struct qr_chart_queue *q, const char *file,
 			const float *v, size_t rows, size_t cols, int cell,
@@ -166,6 +169,7 @@ qr_report_heatmap_queue(struct qr_chart_queue *q, const char *file,
 	qr_chart_pool_add(q->pool, &p->job);
 }
 
+/* Draw what is left here too and wait for the rest. */
 enum qr_status
 qr_report_chart_flush(struct qr_chart_queue *q, struct qr_diag *d)
 {
@@ -175,6 +179,7 @@ qr_report_chart_flush(struct qr_chart_queue *q, struct qr_diag *d)
 	return st;
 }
 
+/* Wait for the pool if it still runs, then free every entry. */
 void
 qr_report_chart_queue_free(struct qr_chart_queue *q)
 {
