@@ -16,9 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 #define PAL_MAX 256          /* palette entries */
 #define HIST_MAX (1u << 16)  /* distinct colours worth quantizing; more
@@ -257,25 +254,6 @@ run_add(struct hist *h, struct runs *r, uint32_t rgb, uint32_t n)
 	return 1;
 }
 
-/* The end of the run of c that starts at row[x]: the first index from x
- * on whose pixel is not c, or w. */
-static int
-run_end(const uint32_t *row, int x, int w, uint32_t c)
-{
-#ifdef __SSE2__
-	__m128i cc = _mm_set1_epi32((int)c);
-
-	while (x + 4 <= w &&
-	       _mm_movemask_epi8(_mm_cmpeq_epi32(
-		       _mm_loadu_si128((const __m128i *)(const void *)
-				       (row + x)), cc)) == 0xffff)
-		x += 4;
-#endif
-	while (x < w && row[x] == c)
-		x++;
-	return x;
-}
-
 /* Count every pixel of an opaque ARGB32 image into h and split it into
  * runs; 0 when a pixel is not opaque or there are too many colours. */
 static int
@@ -293,7 +271,8 @@ histogram(struct hist *h, struct runs *r, const uint8_t *data, int w,
 			int x0 = x;
 
 			if (n > 0) {
-				x = run_end(row, x, w, c);
+				while (x < w && row[x] == c)
+					x++;
 				n += (uint32_t)(x - x0);
 				if (x == w)
 					break;
