@@ -19,7 +19,7 @@ esac
 
 # Build and run dependencies.
 pkgs="build-essential autoconf automake pkg-config protobuf-c-compiler
-libprotobuf-c-dev libonnx-dev libcjson-dev libpng-dev libstb-dev
+libprotobuf-c-dev libonnx-dev libcjson-dev libpng-dev zlib1g-dev libstb-dev
 libcairo2-dev libopenblas-dev libgraphviz-dev fonts-dejavu-core"
 # Test dependencies: ONNX's conformance data, valgrind, clang with its
 # libFuzzer runtime (tests/fuzz), Chromium (tests/browser.sh), and what makes the
