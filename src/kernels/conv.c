@@ -1,9 +1,13 @@
 /*
  * conv: float Conv and ConvTranspose. Three algorithms: a direct loop for
  * depthwise convs (dwconv.c), a plain GEMM for 1x1 stride-1 unpadded
- * convs (the input already is the column matrix), and im2col +
- * cblas_sgemm otherwise; all three split over the pool's threads. im2col works on column blocks so the workspace
- * stays bounded (about QR_COL_BUDGET bytes) whatever the image size.
+ * convs (the input already is the column matrix), and im2col + GEMM
+ * otherwise; all three split over the pool's threads. Conv's GEMMs are
+ * qr_sgemm with the order ONNX Runtime's MlasConv uses for the whole
+ * group, and the bias is added after the sums as there, so every output
+ * has ORT's bits (ConvTranspose still calls OpenBLAS). im2col works on
+ * column blocks so the workspace stays bounded (about QR_COL_BUDGET
+ * bytes) whatever the image size.
  */
 #include "kernels/kernels-int.h"
 #include "util/util.h"

@@ -18,13 +18,15 @@
  * bytes, any alignment; a workspace is never shared by two concurrent
  * calls.
  *
- * Float paths go through OpenBLAS (cblas_sgemm). Integer paths are exact:
+ * Float convs, MatMul and Gemm go through qr_sgemm (sgemm.c), which sums
+ * in ONNX Runtime's order; ConvTranspose and double GEMMs through
+ * OpenBLAS (qr_gemm_f32, cblas_dgemm). Integer paths are exact:
  * products accumulate in int32 (wrapping mod 2^32, as the ONNX spec allows
  * only in 32 bits), zero points are removed with row/column-sum corrections,
  * and requantization follows ONNX Runtime's MLAS bit for bit (see
  * qr_requantize_row). Kernels that take n_threads split their work over
  * the pool of parallel.c (results never depend on the thread count);
- * GEMMs inside them call OpenBLAS single-threaded (the pool sets it so).
+ * OpenBLAS calls inside them run single-threaded (the pool sets it so).
  * Shapes are validated by ops/; a kernel only asserts invariants.
  */
 #ifndef QR_KERNELS_H
