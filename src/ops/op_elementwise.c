@@ -316,6 +316,8 @@ broadcast_copy(struct qr_tensor *x, struct qr_tensor *y)
 	{                                                                   \
 		struct qr_tensor *y = c->out[0];                            \
 		size_t k;                                                   \
+		if (y->n_elem == 0) /* data is NULL */                      \
+			return QR_OK;                                       \
 		broadcast_copy(c->in[0], y);                                \
 		for (k = 1; k < c->n_in; k++)                               \
 			BIN_DISPATCH(y->dtype, FEXPR, IEXPR, y, c->in[k], y); \
