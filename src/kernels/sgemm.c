@@ -19,11 +19,11 @@
  *                 fused multiply-add chain from 0 in k order, and the
  *                 slices are added to C one after another (the first
  *                 slice is stored when C is not accumulated).
+ *                 A pre-packed B (a Gemm's or MatMul's 2-D initializer)
+ *                 always takes this order, with stride_k 256.
  *   QR_SGEMM_ROW  MLAS's M = 1 kernel (B not transposed): products are
  *                 rounded, then added in groups of 4 (then 2, then 1),
  *                 and each group's sum is added to C.
- *                 A pre-packed B (a Gemm's or MatMul's 2-D initializer)
- *                 always takes this order, with stride_k 256.
  *   QR_SGEMM_DOT  MLAS's M = 1 kernel with B transposed (and N = 1 with
  *                 A and B swapped): 8 lanes each sum every 8th rounded
  *                 product, and the lanes are reduced in a pattern that
@@ -47,7 +47,6 @@
 #endif
 
 #define SG_NR 32 /* columns of a packed panel of B */
-#define SG_MR 8  /* rows per register block */
 #define SG_STRIDE 128 /* MLAS_SGEMM_STRIDEN and _STRIDEK */
 
 void
