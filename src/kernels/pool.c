@@ -76,7 +76,8 @@ taps_of(size_t o, size_t in, size_t k, size_t s, size_t pb, size_t pe,
 	size_t oh_n = qr_pool_out_h(p), ow_n = qr_pool_out_w(p);            \
 	size_t pl, oh, ow, i, j;                                            \
 	for (pl = 0; pl < p->n * p->c; pl++) {                              \
-		const T *xp = x + pl * p->h * p->w;                         \
+		/* an empty image (all taps padding) has no data */         \
+		const T *xp = x ? x + pl * p->h * p->w : x;                 \
 		T *yp = y + pl * oh_n * ow_n;                               \
 		for (oh = 0; oh < oh_n; oh++) {                             \
 			struct taps th = taps_of(oh, p->h, p->kh,           \
@@ -133,7 +134,8 @@ taps_of(size_t o, size_t in, size_t k, size_t s, size_t pb, size_t pe,
 		if (lo > hi)                                                \
 			lo = hi;                                            \
 		for (pl = 0; pl < p->n * p->c; pl++) {                      \
-			const T *xp = x + pl * p->h * p->w;                 \
+			/* an empty image has no data (NULL) */             \
+			const T *xp = x ? x + pl * p->h * p->w : x;         \
 			T *yp = y + pl * oh_n * ow_n;                       \
 			for (oh = 0; oh < oh_n; oh++) {                     \
 				struct taps th = taps_of(oh, p->h, p->kh,   \

@@ -2425,10 +2425,11 @@ gathernd_run(struct qr_op_call *c, struct qr_diag *d)
 						    (long long)dim);
 			off += (v < 0 ? v + dim : v) * xs[b + i];
 		}
-		if (slice > 0)
+		if (slice > 0) { /* else y may be NULL: no output at all */
 			memcpy(y, (const char *)x->data + off * (int64_t)es,
 			       slice);
-		y += slice;
+			y += slice;
+		}
 	}
 	return QR_OK;
 }
