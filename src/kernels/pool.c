@@ -334,7 +334,7 @@ qr_global_avgpool_f32(const float *x, size_t nc, size_t hw, float *y)
 	size_t c, i, j;
 
 	for (c = 0; c < nc; c++) {
-		const float *xp = x + c * hw;
+		const float *xp = hw ? x + c * hw : x; /* NULL if empty */
 		float l[4] = { 0.0f, 0.0f, 0.0f, 0.0f }, s;
 
 		for (i = 0; i + 4 <= hw; i += 4)
@@ -353,7 +353,7 @@ qr_global_maxpool_f32(const float *x, size_t nc, size_t hw, float *y)
 	size_t c, i;
 
 	for (c = 0; c < nc; c++) {
-		const float *xp = x + c * hw;
+		const float *xp = hw ? x + c * hw : x; /* NULL if empty */
 		float m = -INFINITY;
 
 		for (i = 0; i < hw; i++)
@@ -374,14 +374,16 @@ qr_qlinear_global_avgpool(const void *x, int is_signed, size_t nc, size_t hw,
 		int32_t acc = qr_wrap_mul(-x_zp, (int32_t)hw);
 
 		if (is_signed) {
-			const int8_t *xp = (const int8_t *)x + c * hw;
+			const int8_t *xp = hw ? (const int8_t *)x + c * hw :
+						 (const int8_t *)x;
 
 			for (i = 0; i < hw; i++)
 				acc = qr_wrap_add(acc, xp[i]);
 			qr_requantize_row(&acc, 1, 0, scale, y_zp, 1,
 					  (int8_t *)y + c);
 		} else {
-			const uint8_t *xp = (const uint8_t *)x + c * hw;
+			const uint8_t *xp = hw ? (const uint8_t *)x + c * hw :
+						  (const uint8_t *)x;
 
 			for (i = 0; i < hw; i++)
 				acc = qr_wrap_add(acc, xp[i]);

@@ -149,6 +149,8 @@ qr_quantize_f32(const float *x, size_t outer, size_t axis_len, size_t inner,
 	size_t o, a, i, at = 0;
 	int fast = fast_q8(t);
 
+	if (inner == 0)
+		return; /* no elements: x and y may be NULL */
 	qrange(t, &qmin, &qmax);
 	for (o = 0; o < outer; o++) {
 		for (a = 0; a < axis_len; a++) {
@@ -179,6 +181,8 @@ qr_dequantize_f32(const void *x, enum qr_qtype t, size_t outer,
 	size_t o, a, i, at = 0;
 	int fast = fast_q8(t);
 
+	if (inner == 0)
+		return; /* no elements: x and y may be NULL */
 	for (o = 0; o < outer; o++) {
 		for (a = 0; a < axis_len; a++) {
 			float s = scale[a];
