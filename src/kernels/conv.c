@@ -111,7 +111,8 @@ valid_span(size_t ow_n, size_t s, size_t pl, size_t off, size_t w, size_t *lo,
 	T *row = col;                                                       \
                                                                             \
 	for (ci = 0; ci < cin_g; ci++) {                                    \
-		const T *xc = x + ci * p->h * p->w;                         \
+		/* an empty image has no data (NULL): all padding */        \
+		const T *xc = x ? x + ci * p->h * p->w : x;                 \
 		for (ki = 0; ki < p->kh; ki++) {                            \
 			for (kj = 0; kj < p->kw; kj++, row += ncols) {      \
 				size_t lo, hi, c = col0, end = col0 + ncols;\
@@ -129,7 +130,7 @@ valid_span(size_t ow_n, size_t s, size_t pl, size_t off, size_t w, size_t *lo,
 					(void)oh_n;                         \
 					if (stop > end - c)                 \
 						stop = end - c;             \
-					if (ihp < p->pad_t ||               \
+					if (ihp < p->pad_t || p->w == 0 ||  \
 					    ihp - p->pad_t >= p->h) {       \
 						for (t = 0; t < stop; t++)  \
 							d[t] = pad;         \
@@ -341,7 +342,9 @@ dw_task(void *ctx, size_t t, int slot)
 	for (i = lo; i < hi; i++) {
 		size_t n = i / p->c_in, ci = i % p->c_in;
 
-		qr_dw_fill_f32(p, &j->g, j->x + i * p->h * p->w, buf);
+		/* an empty image has no data: every tap is padding */
+		qr_dw_fill_f32(p, &j->g, p->h * p->w != 0 ? j->x + i * p->h * p->w :
+			       j->x, buf);
 		for (m = 0; m < mult; m++) {
 			size_t co = ci * mult + m;
 
@@ -442,7 +445,8 @@ gemm_task(void *ctx, size_t u, int slot)
 	size_t cb = cu % j->n_cb, ngi = cu / j->n_cb;
 	size_t g = ngi % p->group, n = ngi / p->group;
 	size_t c0 = cb * j->nb, nb = ohw - c0 < j->nb ? ohw - c0 : j->nb;
-	const float *xg = j->x + (n * p->c_in + g * cin_g) * hw;
+	const float *xg = hw ? j->x + (n * p->c_in + g * cin_g) * hw :
+			  j->x; /* empty image: no data, all padding */
 	const float *wg = j->pk->w + g * cout_g * k;
 	float *yg = j->y + (n * p->c_out + g * cout_g) * ohw;
 	size_t r0, r1;

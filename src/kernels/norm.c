@@ -69,6 +69,8 @@ qr_batchnorm_f32(const float *x, size_t n, size_t c, size_t hw,
 {
 	size_t b, ch, i;
 
+	if (hw == 0)
+		return; /* no elements: x and y are NULL */
 	for (b = 0; b < n; b++) {
 		for (ch = 0; ch < c; ch++) {
 			const float *xp = x + (b * c + ch) * hw;
@@ -88,6 +90,8 @@ qr_instancenorm_f32(const float *x, size_t n, size_t c, size_t hw,
 {
 	size_t b, ch, i;
 
+	if (hw == 0)
+		return; /* no elements: x and y are NULL */
 	for (b = 0; b < n; b++) {
 		for (ch = 0; ch < c; ch++) {
 			const float *xp = x + (b * c + ch) * hw;

@@ -504,7 +504,9 @@ qdw_task(void *ctx, size_t t, int slot)
 	qr_parallel_range(p->n * p->c_in, t, j->n_tasks, 1, &lo, &hi);
 	for (u = lo; u < hi; u++) {
 		size_t n = u / p->c_in, ci = u % p->c_in;
-		const uint8_t *xc = (const uint8_t *)j->x + u * p->h * p->w;
+		const uint8_t *xc = p->h * p->w != 0 ? (const uint8_t *)j->x +
+						  u * p->h * p->w :
+						  (const uint8_t *)j->x;
 
 		if (dw_exact_float(p))
 			qr_dw_fill_q8(p, &g, xc, j->x_signed, j->x_zp, plane);
@@ -549,8 +551,10 @@ qgemm_conv_task(void *ctx, size_t t, int slot)
 		size_t cb = cu % j->n_cb, ng = cu / j->n_cb;
 		size_t g = ng % p->group, n = ng / p->group;
 		size_t c0 = cb * j->nb, nb = ohw - c0 < j->nb ? ohw - c0 : j->nb;
-		const uint8_t *xg = (const uint8_t *)j->x +
-				    (n * p->c_in + g * cin_g) * hw;
+		/* an empty image has no data (all taps are padding) */
+		const uint8_t *xg = hw ? (const uint8_t *)j->x +
+					 (n * p->c_in + g * cin_g) * hw :
+					 (const uint8_t *)j->x;
 		struct qr_ig_weights v;
 		size_t r0, r1;
 
