@@ -19,26 +19,12 @@
 #include <string.h>
 
 #include "graph/tensor.h"
+#include "kernels/kernels.h"
 #include "onnx/onnx.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-#define QR_AS_AVX512 __attribute__((target("avx512f,avx512dq,avx512vl,fma")))
-
-/* AVX-512 for the per-sample loops below (run time check). */
-static int
-as_avx512(void)
-{
-	static int v = -1;
-
-	if (v < 0) {
-		__builtin_cpu_init();
-		v = __builtin_cpu_supports("avx512f") &&
-		    __builtin_cpu_supports("avx512dq") &&
-		    __builtin_cpu_supports("avx512vl");
-	}
-	return v;
-}
+#define QR_AS_AVX512 __attribute__((target("avx512f,avx512vl,fma")))
 #endif
 
 double
@@ -141,7 +127,7 @@ qr_cmp_add(struct qr_cmp_acc *a, const float *x, const float *y, size_t n)
 
 			i = b;
 #ifdef QR_AS_AVX512
-			if (as_avx512()) {
+			if (qr_kernels_cpu_features() & QR_CPU_AVX512BW) {
 				double sv[4], vm;
 
 				i += cmp_block_avx512(x + b, y + b, m, sv, &vm);
@@ -335,7 +321,8 @@ qr_as_hist_add(double lo, double hi, uint64_t *bins, size_t nbins,
 	size_t i = 0;
 
 #ifdef QR_AS_AVX512
-	if (as_avx512() && nbins <= INT32_MAX) {
+	if ((qr_kernels_cpu_features() & QR_CPU_AVX512BW) &&
+	    nbins <= INT32_MAX) {
 		int32_t idx[256];
 
 		while (n - i >= 8) {
