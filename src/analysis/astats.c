@@ -68,6 +68,27 @@ all_finite(const float *x, const float *y, size_t n)
 	return bad == 0;
 }
 
+#ifdef QR_AS_AVX512
+/* all_finite, 16 values at a time: an exponent of all ones in any lane of
+ * x or y sets a mask bit. */
+static QR_AS_AVX512 int
+all_finite_avx512(const float *x, const float *y, size_t n)
+{
+	const __m512i ex = _mm512_set1_epi32(0x7f800000);
+	__mmask16 bad = 0;
+	size_t i;
+
+	for (i = 0; i + 16 <= n; i += 16) {
+		__m512i u = _mm512_and_si512(_mm512_loadu_si512(x + i), ex);
+		__m512i v = _mm512_and_si512(_mm512_loadu_si512(y + i), ex);
+
+		bad |= _mm512_cmpeq_epi32_mask(u, ex) |
+		       _mm512_cmpeq_epi32_mask(v, ex);
+	}
+	return bad == 0 && all_finite(x + i, y + i, n - i);
+}
+#endif
+
 /* Sums of one all-finite block into s[0..3] (xy, xx, yy, ee) and the
  * largest |x - y| into *mx: 16 double lanes, in double as the scalar
  * loop. Returns the elements done (a multiple of 16). */
@@ -107,6 +128,16 @@ cmp_block_avx512(const float *x, const float *y, size_t m, double s[4],
 }
 #endif
 
+static int
+block_finite(const float *x, const float *y, size_t n)
+{
+#ifdef QR_AS_AVX512
+	if (qr_kernels_cpu_features() & QR_CPU_AVX512BW)
+		return all_finite_avx512(x, y, n);
+#endif
+	return all_finite(x, y, n);
+}
+
 /* One sample: sums over finite pairs, non-finite counts, the sample's
  * cosine. Blocks that are all finite (nearly always) take a branch-free
  * loop with independent sets of sums (AVX-512 when the CPU has it); the
@@ -120,7 +151,7 @@ qr_cmp_add(struct qr_cmp_acc *a, const float *x, const float *y, size_t n)
 
 	for (b = 0; b < n; b += m) {
 		m = n - b < CMP_BLOCK ? n - b : CMP_BLOCK;
-		if (all_finite(x + b, y + b, m)) {
+		if (block_finite(x + b, y + b, m)) {
 			double p[4] = {0}, q[4] = {0}, r[4] = {0}, t[4] = {0};
 			double mm[4] = {mx, mx, mx, mx};
 			size_t k;
@@ -174,10 +205,10 @@ qr_cmp_add(struct qr_cmp_acc *a, const float *x, const float *y, size_t n)
 			double u = x[i], v = y[i], e;
 
 			if (!isfinite(u) || !isfinite(v)) {
-				a->nan_x += isnan(u);
-				a->inf_x += isinf(u);
-				a->nan_y += isnan(v);
-				a->inf_y += isinf(v);
+				a->nan_x += isnan(u) != 0;
+				a->inf_x += isinf(u) != 0;
+				a->nan_y += isnan(v) != 0;
+				a->inf_y += isinf(v) != 0;
 				continue;
 			}
 			e = u - v;
@@ -376,6 +407,45 @@ qr_as_channel_axis(int ndim)
 
 /* Add one sample to per-channel min/max/sum; fixes the channel count on
  * the first sample. Returns 0 when dims disagree with it (skipped). */
+#ifdef QR_AS_AVX512
+/* One channel's run of qr_as_chan_add, 16 values at a time: the finite
+ * values' min and max (into *mn, *mx), their sum in double (eight lanes
+ * each for the low and high halves, so the sum's rounding differs from
+ * the scalar loop's in the last bits) and count. Returns the elements
+ * done (a multiple of 16). */
+static QR_AS_AVX512 size_t
+chan_run_avx512(const float *p, size_t n, float *mn, float *mx, double *s,
+		uint64_t *m)
+{
+	const __m512 inf = _mm512_set1_ps(INFINITY);
+	__m512 vmn = _mm512_set1_ps(*mn), vmx = _mm512_set1_ps(*mx);
+	__m512d s0 = _mm512_setzero_pd(), s1 = s0;
+	uint64_t c = 0;
+	size_t i;
+
+	for (i = 0; i + 16 <= n; i += 16) {
+		__m512 v = _mm512_loadu_ps(p + i);
+		__mmask16 fin = _mm512_cmp_ps_mask(_mm512_abs_ps(v), inf,
+						   _CMP_LT_OQ);
+
+		vmn = _mm512_mask_min_ps(vmn, fin, vmn, v);
+		vmx = _mm512_mask_max_ps(vmx, fin, vmx, v);
+		s0 = _mm512_add_pd(s0, _mm512_maskz_cvtps_pd(
+			(__mmask8)fin, _mm512_castps512_ps256(v)));
+		s1 = _mm512_add_pd(s1, _mm512_maskz_cvtps_pd(
+			(__mmask8)(fin >> 8),
+			_mm256_castpd_ps(_mm512_extractf64x4_pd(
+				_mm512_castps_pd(v), 1))));
+		c += (uint64_t)__builtin_popcount(fin);
+	}
+	*mn = _mm512_reduce_min_ps(vmn);
+	*mx = _mm512_reduce_max_ps(vmx);
+	*s += _mm512_reduce_add_pd(_mm512_add_pd(s0, s1));
+	*m += c;
+	return i;
+}
+#endif
+
 int
 qr_as_chan_add(struct qr_as_chan *c, const float *x, const int64_t *dims,
 	       int ndim)
@@ -413,7 +483,12 @@ qr_as_chan_add(struct qr_as_chan *c, const float *x, const int64_t *dims,
 			double s = 0;
 			uint64_t m = 0;
 
-			for (i = 0; i < inner; i++) {
+			i = 0;
+#ifdef QR_AS_AVX512
+			if (qr_kernels_cpu_features() & QR_CPU_AVX512BW)
+				i = chan_run_avx512(p, inner, &mn, &mx, &s, &m);
+#endif
+			for (; i < inner; i++) {
 				if (!isfinite(p[i]))
 					continue;
 				mn = p[i] < mn ? p[i] : mn;
@@ -620,6 +695,31 @@ qr_as_from_float(struct qr_tensor *t, const struct qr_as_qparams *p,
 
 /* Float values of x (n, shaped dims) more than half a step outside the
  * range p can represent: [(qmin - zp) s - s/2, (qmax - zp) s + s/2]. */
+#ifdef QR_AS_AVX512
+/* Values of x[0..n) below lo or above hi (compared in double, as the
+ * scalar loop; NaN compares false both ways), 8 at a time; *cnt grows by
+ * that count. Returns the elements done (a multiple of 8). */
+static QR_AS_AVX512 size_t
+outside_avx512(const float *x, size_t n, double lo, double hi, uint64_t *cnt)
+{
+	const __m512d vlo = _mm512_set1_pd(lo), vhi = _mm512_set1_pd(hi);
+	const __m512d inf = _mm512_set1_pd(INFINITY);
+	uint64_t c = 0;
+	size_t i;
+
+	for (i = 0; i + 8 <= n; i += 8) {
+		__m512d t = _mm512_cvtps_pd(_mm256_loadu_ps(x + i));
+		__mmask8 out = _mm512_cmp_pd_mask(t, vlo, _CMP_LT_OQ) |
+			       _mm512_cmp_pd_mask(t, vhi, _CMP_GT_OQ);
+
+		out &= _mm512_cmp_pd_mask(_mm512_abs_pd(t), inf, _CMP_LT_OQ);
+		c += (uint64_t)__builtin_popcount(out);
+	}
+	*cnt += c;
+	return i;
+}
+#endif
+
 uint64_t
 qr_as_saturated(const struct qr_as_qparams *p, const float *x, size_t n,
 		const int64_t *dims, int ndim)
@@ -640,7 +740,12 @@ qr_as_saturated(const struct qr_as_qparams *p, const float *x, size_t n,
 		s = p->scale[c];
 		lo = (p->qmin - p->zp[c]) * s - s / 2;
 		hi = (p->qmax - p->zp[c]) * s + s / 2;
-		for (j = i; j < i + run; j++)
+		j = i;
+#ifdef QR_AS_AVX512
+		if (qr_kernels_cpu_features() & QR_CPU_AVX512BW)
+			j += outside_avx512(x + i, run, lo, hi, &cnt);
+#endif
+		for (; j < i + run; j++)
 			cnt += (x[j] < lo || x[j] > hi) && isfinite(x[j]);
 	}
 	return cnt;
