@@ -4,6 +4,9 @@
 # optimisation off, every intermediate tensor an output), on resnet18 and
 # mobilenet_v2 in QDQ, QOperator and renamed-tensor form, with 4 samples:
 # bench/agreement.sh with N=4 (run it with N=20 for the README's table).
+# The local error is checked too: ONNX Runtime runs each candidate with
+# the tensors qreport's local run overwrites cut into inputs fed with the
+# float model's values (tests/models/local_cut.py).
 #
 # Bound per pair and metric: |qreport - ORT| <= 1e-4 * max(1, |ORT|), for
 # every candidate. QDQ candidates run float convs between DQ and Q; since
