@@ -460,4 +460,39 @@ void qr_binary_f32(enum qr_binop op, size_t rank, const int64_t *out_dims,
 /* y[i] = x[i] clamped to [lo, hi] (Relu, Clip); NaN stays NaN. x may be y. */
 void qr_clamp_f32(const float *x, size_t n, float lo, float hi, float *y);
 
+
+/* ---- Winograd 3x3 convolution (winograd.c) ---- */
+
+/*
+ * Float 3x3 stride-1 convs by Winograd F(4x4, 3x3): about a quarter of
+ * the direct conv's multiplies, for runs that need not match ONNX
+ * Runtime's bits (it sums in its own order). Use qr_conv_f32_* where
+ * ORT's bits matter.
+ */
+struct qr_wino_f32; /* transformed weights; opaque */
+
+/* 1 when p is a conv this path computes: kh = kw = 3, strides 1,
+ * dilations 1, group 1, no out_pad (any padding, batch, size). */
+int qr_wino_f32_ok(const struct qr_conv_params *p);
+/* Transform w[c_out][c_in][3][3] once (the returned object owns a copy,
+ * 36 * c_in * c_out rounded up to 16 floats; w may be freed after). */
+struct qr_wino_f32 *qr_wino_f32_new(size_t c_out, size_t c_in,
+				    const float *w);
+/* Bytes held by the transformed weights (for memory accounting). */
+size_t qr_wino_f32_bytes(const struct qr_wino_f32 *wk);
+/* Workspace bytes for qr_wino_f32_run with these params and threads. */
+size_t qr_wino_f32_workspace(const struct qr_wino_f32 *wk,
+			     const struct qr_conv_params *p, int n_threads);
+/*
+ * y[n][c_out][oh][ow] = conv(x[n][c_in][h][w]) + bias[c_out] (bias may be
+ * NULL), oh/ow as qr_conv_out_h/qr_conv_out_w; p must pass
+ * qr_wino_f32_ok and match wk's channels. Sums in Winograd's order, not
+ * ONNX Runtime's: results differ from the direct kernel by rounding only
+ * (and never depend on n_threads or on the AVX-512/portable path).
+ */
+void qr_wino_f32_run(const struct qr_wino_f32 *wk,
+		     const struct qr_conv_params *p, const float *x,
+		     const float *bias, float *y, void *ws, int n_threads);
+void qr_wino_f32_free(struct qr_wino_f32 *wk);
+
 #endif
