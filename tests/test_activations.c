@@ -195,7 +195,7 @@ test_stats_simd(void)
 	struct qr_as_qparams p = { 0 };
 	struct qr_as_chan c[2];
 	struct qr_cmp_acc a[2];
-	uint64_t sat[2];
+	uint64_t sat[2], hb[2][QR_ACT_HIST_BINS], hu[2], ho[2];
 	float sc[CH] = { 0.01f, 0.02f, 0.05f, 0.1f, 0.03f };
 	int32_t zp[CH] = { 128, 0, 100, 255, 3 };
 	uint32_t r = 12345;
@@ -228,6 +228,12 @@ test_stats_simd(void)
 		sat[pass] = qr_as_saturated(&p, x, N, dims, 4);
 		qr_cmp_add(&a[pass], x, y, N);
 		qr_cmp_add(&a[pass], x + 200, y + 200, 600);
+		memset(hb[pass], 0, sizeof hb[pass]);
+		hu[pass] = ho[pass] = 0;
+		qr_as_hist_add(-5.0, 4.0, hb[pass], QR_ACT_HIST_BINS, &hu[pass],
+			       &ho[pass], x, N - 3);
+		qr_as_hist_add(-5.0, 4.0, hb[pass], QR_ACT_HIST_BINS, &hu[pass],
+			       &ho[pass], y + 1, N - 1);
 	}
 	qr_kernels_force_portable(0);
 	for (k = 0; k < CH; k++)
@@ -252,6 +258,20 @@ test_stats_simd(void)
 	   fabs(a[0].cos_sum - a[1].cos_sum) <= 1e-12,
 	   "comparison sums and non-finite counts: vector = portable "
 	   "(%llu compared)", (unsigned long long)a[0].n);
+	same = hu[0] == hu[1] && ho[0] == ho[1] && hu[1] > 0 && ho[1] > 0;
+	for (k = 0; k < QR_ACT_HIST_BINS; k++)
+		same &= hb[0][k] == hb[1][k];
+	{
+		uint64_t tot = hu[1] + ho[1];
+
+		for (k = 0; k < QR_ACT_HIST_BINS; k++)
+			tot += hb[1][k];
+		/* 2 * N - 4 values, 5 of them not finite */
+		ok(same && tot == 2 * N - 4 - 5,
+		   "histogram bins, under and over: vector = portable "
+		   "(%llu below, %llu above)", (unsigned long long)hu[0],
+		   (unsigned long long)ho[0]);
+	}
 	qr_as_chan_free(&c[0]);
 	qr_as_chan_free(&c[1]);
 }
@@ -363,6 +383,9 @@ digits_data(void)
 	return t;
 }
 
+static int run_threads;          /* qr_act_opts.n_threads of run_data */
+static int run_exact;            /* qr_act_opts.exact of run_data */
+
 static struct qr_analysis *
 run_data(const char *ffile, const char *const *qfiles, size_t nq,
 	 struct qr_tensor *data, enum qr_status *stp, struct qr_diag *d)
@@ -391,6 +414,8 @@ run_data(const char *ffile, const char *const *qfiles, size_t nq,
 	o.source = "npy";
 	o.cos_threshold = 0.99;
 	o.sqnr_threshold = 20;
+	o.n_threads = run_threads;
+	o.exact = run_exact;
 	*stp = qr_analysis_run_data(a, fm, (const struct qr_model *const *)qm,
 				    nq, &o, d);
 out:
@@ -566,6 +591,88 @@ test_partial(struct qr_tensor *data)
 	qr_diag_clear(&d);
 }
 
+/*
+ * Two lanes: the local run gets an executor of its own, whose float convs
+ * may take Winograd (3x3 stride-1, as digits' conv1) unless exact is set;
+ * the float and cumulative runs keep ONNX Runtime's order either way.
+ */
+static void
+test_lanes(struct qr_tensor *data)
+{
+	static const char *const self[] = { "digits_float.onnx" };
+	static const char *const qdq[] = { "digits_qdq.onnx" };
+	struct qr_analysis *one = NULL, *ex, *fast;
+	struct qr_diag d = { 0 };
+	enum qr_status st;
+	const struct qr_act_pair *p;
+	size_t i, cum_inf = 0, loc_inf = 0, n_fast = 0, same = 1, near = 1;
+	double worst = 0;
+
+	run_threads = 2;
+	run_exact = 1;
+	ex = run_data("digits_float.onnx", self, 1, data, &st, &d);
+	run_exact = 0;
+	fast = run_data("digits_float.onnx", self, 1, data, &st, &d);
+	if (!ok(ex != NULL && fast != NULL && st == QR_OK,
+		"float vs itself on two lanes, exact and not (%s)", d.msg))
+		goto out;
+	for (i = 0; i < ex->n_act_pairs; i++)
+		loc_inf += isinf(ex->act_pairs[i].local_sqnr_db);
+	ok(loc_inf == ex->n_act_pairs, "--exact: the local run is the float "
+	   "model's bits (%zu of %zu)", loc_inf, ex->n_act_pairs);
+	for (i = 0; i < fast->n_act_pairs; i++) {
+		p = &fast->act_pairs[i];
+		cum_inf += isinf(p->sqnr_db) && p->cosine_mean == 1.0;
+		if (!isinf(p->local_sqnr_db)) {
+			n_fast++;
+			worst = n_fast == 1 || p->local_sqnr_db < worst
+					? p->local_sqnr_db : worst;
+		}
+	}
+	ok(cum_inf == fast->n_act_pairs, "the cumulative run keeps the float "
+	   "model's bits (%zu of %zu)", cum_inf, fast->n_act_pairs);
+	/* conv1's output; the local run overwrites it before relu1 */
+	p = act_pair(fast, 0, "/conv1/Conv_output_0");
+	ok(n_fast == 1 && p != NULL && !isinf(p->local_sqnr_db) &&
+	   worst > 100, "the local run's Winograd conv1 differs by rounding "
+	   "only: %zu tensor, local SQNR %.1f dB", n_fast, worst);
+	qr_analysis_free(ex);
+	qr_analysis_free(fast);
+	ex = fast = NULL;
+
+	/* a QDQ candidate: cumulative numbers identical to one lane's, local
+	 * ones within 1e-6 (relative) of them */
+	run_threads = 0;
+	one = run_data("digits_float.onnx", qdq, 1, data, &st, &d);
+	run_threads = 2;
+	fast = run_data("digits_float.onnx", qdq, 1, data, &st, &d);
+	if (!ok(one != NULL && fast != NULL &&
+		one->n_act_pairs == fast->n_act_pairs,
+		"qdq on one lane and on two"))
+		goto out;
+	for (i = 0; i < one->n_act_pairs; i++) {
+		const struct qr_act_pair *x = &one->act_pairs[i];
+		const struct qr_act_pair *y = &fast->act_pairs[i];
+		double r = fabs(x->local_sqnr_db - y->local_sqnr_db) /
+			   fabs(x->local_sqnr_db);
+
+		same &= x->sqnr_db == y->sqnr_db &&
+			x->cosine_mean == y->cosine_mean &&
+			x->cosine_min == y->cosine_min;
+		near &= r <= 1e-6;
+		worst = i == 0 || r > worst ? r : worst;
+	}
+	ok(same, "qdq: cumulative cosine and SQNR equal on two lanes");
+	ok(near, "qdq: local SQNR within 1e-6 of the exact run's (worst "
+	   "%.2g)", worst);
+out:
+	qr_analysis_free(one);
+	qr_analysis_free(ex);
+	qr_analysis_free(fast);
+	run_threads = 0;
+	run_exact = 0;
+}
+
 int
 main(void)
 {
@@ -581,6 +688,7 @@ main(void)
 	       "digits_test.npy read")) {
 		test_run(data);
 		test_partial(data);
+		test_lanes(data);
 	}
 	qr_tensor_free(data);
 	return done();

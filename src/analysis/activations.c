@@ -1131,7 +1131,7 @@ qr_analysis_run_data(struct qr_analysis *a, const struct qr_model *fmodel,
 		     const struct qr_act_opts *o, struct qr_diag *d)
 {
 	struct ctx c;
-	struct qr_exec_opts eo = {0};
+	struct qr_exec_opts eo = {0}, fast;
 	enum qr_status st = QR_OK;
 	size_t i, k, s;
 	int lanes, helper = 0;
@@ -1167,6 +1167,19 @@ qr_analysis_run_data(struct qr_analysis *a, const struct qr_model *fmodel,
 	 */
 	lanes = o->n_threads >= 2 ? 2 : 1;
 	eo.n_threads = o->n_threads / lanes > 0 ? o->n_threads / lanes : 1;
+	/*
+	 * A local run of its own may sum float convs in any order
+	 * (Winograd): each node's error is measured from the float model's
+	 * values afresh, so a tie that rounds the other way moves one
+	 * element by one step and nothing downstream. The float run and the
+	 * cumulative runs keep ONNX Runtime's order bit for bit: the float
+	 * values are what every candidate is measured against (a QOperator
+	 * candidate's local run quantizes them, so rounding there moves
+	 * whole steps), and a cumulative run carries each tie its
+	 * quantizers meet through every later layer.
+	 */
+	fast = eo;
+	fast.any_order = !o->exact;
 
 	if ((st = qr_graph_new(fmodel, &c.fg, d)) != QR_OK)
 		goto out;
@@ -1192,7 +1205,7 @@ qr_analysis_run_data(struct qr_analysis *a, const struct qr_model *fmodel,
 			continue;
 		}
 		q->el = q->e;
-		if (lanes > 1 && qr_exec_new(quant[k], &eo, &q->el, d) != QR_OK)
+		if (lanes > 1 && qr_exec_new(quant[k], &fast, &q->el, d) != QR_OK)
 			q->el = q->e; /* it loaded once: cannot fail now */
 		q->ran = 1;
 	}

@@ -412,6 +412,9 @@ struct qr_act_opts {
 	double cos_threshold;    /* flag layers below (0.99) */
 	double sqnr_threshold;   /* flag layers below, dB (20) */
 	int n_threads;           /* threads per op (0: 1) */
+	int exact;               /* 1: local runs sum in ONNX Runtime's
+				  * order too (else any order: Winograd
+				  * convs) */
 	qr_progress_fn progress; /* may be NULL */
 	void *progress_user;
 };

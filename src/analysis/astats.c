@@ -319,6 +319,9 @@ hist_idx_avx512(double lo, double hi, double k, size_t nbins, const float *v,
 	const __m512d vlo = _mm512_set1_pd(lo), vhi = _mm512_set1_pd(hi);
 	const __m512d vk = _mm512_set1_pd(k);
 	const __m256i last = _mm256_set1_epi32((int)nbins - 1);
+	const __m256i below = _mm256_set1_epi32((int)nbins);
+	const __m256i above = _mm256_set1_epi32((int)nbins + 1);
+	const __m256i skip = _mm256_set1_epi32((int)nbins + 2);
 	size_t i;
 
 	for (i = 0; i + 8 <= n; i += 8) {
@@ -334,13 +337,31 @@ hist_idx_avx512(double lo, double hi, double k, size_t nbins, const float *v,
 			in, _mm512_mul_pd(_mm512_sub_pd(t, vlo), vk));
 
 		b = _mm256_min_epi32(b, last);
-		b = _mm256_mask_mov_epi32(b, (__mmask8)~fin,
-					  _mm256_set1_epi32(-3));
-		b = _mm256_mask_mov_epi32(b, under, _mm256_set1_epi32(-1));
-		b = _mm256_mask_mov_epi32(b, over, _mm256_set1_epi32(-2));
+		b = _mm256_mask_mov_epi32(b, (__mmask8)~fin, skip);
+		b = _mm256_mask_mov_epi32(b, under, below);
+		b = _mm256_mask_mov_epi32(b, over, above);
 		_mm256_storeu_si256((__m256i *)(idx + i), b);
 	}
 	return i;
+}
+#endif
+
+#ifdef QR_AS_AVX512
+#define HIST_FAST_BINS 256
+
+static void
+hist_fold(uint32_t (*cnt)[HIST_FAST_BINS + 3], size_t nbins, uint64_t *bins,
+	  uint64_t *under, uint64_t *over)
+{
+	size_t b;
+
+	for (b = 0; b < nbins; b++)
+		bins[b] += (uint64_t)cnt[0][b] + cnt[1][b] + cnt[2][b] +
+			   cnt[3][b];
+	*under += (uint64_t)cnt[0][nbins] + cnt[1][nbins] + cnt[2][nbins] +
+		  cnt[3][nbins];
+	b = nbins + 1;
+	*over += (uint64_t)cnt[0][b] + cnt[1][b] + cnt[2][b] + cnt[3][b];
 }
 #endif
 
@@ -353,23 +374,35 @@ qr_as_hist_add(double lo, double hi, uint64_t *bins, size_t nbins,
 
 #ifdef QR_AS_AVX512
 	if ((qr_kernels_cpu_features() & QR_CPU_AVX512BW) &&
-	    nbins <= INT32_MAX) {
+	    nbins <= HIST_FAST_BINS && n >= 8) {
+		/* Four interleaved count sets, so runs of values in one bin
+		 * do not wait on each other's increments; the bins after
+		 * nbins count values below, above and not finite. */
+		uint32_t cnt[4][HIST_FAST_BINS + 3];
 		int32_t idx[256];
+		size_t j, since = 0;
 
+		memset(cnt, 0, sizeof cnt);
 		while (n - i >= 8) {
-			size_t m = n - i < 256 ? (n - i) / 8 * 8 : 256, j;
+			size_t m = n - i < 256 ? (n - i) / 8 * 8 : 256;
 
 			hist_idx_avx512(lo, hi, k, nbins, v + i, m, idx);
-			for (j = 0; j < m; j++) {
-				if (idx[j] >= 0)
-					bins[idx[j]]++;
-				else if (idx[j] == -1)
-					(*under)++;
-				else if (idx[j] == -2)
-					(*over)++;
+			for (j = 0; j < m; j += 4) {
+				cnt[0][idx[j]]++;
+				cnt[1][idx[j + 1]]++;
+				cnt[2][idx[j + 2]]++;
+				cnt[3][idx[j + 3]]++;
 			}
 			i += m;
+			since += m;
+			if (since >= (size_t)1 << 30) {
+				/* fold before a uint32 count could wrap */
+				hist_fold(cnt, nbins, bins, under, over);
+				memset(cnt, 0, sizeof cnt);
+				since = 0;
+			}
 		}
+		hist_fold(cnt, nbins, bins, under, over);
 	}
 #endif
 	for (; i < n; i++) {

@@ -43,6 +43,7 @@ struct options {
 	int bits;                   /* --bits */
 	int quiet;                  /* --quiet */
 	int weights_only;           /* --weights-only: no data run */
+	int exact;                  /* --exact: every run in ORT's order */
 	char *data[MAX_DATA];       /* --data [NAME=]PATH, as given */
 	size_t n_data;
 	char *dims[MAX_DATA];       /* --input NAME:DIMS, as given */
@@ -87,8 +88,8 @@ static const char usage_text[] =
 "                        scale, mean, std (number or array), layout,\n"
 "                        channel_order, seed, cos_threshold,\n"
 "                        sqnr_threshold, fail_if (string or array),\n"
-"                        compare_to, weights_only. Relative paths are\n"
-"                        relative to the config file's folder.\n"
+"                        compare_to, weights_only, exact. Relative\n"
+"                        paths are relative to the config file's folder.\n"
 "      --templates DIR   use templates (and DIR/assets) instead of the\n"
 "                        built-in ones\n"
 "      --bits N          weight bits for predicted SQNR (2..16, default 8)\n"
@@ -112,6 +113,11 @@ static const char usage_text[] =
 "      --seed N          seed of the random data (default 0)\n"
 "      --cos-threshold C  flag layers whose mean cosine is below C (0.99)\n"
 "      --sqnr-threshold DB  flag layers whose SQNR is below DB (20)\n"
+"      --exact           sum the local runs' float convs in ONNX\n"
+"                        Runtime's order too (slower; by default they use\n"
+"                        Winograd, which moves values by rounding only);\n"
+"                        the float model and cumulative runs always use\n"
+"                        ORT's order\n"
 "      --quiet           no progress bar or summary on stderr\n"
 "\n"
 "CI use (the report is always written; see DIR/summary.md):\n"
@@ -443,6 +449,9 @@ read_config(const char *path, struct options *o, int have_quant,
 			   cJSON_IsBool(it)) {
 			if (!o->weights_only)
 				o->weights_only = cJSON_IsTrue(it);
+		} else if (strcmp(k, "exact") == 0 && cJSON_IsBool(it)) {
+			if (!o->exact)
+				o->exact = cJSON_IsTrue(it);
 		} else if ((strcmp(k, "data") == 0 || strcmp(k, "input") == 0) &&
 			   (cJSON_IsString(it) || cJSON_IsArray(it))) {
 			int is_data = k[0] == 'd';
@@ -623,7 +632,7 @@ parse_args(int argc, char **argv, struct options *o, int *exit_now,
 	       OPT_VERSION, OPT_WEIGHTS_ONLY, OPT_DATA, OPT_SAMPLES, OPT_INPUT,
 	       OPT_INPUT_SIZE,
 	       OPT_MEAN, OPT_STD, OPT_SCALE, OPT_LAYOUT, OPT_ORDER, OPT_SEED,
-	       OPT_COS, OPT_SQNR, OPT_FAIL_IF, OPT_COMPARE };
+	       OPT_COS, OPT_SQNR, OPT_FAIL_IF, OPT_COMPARE, OPT_EXACT };
 	static const struct option longopts[] = {
 		{"float", required_argument, NULL, 'f'},
 		{"quant", required_argument, NULL, 'q'},
@@ -633,6 +642,7 @@ parse_args(int argc, char **argv, struct options *o, int *exit_now,
 		{"bits", required_argument, NULL, OPT_BITS},
 		{"quiet", no_argument, NULL, OPT_QUIET},
 		{"weights-only", no_argument, NULL, OPT_WEIGHTS_ONLY},
+		{"exact", no_argument, NULL, OPT_EXACT},
 		{"data", required_argument, NULL, OPT_DATA},
 		{"samples", required_argument, NULL, OPT_SAMPLES},
 		{"input", required_argument, NULL, OPT_INPUT},
@@ -696,6 +706,9 @@ parse_args(int argc, char **argv, struct options *o, int *exit_now,
 			break;
 		case OPT_WEIGHTS_ONLY:
 			o->weights_only = 1;
+			break;
+		case OPT_EXACT:
+			o->exact = 1;
 			break;
 		case OPT_DATA:
 			st = push_str(o->data, &o->n_data, "--data", optarg, d);
@@ -915,6 +928,7 @@ run_data(const struct options *o, const struct qr_model *fmodel,
 	aopts.cos_threshold = o->cos_threshold;
 	aopts.sqnr_threshold = o->sqnr_threshold;
 	aopts.n_threads = nproc > 0 ? (int)nproc : 1;
+	aopts.exact = o->exact;
 	if (!o->quiet && isatty(2)) {
 		aopts.progress = progress_draw;
 		aopts.progress_user = &prog;

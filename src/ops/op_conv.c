@@ -477,12 +477,17 @@ qr_op_ws(const struct qr_op_call *c, void **own, size_t *own_cap, size_t n)
 
 /* ---- Conv, ConvTranspose ---- */
 
+#define WINO_MAX_WEIGHTS (256 * 256) /* c_in * c_out */
+
 /* Per-node state: attributes and the packed weights. */
 struct conv_state {
 	struct qr_op_win win;          /* window attributes */
 	int transposed;                /* ConvTranspose */
 	int w_const;                   /* W is a constant, packed at prepare */
 	struct qr_conv_f32_packed *pk; /* packed weights, or NULL */
+	struct qr_wino_f32 *wino;      /* Winograd weights (any_order),
+					* made at the first run that uses
+					* them, or NULL */
 	void *ws;                      /* kernel workspace, heap */
 	size_t ws_cap;                 /* bytes in ws */
 };
@@ -578,6 +583,7 @@ conv_release(void *state)
 	if (st == NULL)
 		return;
 	qr_conv_f32_packed_free(st->pk);
+	qr_wino_f32_free(st->wino);
 	free(st->ws);
 	free(st);
 }
@@ -683,6 +689,20 @@ conv3d_run(const struct conv_geom *g, int transposed, const float *x,
 	}
 }
 
+/*
+ * Whether a conv that may sum in any order takes Winograd: a 3x3
+ * stride-1 conv of one group (2-3x faster on one thread from 7x7 to
+ * 56x56 images, 64 to 512 channels), with weights small enough that the
+ * transformed copy, 4x their size and kept for the executor's life,
+ * stays modest (resnet18: 38 MB for layer1-3, where layer4 alone would
+ * add 113 MB).
+ */
+static int
+wino_worth(const struct qr_conv_params *p)
+{
+	return qr_wino_f32_ok(p) && p->c_in * p->c_out <= WINO_MAX_WEIGHTS;
+}
+
 static enum qr_status
 conv_run(struct qr_op_call *c, struct qr_diag *d)
 {
@@ -714,6 +734,18 @@ conv_run(struct qr_op_call *c, struct qr_diag *d)
 	}
 	memset(&p, 0, sizeof p);
 	geom_params(&g, &p);
+	if (c->any_order && st->w_const && !st->transposed &&
+	    wino_worth(&p)) {
+		if (st->wino == NULL)
+			st->wino = qr_wino_f32_new(p.c_out, p.c_in,
+						   c->in[1]->data);
+		ws = qr_op_ws(c, &st->ws, &st->ws_cap,
+			      qr_wino_f32_workspace(st->wino, &p,
+						    c->n_threads));
+		qr_wino_f32_run(st->wino, &p, c->in[0]->data, bias,
+				c->out[0]->data, ws, c->n_threads);
+		return QR_OK;
+	}
 	if (!st->w_const) {
 		qr_conv_f32_packed_free(st->pk);
 		st->pk = conv_pack(c->in[1], st->win.group, st->transposed);

@@ -59,6 +59,9 @@ struct qr_op_call {
 				     * time), grown with qr_op_ws; NULL: the
 				     * op keeps its own */
 	size_t *ws_cap;             /* bytes allocated in *ws */
+	int any_order;              /* 1: float kernels may sum in any order
+				     * (Winograd convs): values then differ
+				     * from ONNX Runtime's by rounding */
 	const unsigned char *in_init; /* prepare only (else NULL): per input,
 				     * nonzero for an initializer or Constant
 				     * output (ONNX Runtime pre-packs those),

@@ -349,6 +349,7 @@ exec_build(struct qr_exec *e, struct qr_unsupported **u, size_t *n_u,
 		s->call.n_out = n->n_out;
 		s->call.n_threads = e->opts.n_threads > 0 ?
 			e->opts.n_threads : 1;
+		s->call.any_order = e->opts.any_order;
 		s->call.in = xcalloc(n->n_in + 1, sizeof *s->call.in);
 		s->call.out = xcalloc(n->n_out + 1, sizeof *s->call.out);
 		s->in_val = xcalloc(n->n_in + 1, sizeof *s->in_val);

@@ -43,6 +43,11 @@ typedef int (*qr_hook_fn)(const struct qr_node *node,
 struct qr_exec_opts {
 	int profile;             /* 1: time each op type (qr_exec_profile) */
 	int n_threads;           /* threads an op may use; 0 means 1 */
+	int any_order;           /* 1: float convs may sum in any order
+				  * (Winograd for 3x3 convs), for runs whose
+				  * values are compared rather than
+				  * reproduced; 0: ONNX Runtime's order, bit
+				  * for bit */
 	const char *const *keep; /* tensors kept alive after a run, readable
 				  * with qr_exec_tensor_get (may be NULL) */
 	size_t n_keep;           /* entries in keep */
