@@ -673,6 +673,94 @@ out:
 	run_exact = 0;
 }
 
+/* Hook: each DequantizeLinear output's data pointer and ownership, by
+ * node index. */
+struct dq_seen {
+	const struct qr_model *m;
+	const void *data[64];
+	int owned[64];
+};
+
+static int
+dq_hook(const struct qr_node *node, struct qr_tensor *const *outs, size_t n,
+	void *user)
+{
+	struct dq_seen *s = user;
+	size_t i = (size_t)(node - s->m->graph.nodes);
+
+	if (i < 64 && n > 0 && outs[0] != NULL &&
+	    strcmp(node->op_type, "DequantizeLinear") == 0) {
+		s->data[i] = outs[0]->data;
+		s->owned[i] = outs[0]->owned;
+	}
+	return 0;
+}
+
+/* An executor made with opts.share borrows the values the other folded at
+ * load (dequantized weights) rather than holding copies; its runs are the
+ * same bits. */
+static void
+test_fold_share(struct qr_tensor *data)
+{
+	struct qr_model *m = sample("digits_qdq.onnx");
+	struct qr_model *m2 = sample("digits_qdq.onnx");
+	struct qr_exec *a = NULL, *b = NULL, *c = NULL;
+	struct qr_exec_opts o = { 0 };
+	struct qr_diag d = { 0 };
+	struct qr_tensor one = *data, *in = &one, *const *oa, *const *ob;
+	struct dq_seen sa = { 0 }, sb = { 0 }, sc = { 0 };
+	size_t i, n_dq = 0, shared = 0, own = 0, na, nb;
+
+	one.dims[0] = 1;
+	one.n_elem /= (size_t)data->dims[0];
+	one.nbytes /= (size_t)data->dims[0];
+	one.owned = 0;
+	one.name = "input";
+	if (!ok(m != NULL && m2 != NULL &&
+		qr_exec_new(m, NULL, &a, &d) == QR_OK, "digits_qdq loads"))
+		goto out;
+	o.share = a;
+	o.any_order = 1;
+	ok(qr_exec_new(m, &o, &b, &d) == QR_OK &&
+	   qr_exec_new(m2, &o, &c, &d) == QR_OK,
+	   "executors sharing a's folded values (one of another model)");
+	sa.m = sb.m = m;
+	sc.m = m2;
+	ok(b && c && qr_exec_run(a, &in, 1, dq_hook, &sa, &d) == QR_OK &&
+	   qr_exec_run(b, &in, 1, dq_hook, &sb, &d) == QR_OK &&
+	   qr_exec_run(c, &in, 1, dq_hook, &sc, &d) == QR_OK,
+	   "all three run (%s)", d.msg);
+	for (i = 0; i < m->graph.n_node && i < 64; i++) {
+		size_t k, init = 0;
+
+		/* a weight: DequantizeLinear of an initializer */
+		for (k = 0; sa.data[i] && k < m->graph.n_init; k++)
+			init |= strcmp(m->graph.inits[k].name,
+				       m->graph.nodes[i].in[0]) == 0;
+		if (!init)
+			continue;
+		n_dq++;
+		shared += sb.data[i] == sa.data[i] && !sb.owned[i];
+		own += sc.data[i] != NULL && sc.data[i] != sa.data[i] &&
+		       sc.owned[i];
+	}
+	ok(n_dq >= 5 && shared == n_dq && own == n_dq,
+	   "folded weights: %zu of %zu borrowed from the same model's "
+	   "executor, %zu computed for another model's", shared, n_dq, own);
+	oa = qr_exec_outputs(a, &na);
+	ob = b ? qr_exec_outputs(b, &nb) : NULL;
+	ok(ob && na == nb && na == 1 && oa[0]->nbytes == ob[0]->nbytes &&
+	   memcmp(oa[0]->data, ob[0]->data, oa[0]->nbytes) == 0,
+	   "the borrowing executor's output has the same bits");
+out:
+	qr_exec_free(c);
+	qr_exec_free(b);
+	qr_exec_free(a);
+	qr_onnx_free(m);
+	qr_onnx_free(m2);
+	qr_diag_clear(&d);
+}
+
 int
 main(void)
 {
@@ -689,6 +777,7 @@ main(void)
 		test_run(data);
 		test_partial(data);
 		test_lanes(data);
+		test_fold_share(data);
 	}
 	qr_tensor_free(data);
 	return done();

@@ -1205,6 +1205,7 @@ qr_analysis_run_data(struct qr_analysis *a, const struct qr_model *fmodel,
 			continue;
 		}
 		q->el = q->e;
+		fast.share = q->e; /* the dequantized weights, once */
 		if (lanes > 1 && qr_exec_new(quant[k], &fast, &q->el, d) != QR_OK)
 			q->el = q->e; /* it loaded once: cannot fail now */
 		q->ran = 1;

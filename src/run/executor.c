@@ -533,6 +533,36 @@ qr_exec_unsupported(const struct qr_model *m, struct qr_unsupported **out,
  * run hands to the hook without recomputing them. A step that fails, has
  * an unnamed output or makes a large tensor is left to run normally.
  */
+/* Take step s's folded outputs from opts.share when that executor (of
+ * the same model) folded the same node: views of its tensors, which it
+ * keeps. 1 when done. */
+static int
+fold_borrow(struct qr_exec *e, struct step *s)
+{
+	const struct qr_exec *o = e->opts.share;
+	const struct step *os;
+	struct qr_tensor **out;
+	size_t j;
+
+	if (o == NULL || o->m != e->m || s->node >= o->n_steps)
+		return 0;
+	os = &o->steps[o->step_of_node[s->node]];
+	if (os->folded == NULL)
+		return 0;
+	out = xcalloc(s->call.n_out + 1, sizeof *out);
+	for (j = 0; j < s->call.n_out; j++) {
+		struct value *v = &e->vals[s->out_val[j]];
+
+		out[j] = xmalloc(sizeof *out[j]);
+		*out[j] = *os->folded[j];
+		out[j]->owned = 0;
+		v->konst = out[j];
+		v->folded = 1;
+	}
+	s->folded = out;
+	return 1;
+}
+
 static void
 step_fold(struct qr_exec *e, struct step *s)
 {
@@ -557,6 +587,8 @@ step_fold(struct qr_exec *e, struct step *s)
 			return;
 	if (n_in == 0)
 		return; /* nothing to gain (and generators stay live) */
+	if (fold_borrow(e, s))
+		return;
 	out = xcalloc(s->call.n_out + 1, sizeof *out);
 	for (j = 0; j < s->call.n_out; j++) {
 		out[j] = xcalloc(1, sizeof *out[j]);
@@ -564,6 +596,7 @@ step_fold(struct qr_exec *e, struct step *s)
 	}
 	c.in = s->prep_in;
 	c.out = out;
+	c.any_order = 0; /* the same bits in every executor, so shareable */
 	if (s->desc->infer(&c, &quiet) != QR_OK) {
 		ok = 0;
 		goto done;

@@ -48,6 +48,11 @@ struct qr_exec_opts {
 				  * values are compared rather than
 				  * reproduced; 0: ONNX Runtime's order, bit
 				  * for bit */
+	const struct qr_exec *share; /* an executor of the same model whose
+				  * values folded at load this one borrows
+				  * instead of computing and holding its
+				  * own (it must outlive this one), or
+				  * NULL */
 	const char *const *keep; /* tensors kept alive after a run, readable
 				  * with qr_exec_tensor_get (may be NULL) */
 	size_t n_keep;           /* entries in keep */
