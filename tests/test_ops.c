@@ -413,6 +413,59 @@ test_slice(void)
 	qr_tensor_free(m);
 }
 
+/* ---- Tile ---- */
+
+/* Tile against the index formula y[i] = x[i mod dims], over ranks 0..4,
+ * repeats 1..3 and dims 1..4 (block copies along every axis). */
+static void
+test_tile(void)
+{
+	uint32_t r = 7;
+	int round, good = 0, rounds = 200;
+
+	for (round = 0; round < rounds; round++) {
+		int64_t dx[4], rep[4], dr[1], idx[4] = {0}, n = 1;
+		float xv[256];
+		struct qr_tensor *in[2], *y = NULL;
+		struct qr_diag d = {0};
+		int nd = round % 5, i, same = 1;
+		size_t k;
+
+		for (i = 0; i < nd; i++) {
+			r = r * 1103515245u + 12345u;
+			dx[i] = 1 + (r >> 16) % 4;
+			rep[i] = 1 + (r >> 20) % 3;
+			n *= dx[i];
+		}
+		for (k = 0; k < (size_t)n; k++)
+			xv[k] = (float)k;
+		dr[0] = nd;
+		in[0] = mkf(nd, dx, xv);
+		in[1] = mki(1, dr, rep);
+		if (call1("Tile", 13, NULL, 0, in, 2, &y, &d) != QR_OK) {
+			diag("tile: %s", d.msg);
+			same = 0;
+		}
+		for (k = 0; same && k < y->n_elem; k++) {
+			int64_t off = 0, st = 1;
+
+			for (i = nd - 1; i >= 0; i--) {
+				off += idx[i] % dx[i] * st;
+				st *= dx[i];
+			}
+			same = ((float *)y->data)[k] == xv[off];
+			for (i = nd - 1; i >= 0 && ++idx[i] == y->dims[i]; i--)
+				idx[i] = 0;
+		}
+		good += same;
+		qr_tensor_free(in[0]);
+		qr_tensor_free(in[1]);
+		qr_tensor_free(y);
+	}
+	ok(good == rounds, "Tile = the index formula on %d of %d random "
+	   "shapes (ranks 0-4)", good, rounds);
+}
+
 /* ---- Softmax ---- */
 
 static void
@@ -745,6 +798,7 @@ main(void)
 	test_registry();
 	test_broadcast();
 	test_slice();
+	test_tile();
 	test_softmax();
 	test_memory_plan();
 	test_unsupported();

@@ -1825,22 +1825,57 @@ tile_run(struct qr_op_call *c, struct qr_diag *d)
 {
 	const struct qr_tensor *x = c->in[0];
 	struct qr_tensor *y = c->out[0];
-	int64_t xs[QR_TENSOR_MAX_DIMS], idx[QR_TENSOR_MAX_DIMS] = {0};
-	size_t es = qr_dtype_size(x->dtype), k;
-	int i;
+	int64_t ys[QR_TENSOR_MAX_DIMS], idx[QR_TENSOR_MAX_DIMS];
+	size_t es = qr_dtype_size(x->dtype), row, nrows, k;
+	char *yd = y->data;
+	const char *xd = x->data;
+	int i, j, n = x->ndim;
 
-	dense_strides(x->ndim, x->dims, xs);
-	for (k = 0; k < y->n_elem; k++) {
-		int64_t off = 0;
+	(void)d;
+	if (y->n_elem == 0)
+		return QR_OK;
+	if (n == 0) {
+		memcpy(yd, xd, es);
+		return QR_OK;
+	}
+	/*
+	 * Block copies, innermost axis first: each row of x goes to its
+	 * place in y (its index along every other axis as in x) repeated
+	 * along the last axis; then, from the second-to-last axis out, the
+	 * filled block along axis i (contiguous, as every inner axis is
+	 * whole by then) is copied repeats[i] - 1 times after itself.
+	 */
+	dense_strides(n, y->dims, ys);
+	row = (size_t)x->dims[n - 1] * es;
+	nrows = x->n_elem / (size_t)x->dims[n - 1];
+	memset(idx, 0, sizeof idx);
+	for (k = 0; k < nrows; k++) {
+		char *dst = yd;
+		size_t r;
 
-		for (i = 0; i < x->ndim; i++)
-			off += (idx[i] % x->dims[i]) * xs[i];
-		copy_elem((char *)y->data + k * es, (const char *)x->data +
-			  off * (int64_t)es, es);
-		for (i = y->ndim - 1; i >= 0; i--) {
-			if (++idx[i] < y->dims[i])
-				break;
-			idx[i] = 0;
+		for (j = 0; j < n - 1; j++)
+			dst += (size_t)(idx[j] * ys[j]) * es;
+		for (r = 0; r < (size_t)(y->dims[n - 1] / x->dims[n - 1]); r++)
+			memcpy(dst + r * row, xd + k * row, row);
+		for (j = n - 2; j >= 0 && ++idx[j] == x->dims[j]; j--)
+			idx[j] = 0;
+	}
+	for (i = n - 2; i >= 0; i--) {
+		size_t block = (size_t)(x->dims[i] * ys[i]) * es;
+		size_t reps = (size_t)(y->dims[i] / x->dims[i]), outer = 1, r;
+
+		for (j = 0; j < i; j++)
+			outer *= (size_t)x->dims[j];
+		memset(idx, 0, sizeof idx);
+		for (k = 0; k < outer; k++) {
+			char *base = yd;
+
+			for (j = 0; j < i; j++)
+				base += (size_t)(idx[j] * ys[j]) * es;
+			for (r = 1; r < reps; r++)
+				memcpy(base + r * block, base, block);
+			for (j = i - 1; j >= 0 && ++idx[j] == x->dims[j]; j--)
+				idx[j] = 0;
 		}
 	}
 	return QR_OK;
