@@ -70,6 +70,10 @@ qr_tensor_set_shape(struct qr_tensor *t, int dtype, int ndim,
 	return QR_OK;
 }
 
+/* What a wrapped tensor with no elements points at (never written: a
+ * tensor with no elements has no byte to write). */
+static const uint64_t empty_data[TENSOR_ALIGN / 8];
+
 static void *
 aligned_new(size_t n)
 {
@@ -84,24 +88,23 @@ aligned_new(size_t n)
 /*
  * Give an owned tensor room for t->nbytes, keeping its buffer when it is
  * large enough (contents are then left as they were). A tensor with no
- * elements gets data NULL. t must be owned (or have no data yet).
+ * elements still gets a buffer (of one byte), so that kernels may offset
+ * its pointer by zero: NULL + 0 is undefined in C, and empty tensors
+ * reached kernels by seven different paths before this. t must be owned
+ * (or have no data yet).
  */
 void
 qr_tensor_alloc(struct qr_tensor *t)
 {
+	size_t want = t->nbytes > 0 ? t->nbytes : 1;
+
 	QR_ASSERT(t->owned || t->data == NULL);
 	t->owned = 1;
-	if (t->nbytes == 0) {
-		free(t->data);
-		t->data = NULL;
-		t->cap = 0;
-		return;
-	}
-	if (t->data != NULL && t->cap >= t->nbytes)
+	if (t->data != NULL && t->cap >= want)
 		return;
 	free(t->data);
-	t->data = aligned_new(t->nbytes);
-	t->cap = t->nbytes;
+	t->data = aligned_new(want);
+	t->cap = want;
 }
 
 /*
@@ -133,7 +136,8 @@ qr_tensor_new(int dtype, int ndim, const int64_t *dims,
 /*
  * A new tensor borrowing c's data (never freed by it; c must outlive it).
  * The caller frees the tensor with qr_tensor_free. String tensors keep
- * their shape with nbytes 0 and data NULL.
+ * their shape with nbytes 0 and data NULL; a tensor with no elements
+ * points at a static empty buffer (see qr_tensor_alloc).
  */
 struct qr_tensor *
 qr_tensor_wrap(const struct qr_tensor_data *c)
@@ -148,7 +152,7 @@ qr_tensor_wrap(const struct qr_tensor_data *c)
 		t->dims[i] = c->dims[i];
 	t->n_elem = c->n_elem;
 	t->nbytes = c->nbytes;
-	t->data = c->n_elem > 0 ? (void *)c->data : NULL;
+	t->data = c->n_elem > 0 ? (void *)c->data : (void *)empty_data;
 	return t;
 }
 

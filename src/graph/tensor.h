@@ -27,7 +27,10 @@ struct qr_tensor {
 	int64_t dims[QR_TENSOR_MAX_DIMS]; /* shape */
 	size_t n_elem;          /* product of dims */
 	size_t nbytes;          /* n_elem * element size */
-	void *data;             /* elements; NULL when n_elem == 0 */
+	void *data;             /* elements; not NULL once allocated, even
+				 * with n_elem == 0 (a 1-byte buffer), so
+				 * pointer + 0 is defined; NULL before, and
+				 * for strings (no storage) */
 	size_t cap;             /* bytes allocated when owned (for reuse) */
 	int owned;              /* 1 when data is freed with the tensor */
 };

@@ -155,29 +155,26 @@ mem_peak(struct qr_exec *e)
 }
 
 /* Give t (shape set by infer) a buffer: the smallest pooled one that
- * fits, or a new one. */
+ * fits, or a new one. An empty tensor takes one too (qr_tensor_alloc). */
 static void
 pool_alloc(struct qr_exec *e, struct qr_tensor *t)
 {
-	size_t i, best = NO_STEP;
+	size_t i, best = NO_STEP, want = t->nbytes > 0 ? t->nbytes : 1;
 
 	QR_ASSERT(t->data == NULL);
 	t->owned = 1;
 	t->cap = 0;
-	if (t->nbytes > 0) {
-		for (i = 0; i < e->n_pool; i++)
-			if (e->pool[i].cap >= t->nbytes &&
-			    (best == NO_STEP ||
-			     e->pool[i].cap < e->pool[best].cap))
-				best = i;
-		if (best != NO_STEP) {
-			t->data = e->pool[best].p;
-			t->cap = e->pool[best].cap;
-			e->pool_bytes -= t->cap;
-			e->pool[best] = e->pool[--e->n_pool];
-		} else {
-			qr_tensor_alloc(t);
-		}
+	for (i = 0; i < e->n_pool; i++)
+		if (e->pool[i].cap >= want &&
+		    (best == NO_STEP || e->pool[i].cap < e->pool[best].cap))
+			best = i;
+	if (best != NO_STEP) {
+		t->data = e->pool[best].p;
+		t->cap = e->pool[best].cap;
+		e->pool_bytes -= t->cap;
+		e->pool[best] = e->pool[--e->n_pool];
+	} else {
+		qr_tensor_alloc(t);
 	}
 	e->live_tensors++;
 	e->live_bytes += t->cap;
