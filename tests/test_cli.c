@@ -775,6 +775,45 @@ main(void)
 		   "%d: %s)", rc, last_err);
 		check_activations(aout);
 		check_layers_and_graph(aout);
+		/* --exact: the local runs in ORT's order too; the cumulative
+		 * numbers are the same bits either way */
+		{
+			char *eout = tmp("act-exact"), *p1, *p2;
+			cJSON *a = NULL, *b = NULL;
+			const cJSON *x, *y;
+			int same = 1, near = 1, n = 0;
+
+			rc = run((const char *[]){"--float", fmodel, "--quant",
+						  qmodel, "-o", eout, "--quiet",
+						  "--data", digits, "--samples",
+						  "30", "--scale",
+						  "0.00392156862745098",
+						  "--mean", "0.5", "--std",
+						  "0.5", "--exact", NULL});
+			p1 = qr_path_join(aout, "report.json");
+			p2 = qr_path_join(eout, "report.json");
+			a = load_json(p1);
+			b = load_json(p2);
+			x = a ? cJSON_GetObjectItem(a, "activations") : NULL;
+			y = b ? cJSON_GetObjectItem(b, "activations") : NULL;
+			for (n = 0; x && y && n < cJSON_GetArraySize(x); n++) {
+				const cJSON *u = cJSON_GetArrayItem(x, n);
+				const cJSON *v = cJSON_GetArrayItem(y, n);
+
+				same &= v && num(u, "sqnr_db") == num(v, "sqnr_db");
+				near &= v && fabs(num(u, "local_sqnr_db") -
+						  num(v, "local_sqnr_db")) <=
+						     1e-4 * fabs(num(v, "local_sqnr_db"));
+			}
+			ok(rc == 0 && n > 0 && same && near, "--exact: exit 0 "
+			   "(got %d), cumulative SQNR equal, local within 1e-4 "
+			   "over %d layers", rc, n);
+			cJSON_Delete(a);
+			cJSON_Delete(b);
+			free(p1);
+			free(p2);
+			free(eout);
+		}
 		free(aout);
 		free(digits);
 	}
