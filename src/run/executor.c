@@ -521,15 +521,6 @@ qr_exec_unsupported(const struct qr_model *m, struct qr_unsupported **out,
 
 #define FOLD_MAX_BYTES (64u << 20) /* largest output computed at load */
 
-/*
- * Constant folding: a step whose inputs are all constants (initializers,
- * Constant outputs, or outputs of steps folded before it) is run once
- * here, with the op's own infer and run, so its outputs are the same bits
- * a run would give. Its outputs become constants that later prepares see
- * (so weights behind a DequantizeLinear are packed once) and that each
- * run hands to the hook without recomputing them. A step that fails, has
- * an unnamed output or makes a large tensor is left to run normally.
- */
 /* Take step s's folded outputs from opts.share when that executor (of
  * the same model) folded the same node: views of its tensors, which it
  * keeps. 1 when done. */
@@ -560,6 +551,18 @@ fold_borrow(struct qr_exec *e, struct step *s)
 	return 1;
 }
 
+/*
+ * Constant folding: a step whose inputs are all constants (initializers,
+ * Constant outputs, or outputs of steps folded before it) is run once
+ * here, with the op's own infer and run, so its outputs are the same bits
+ * a run would give (in ONNX Runtime's order even when opts.any_order is
+ * set, so that executors of one model fold alike and can share the
+ * results: fold_borrow). Its outputs become constants that later
+ * prepares see (so weights behind a DequantizeLinear are packed once) and
+ * that each run hands to the hook without recomputing them. A step that
+ * fails, has an unnamed output or makes a large tensor is left to run
+ * normally.
+ */
 static void
 step_fold(struct qr_exec *e, struct step *s)
 {
@@ -593,7 +596,7 @@ step_fold(struct qr_exec *e, struct step *s)
 	}
 	c.in = s->prep_in;
 	c.out = out;
-	c.any_order = 0; /* the same bits in every executor, so shareable */
+	c.any_order = 0;
 	if (s->desc->infer(&c, &quiet) != QR_OK) {
 		ok = 0;
 		goto done;
