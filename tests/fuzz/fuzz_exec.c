@@ -7,7 +7,10 @@
  * deterministic inputs: unknown and symbolic dims become 1..3, and a model
  * whose inputs would exceed QR_FUZZ_MAX_ELEM elements in all is not run.
  * A run that succeeds is repeated once, to exercise buffer reuse, and must
- * give outputs of the same shapes.
+ * give outputs of the same shapes. Half the inputs (by a bit of the seed)
+ * run with opts.any_order (Winograd convs), and a quarter also through a
+ * second executor that borrows the first one's folded constants
+ * (opts.share) and must give the same shapes.
  */
 #include <math.h>
 #include <stdio.h>
@@ -194,6 +197,7 @@ qr_fuzz_exec(const uint8_t *data, size_t size)
 	qr_unsupported_free(u, n_u);
 	d.status = QR_OK;
 	opts.n_threads = 1;
+	opts.any_order = (int)(seed & 1);
 	st = qr_exec_new(m, &opts, &e, &d);
 	qr_fuzz_check_diag(st, &d);
 	FUZZ_CHECK((st == QR_OK) == (e != NULL));
@@ -228,6 +232,25 @@ qr_fuzz_exec(const uint8_t *data, size_t size)
 		FUZZ_CHECK(outs[i]->ndim == ranks[i] &&
 			   memcmp(outs[i]->dims, shapes[i],
 				  sizeof shapes[i]) == 0);
+	if (seed & 2) {
+		struct qr_exec *e2 = NULL;
+
+		opts.share = e;
+		opts.any_order = !opts.any_order;
+		st = qr_exec_new(m, &opts, &e2, &d);
+		qr_fuzz_check_diag(st, &d);
+		/* it prepared once: the same model prepares again */
+		FUZZ_CHECK(st == QR_OK);
+		st = qr_exec_run(e2, ins, n_ins, NULL, NULL, &d);
+		qr_fuzz_check_diag(st, &d);
+		FUZZ_CHECK(st == QR_OK);
+		outs = qr_exec_outputs(e2, &n_out);
+		for (i = 0; i < n_out && i < 8; i++)
+			FUZZ_CHECK(outs[i]->ndim == ranks[i] &&
+				   memcmp(outs[i]->dims, shapes[i],
+					  sizeof shapes[i]) == 0);
+		qr_exec_free(e2);
+	}
 out:
 	for (i = 0; i < MAX_INPUTS; i++)
 		qr_tensor_free(ins[i]);
