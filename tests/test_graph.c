@@ -207,10 +207,41 @@ check_error(const char *file, const char *name1, const char *name2)
 	qr_diag_clear(&d);
 }
 
+/* qr_diag_take_warnings: another diag's warnings moved in at a place. */
+static void
+check_take_warnings(void)
+{
+	struct qr_diag d = {0}, w = {0};
+
+	qr_warnf(&d, "load");
+	qr_warnf(&d, "data 1");
+	qr_warnf(&d, "data 2");
+	qr_warnf(&w, "weights 1");
+	qr_warnf(&w, "weights 2");
+	w.status = QR_EGRAPH;
+	qr_diag_take_warnings(&d, 1, &w);
+	ok(d.n_warnings == 5 && strcmp(d.warnings[0].msg, "load") == 0 &&
+	   strcmp(d.warnings[1].msg, "weights 1") == 0 &&
+	   strcmp(d.warnings[2].msg, "weights 2") == 0 &&
+	   strcmp(d.warnings[3].msg, "data 1") == 0 &&
+	   strcmp(d.warnings[4].msg, "data 2") == 0 && w.n_warnings == 0 &&
+	   w.warnings == NULL && w.status == QR_EGRAPH,
+	   "take_warnings inserts in order at the given place");
+	qr_warnf(&w, "late");
+	qr_diag_take_warnings(&d, 99, &w);
+	ok(d.n_warnings == 6 && strcmp(d.warnings[5].msg, "late") == 0,
+	   "take_warnings past the end appends");
+	qr_diag_take_warnings(&d, 0, &w);
+	ok(d.n_warnings == 6, "nothing to take: nothing changes");
+	qr_diag_clear(&d);
+	qr_diag_clear(&w);
+}
+
 int
 main(void)
 {
 	plan_no_plan();
+	check_take_warnings();
 	if (access(DATA "order.onnx", R_OK) != 0)
 		skip_all("fixtures not found in " DATA);
 	check_order();

@@ -124,6 +124,42 @@ out:
 	return QR_OK;
 }
 
+struct qr_analysis *
+qr_analysis_new_data(size_t n_quant)
+{
+	struct qr_analysis *a = xcalloc(1, sizeof *a);
+
+	/* zeroed summaries, so qr_analysis_free walks n_quant of them */
+	a->quants = xcalloc(n_quant + 1, sizeof *a->quants);
+	a->n_quant = n_quant;
+	return a;
+}
+
+void
+qr_analysis_take_data(struct qr_analysis *dst, struct qr_analysis *src)
+{
+	QR_ASSERT(dst->n_quant == src->n_quant && dst->act_runs == NULL &&
+		  dst->n_act_pairs == 0 && dst->n_act_tensors == 0);
+	dst->data = src->data;
+	dst->n_act_tensors = src->n_act_tensors;
+	dst->act_tensors = src->act_tensors;
+	dst->n_act_pairs = src->n_act_pairs;
+	dst->act_pairs = src->act_pairs;
+	dst->n_act_outputs = src->n_act_outputs;
+	dst->act_outputs = src->act_outputs;
+	dst->n_act_unmatched = src->n_act_unmatched;
+	dst->act_unmatched = src->act_unmatched;
+	dst->act_runs = src->act_runs;
+	memset(&src->data, 0, sizeof src->data);
+	src->n_act_tensors = src->n_act_pairs = 0;
+	src->n_act_outputs = src->n_act_unmatched = 0;
+	src->act_tensors = NULL;
+	src->act_pairs = NULL;
+	src->act_outputs = NULL;
+	src->act_unmatched = NULL;
+	src->act_runs = NULL;
+}
+
 /* Free a and everything it owns; NULL does nothing. */
 void
 qr_analysis_free(struct qr_analysis *a)

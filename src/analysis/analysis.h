@@ -385,6 +385,16 @@ enum qr_status qr_analysis_new(const struct qr_model *fmodel,
 			       const struct qr_analysis_opts *opts,
 			       struct qr_analysis **out, struct qr_diag *d);
 void qr_analysis_free(struct qr_analysis *a);
+/*
+ * An analysis of n_quant candidates with nothing in it, for
+ * qr_analysis_run_data to fill while qr_analysis_new runs on another
+ * thread (the two write disjoint fields and only read the models);
+ * qr_analysis_take_data then joins them. Free with qr_analysis_free.
+ */
+struct qr_analysis *qr_analysis_new_data(size_t n_quant);
+/* Move src's data-run results (data and act_*) into dst, which has none
+ * and the same number of candidates; src is left without them. */
+void qr_analysis_take_data(struct qr_analysis *dst, struct qr_analysis *src);
 
 /*
  * The next sample for qr_analysis_run_data: *inputs gets *n_inputs tensors

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -947,6 +948,27 @@ out:
 	return st;
 }
 
+/* The weight analysis (qr_analysis_new) on a thread of its own. */
+struct an_job {
+	const struct qr_model *fmodel;
+	const struct qr_model *const *qmodels;
+	size_t n_quant;
+	struct qr_analysis_opts opts;
+	struct qr_analysis *an;
+	struct qr_diag d;        /* its own: diags are not shared */
+	enum qr_status st;
+};
+
+static void *
+an_job_run(void *arg)
+{
+	struct an_job *j = arg;
+
+	j->st = qr_analysis_new(j->fmodel, j->qmodels, j->n_quant, &j->opts,
+				&j->an, &j->d);
+	return NULL;
+}
+
 static enum qr_status
 run_report(const struct options *o, const char *cmdline, struct qr_diag *d)
 {
@@ -975,16 +997,46 @@ run_report(const struct options *o, const char *cmdline, struct qr_diag *d)
 	}
 	aopts.bits = o->bits;
 	aopts.tukey_k = 1.5;
-	st = qr_analysis_new(fmodel, (const struct qr_model *const *)qmodels,
-			     o->n_quant, &aopts, &an, d);
-	if (st != QR_OK)
-		goto out;
 	if (o->n_quant > 0 && !o->weights_only) {
-		st = run_data(o, fmodel, qmodels, an, d);
-		if (st == QR_EPARTIAL)
+		/*
+		 * The weight analysis and the data run read the models and
+		 * fill disjoint parts of the analysis, so the weights are
+		 * analysed on a thread of their own while the data run
+		 * starts (loading executors, the first float sample: work
+		 * that leaves the second core idle). The weight analysis's
+		 * error, if any, wins, as when it ran first.
+		 */
+		struct an_job job = { fmodel,
+				      (const struct qr_model *const *)qmodels,
+				      o->n_quant, aopts, NULL, { 0 }, QR_OK };
+		struct qr_analysis *act = qr_analysis_new_data(o->n_quant);
+		size_t at = d->n_warnings;
+		pthread_t th;
+		int threaded = pthread_create(&th, NULL, an_job_run, &job) == 0;
+		enum qr_status dst;
+
+		if (!threaded)
+			an_job_run(&job);
+		dst = run_data(o, fmodel, qmodels, act, d);
+		if (threaded)
+			pthread_join(th, NULL);
+		qr_diag_take_warnings(d, at, &job.d);
+		an = job.an;
+		if (job.st != QR_OK)
+			st = qr_errorf(d, job.st, "%s", job.d.msg);
+		else if ((st = dst) == QR_EPARTIAL)
 			partial = 1;
-		else if (st != QR_OK)
+		if (st == QR_OK || st == QR_EPARTIAL)
+			qr_analysis_take_data(an, act);
+		qr_analysis_free(act);
+		qr_diag_clear(&job.d);
+		if (st != QR_OK && st != QR_EPARTIAL)
 			goto out;
+		st = QR_OK;
+	} else if ((st = qr_analysis_new(fmodel,
+				(const struct qr_model *const *)qmodels,
+				o->n_quant, &aopts, &an, d)) != QR_OK) {
+		goto out;
 	} else if (o->n_data > 0) {
 		qr_warnf(d, "--data is ignored without --quant: there is no "
 			 "candidate to compare");

@@ -171,6 +171,26 @@ qr_diag_clear(struct qr_diag *d)
 	d->msg[0] = '\0';
 }
 
+void
+qr_diag_take_warnings(struct qr_diag *d, size_t at, struct qr_diag *src)
+{
+	size_t n = src->n_warnings;
+
+	if (n == 0)
+		return;
+	if (at > d->n_warnings)
+		at = d->n_warnings;
+	d->warnings = xreallocarray(d->warnings, d->n_warnings + n,
+				    sizeof *d->warnings);
+	memmove(d->warnings + at + n, d->warnings + at,
+		(d->n_warnings - at) * sizeof *d->warnings);
+	memcpy(d->warnings + at, src->warnings, n * sizeof *d->warnings);
+	d->n_warnings += n;
+	free(src->warnings);
+	src->warnings = NULL;
+	src->n_warnings = 0;
+}
+
 const char *
 qr_status_name(enum qr_status st)
 {

@@ -63,6 +63,9 @@ enum qr_status qr_errorf(struct qr_diag *d, enum qr_status st,
 void qr_warnf(struct qr_diag *d, const char *fmt, ...) QR_PRINTF(2, 3);
 /* Free the warnings held by d; d itself is caller storage. */
 void qr_diag_clear(struct qr_diag *d);
+/* Move src's warnings into d, in order, before d's warning number at
+ * (clamped to d's count); src keeps its error and no warnings. */
+void qr_diag_take_warnings(struct qr_diag *d, size_t at, struct qr_diag *src);
 /* Short name of a status, e.g. "bad input". */
 const char *qr_status_name(enum qr_status st);
 
