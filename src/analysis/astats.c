@@ -311,7 +311,7 @@ qr_as_hist_range(const float *x, const float *y, size_t n, double *lo,
 #ifdef QR_AS_AVX512
 /* The bin of each of v[0..n) in idx, n a multiple of 8, computed exactly
  * as the scalar loop does ((t - lo) * k in double, truncated, the last
- * bin for hi); -1 under lo, -2 over hi, -3 not finite. */
+ * bin for hi); nbins under lo, nbins + 1 over hi, nbins + 2 not finite. */
 static QR_AS_AVX512 size_t
 hist_idx_avx512(double lo, double hi, double k, size_t nbins, const float *v,
 		size_t n, int32_t *idx)
@@ -322,6 +322,7 @@ hist_idx_avx512(double lo, double hi, double k, size_t nbins, const float *v,
 	const __m256i below = _mm256_set1_epi32((int)nbins);
 	const __m256i above = _mm256_set1_epi32((int)nbins + 1);
 	const __m256i skip = _mm256_set1_epi32((int)nbins + 2);
+	const __m256i zero = _mm256_setzero_si256();
 	size_t i;
 
 	for (i = 0; i + 8 <= n; i += 8) {
@@ -336,7 +337,9 @@ hist_idx_avx512(double lo, double hi, double k, size_t nbins, const float *v,
 		__m256i b = _mm512_maskz_cvttpd_epi32(
 			in, _mm512_mul_pd(_mm512_sub_pd(t, vlo), vk));
 
-		b = _mm256_min_epi32(b, last);
+		/* within [0, nbins - 1] whatever (t - lo) * k gave: the
+		 * caller indexes its counts with it */
+		b = _mm256_min_epi32(_mm256_max_epi32(b, zero), last);
 		b = _mm256_mask_mov_epi32(b, (__mmask8)~fin, skip);
 		b = _mm256_mask_mov_epi32(b, under, below);
 		b = _mm256_mask_mov_epi32(b, over, above);
