@@ -272,6 +272,24 @@ test_stats_simd(void)
 		   "(%llu below, %llu above)", (unsigned long long)hu[0],
 		   (unsigned long long)ho[0]);
 	}
+	/* a degenerate range (lo == hi): (t - lo) * k is 0 * inf, NaN; both
+	 * paths put such values in the first bin, never outside the bins */
+	{
+		static const float one[20] = { 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+					       1, 1, 1, 1, 1, 1, 1, 1, 1, 1 };
+		uint64_t db[2][QR_ACT_HIST_BINS] = { { 0 } }, u = 0, o = 0;
+
+		for (pass = 0; pass < 2; pass++) {
+			qr_kernels_force_portable(pass);
+			qr_as_hist_add(1.0, 1.0, db[pass], QR_ACT_HIST_BINS, &u,
+				       &o, one, 20);
+		}
+		qr_kernels_force_portable(0);
+		ok(db[0][0] == 20 && db[1][0] == 20 && u == 0 && o == 0,
+		   "histogram of a zero-width range: every value in bin 0 "
+		   "(%llu, %llu)", (unsigned long long)db[0][0],
+		   (unsigned long long)db[1][0]);
+	}
 	qr_as_chan_free(&c[0]);
 	qr_as_chan_free(&c[1]);
 }

@@ -409,7 +409,7 @@ qr_as_hist_add(double lo, double hi, uint64_t *bins, size_t nbins,
 	}
 #endif
 	for (; i < n; i++) {
-		double t = v[i];
+		double t = v[i], f;
 		long b;
 
 		if (!isfinite(t))
@@ -422,9 +422,10 @@ qr_as_hist_add(double lo, double hi, uint64_t *bins, size_t nbins,
 			(*over)++;
 			continue;
 		}
-		b = (long)((t - lo) * k);
-		if (b >= (long)nbins)
-			b = (long)nbins - 1;
+		f = (t - lo) * k;
+		/* hi in the last bin; a NaN (lo == hi) in the first, as the
+		 * vector path's clamp puts it */
+		b = f >= (double)nbins ? (long)nbins - 1 : f > 0 ? (long)f : 0;
 		bins[b]++;
 	}
 }
