@@ -494,7 +494,7 @@ static void
 test_sgemm_grid(struct sg_bufs *s)
 {
 	static const size_t ms[] = {1, 2, 3, 7, 8, 9, 17};
-	static const size_t ns[] = {1, 5, 16, 17, 31, 32, 33, 100};
+	static const size_t ns[] = {1, 5, 12, 16, 17, 24, 31, 32, 33, 100};
 	static const size_t ks[] = {1, 3, 4, 5, 9, 127, 128, 129, 300, 1100};
 	/* n >= k > 128: N-major plans in slices of 128 */
 	static const size_t extra[][3] = {{3, 300, 129}, {9, 400, 300},
@@ -523,7 +523,7 @@ static void
 test_sgemm_packed(struct sg_bufs *s)
 {
 	static const size_t ms[] = {1, 2, 3, 7, 8, 9, 17};
-	static const size_t ns[] = {1, 5, 16, 17, 31, 32, 33, 100};
+	static const size_t ns[] = {1, 5, 12, 16, 17, 24, 31, 32, 33, 100};
 	static const size_t ks[] = {1, 3, 5, 9, 128, 129, 255, 256, 257,
 				    600};
 	const struct qr_sgemm_plan want = {QR_SGEMM_FMA, 256};

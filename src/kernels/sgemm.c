@@ -134,19 +134,25 @@ fma_block_portable(size_t mr, size_t kc, const float *a, size_t lda,
 
 #ifdef QR_HAVE_AVX512_CODE
 /*
- * Rows of fma chains 32 columns wide, the accumulators named one by one
- * so they stay in registers: FMA_ROWS(R) defines fma_rows_R for R rows.
- * Row r's column c sees products k = 0, 1, ... in order, as MLAS's.
+ * Rows of fma chains, the accumulators named one by one so they stay in
+ * registers: FMA_ROWS(W, R, EACH) defines fma_W_R for R rows of W
+ * columns. Row r's column c sees products k = 0, 1, ... in order, as
+ * MLAS's. W is 32 (two zmm a row), 16 (one zmm) or 8 (one ymm): a panel's
+ * last few columns take the narrowest that holds them, as a ymm fma
+ * costs half a zmm one on Zen 4 and a narrower row wastes fewer lanes.
  */
-#define ROW_ACC(r) __m512 c##r##0 = _mm512_setzero_ps(), \
-			      c##r##1 = _mm512_setzero_ps();
-#define ROW_FMA(r)                                                       \
+#define ACC32(r) __m512 c##r##0 = _mm512_setzero_ps(), \
+			c##r##1 = _mm512_setzero_ps();
+#define LOADB32                                                          \
+	__m512 b0 = _mm512_loadu_ps(panel + kk * ldp);                   \
+	__m512 b1 = _mm512_loadu_ps(panel + kk * ldp + 16);
+#define FMA32(r)                                                         \
 	{                                                                \
 		__m512 av_ = _mm512_set1_ps(a[(r) * lda + kk]);          \
 		c##r##0 = _mm512_fmadd_ps(av_, b0, c##r##0);             \
 		c##r##1 = _mm512_fmadd_ps(av_, b1, c##r##1);             \
 	}
-#define ROW_OUT(r)                                                       \
+#define OUT32(r)                                                         \
 	{                                                                \
 		float *cr_ = c + (r) * ldc;                              \
 		if (add) {                                               \
@@ -158,46 +164,115 @@ fma_block_portable(size_t mr, size_t kc, const float *a, size_t lda,
 		_mm512_mask_storeu_ps(cr_, m0, c##r##0);                 \
 		_mm512_mask_storeu_ps(cr_ + 16, m1, c##r##1);            \
 	}
-#define FMA_ROWS(R, EACH)                                                \
+#define ACC16(r) __m512 c##r##0 = _mm512_setzero_ps();
+#define LOADB16 __m512 b0 = _mm512_loadu_ps(panel + kk * ldp);
+#define FMA16(r) c##r##0 = _mm512_fmadd_ps(_mm512_set1_ps(a[(r) * lda + kk]), \
+					   b0, c##r##0);
+#define OUT16(r)                                                         \
+	{                                                                \
+		float *cr_ = c + (r) * ldc;                              \
+		if (add)                                                 \
+			c##r##0 = _mm512_add_ps(                         \
+				c##r##0, _mm512_maskz_loadu_ps(m0, cr_));\
+		_mm512_mask_storeu_ps(cr_, m0, c##r##0);                 \
+	}
+#define ACC8(r) __m256 c##r##0 = _mm256_setzero_ps();
+#define LOADB8 __m256 b0 = _mm256_loadu_ps(panel + kk * ldp);
+#define FMA8(r) c##r##0 = _mm256_fmadd_ps(_mm256_set1_ps(a[(r) * lda + kk]), \
+					  b0, c##r##0);
+#define OUT8(r)                                                          \
+	{                                                                \
+		float *cr_ = c + (r) * ldc;                              \
+		if (add)                                                 \
+			c##r##0 = _mm256_add_ps(c##r##0,                 \
+				_mm256_maskz_loadu_ps((__mmask8)m0, cr_));\
+		_mm256_mask_storeu_ps(cr_, (__mmask8)m0, c##r##0);       \
+	}
+/* m0 and m1 mask the stores of columns [0, 16) and [16, 32) (W = 8:
+ * m0's low 8 bits). */
+#define FMA_ROWS(W, R, EACH)                                             \
 	static QR_AVX512 void                                            \
-	fma_rows_##R(size_t kc, const float *a, size_t lda,              \
-		     const float *panel, size_t ldp, float *c,           \
-		     size_t ldc, __mmask16 m0, __mmask16 m1, int add)    \
+	fma_##W##_##R(size_t kc, const float *a, size_t lda,             \
+		      const float *panel, size_t ldp, float *c,          \
+		      size_t ldc, __mmask16 m0, __mmask16 m1, int add)   \
 	{                                                                \
 		size_t kk;                                               \
-		EACH(ROW_ACC)                                            \
+		(void)m1;                                                \
+		EACH(ACC##W)                                             \
 		for (kk = 0; kk < kc; kk++) {                            \
-			__m512 b0 = _mm512_loadu_ps(panel + kk * ldp);   \
-			__m512 b1 = _mm512_loadu_ps(panel + kk * ldp + 16); \
-			EACH(ROW_FMA)                                    \
+			LOADB##W                                         \
+			EACH(FMA##W)                                     \
 		}                                                        \
-		EACH(ROW_OUT)                                            \
+		EACH(OUT##W)                                             \
 	}
 #define EACH8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 #define EACH4(X) X(0) X(1) X(2) X(3)
 #define EACH1(X) X(0)
-FMA_ROWS(8, EACH8)
-FMA_ROWS(4, EACH4)
-FMA_ROWS(1, EACH1)
+FMA_ROWS(32, 8, EACH8)
+FMA_ROWS(32, 4, EACH4)
+FMA_ROWS(32, 1, EACH1)
+FMA_ROWS(16, 8, EACH8)
+FMA_ROWS(16, 4, EACH4)
+FMA_ROWS(16, 1, EACH1)
+FMA_ROWS(8, 8, EACH8)
+FMA_ROWS(8, 4, EACH4)
+FMA_ROWS(8, 1, EACH1)
+
+typedef void (*fma_rows_fn)(size_t, const float *, size_t, const float *,
+			    size_t, float *, size_t, __mmask16, __mmask16,
+			    int);
+
+/* All mr rows of one slab of columns, W wide (fn[0..2]: 8, 4, 1 rows). */
+static QR_AVX512 void
+fma_slab(const fma_rows_fn fn[3], size_t mr, size_t kc, const float *a,
+	 size_t lda, const float *panel, size_t ldp, float *c, size_t ldc,
+	 __mmask16 m0, __mmask16 m1, int add)
+{
+	for (; mr >= 8; mr -= 8, a += 8 * lda, c += 8 * ldc)
+		fn[0](kc, a, lda, panel, ldp, c, ldc, m0, m1, add);
+	for (; mr >= 4; mr -= 4, a += 4 * lda, c += 4 * ldc)
+		fn[1](kc, a, lda, panel, ldp, c, ldc, m0, m1, add);
+	for (; mr >= 1; mr -= 1, a += lda, c += ldc)
+		fn[2](kc, a, lda, panel, ldp, c, ldc, m0, m1, add);
+}
+
+static __mmask16
+lanes(size_t n)
+{
+	return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
+}
 
 /* panel: rows of op(B) ldp floats apart (SG_NR when packed, or B's own
- * rows when 32 whole columns are read in place). */
+ * rows when 32 whole columns are read in place); nc <= SG_NR columns,
+ * and a packed panel's columns past nc are zero, so the narrower rows
+ * may read them. */
 static QR_AVX512 void
 fma_block_avx512(size_t mr, size_t kc, const float *a, size_t lda,
 		 const float *panel, size_t ldp, float *c, size_t ldc,
 		 size_t nc, int add)
 {
-	__mmask16 m0 = nc >= 16 ? (__mmask16)0xffff :
-		       (__mmask16)((1u << nc) - 1);
-	__mmask16 m1 = nc >= 32 ? (__mmask16)0xffff :
-		       nc > 16 ? (__mmask16)((1u << (nc - 16)) - 1) : 0;
+	static const fma_rows_fn w32[3] = {fma_32_8, fma_32_4, fma_32_1};
+	static const fma_rows_fn w16[3] = {fma_16_8, fma_16_4, fma_16_1};
+	static const fma_rows_fn w8[3] = {fma_8_8, fma_8_4, fma_8_1};
 
-	for (; mr >= 8; mr -= 8, a += 8 * lda, c += 8 * ldc)
-		fma_rows_8(kc, a, lda, panel, ldp, c, ldc, m0, m1, add);
-	for (; mr >= 4; mr -= 4, a += 4 * lda, c += 4 * ldc)
-		fma_rows_4(kc, a, lda, panel, ldp, c, ldc, m0, m1, add);
-	for (; mr >= 1; mr -= 1, a += lda, c += ldc)
-		fma_rows_1(kc, a, lda, panel, ldp, c, ldc, m0, m1, add);
+	if (nc > 24) {
+		fma_slab(w32, mr, kc, a, lda, panel, ldp, c, ldc, lanes(nc),
+			 lanes(nc - 16), add);
+		return;
+	}
+	if (nc >= 16) {
+		fma_slab(w16, mr, kc, a, lda, panel, ldp, c, ldc, 0xffff, 0,
+			 add);
+		panel += 16;
+		c += 16;
+		nc -= 16;
+	}
+	if (nc > 8)
+		fma_slab(w16, mr, kc, a, lda, panel, ldp, c, ldc, lanes(nc), 0,
+			 add);
+	else if (nc > 0)
+		fma_slab(w8, mr, kc, a, lda, panel, ldp, c, ldc, lanes(nc), 0,
+			 add);
 }
 #endif
 
