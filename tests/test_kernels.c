@@ -1116,6 +1116,126 @@ test_conv_f32(void)
 	}
 }
 
+/* A GEMM conv in ONNX Runtime's order by hand: per output, one fma chain
+ * from 0 per K slice of the whole group's plan over the taps (channel,
+ * then kernel row, then column; padding reads 0), the slices added in
+ * order, then + bias. */
+static void
+ref_conv_order(const struct qr_conv_params *p, const float *x, const float *w,
+	       const float *bias, float *y)
+{
+	size_t oh_n = qr_conv_out_h(p), ow_n = qr_conv_out_w(p);
+	size_t ohw = oh_n * ow_n, cin_g = p->c_in / p->group;
+	size_t cout_g = p->c_out / p->group, ntap = p->kh * p->kw;
+	size_t k = cin_g * ntap, n, co, pix, k0, kk;
+	struct qr_sgemm_plan pl;
+
+	qr_sgemm_plan(cout_g, ohw, k, 0, ohw, ohw, &pl);
+	for (n = 0; n < p->n; n++)
+		for (co = 0; co < p->c_out; co++)
+			for (pix = 0; pix < ohw; pix++) {
+				size_t g = co / cout_g;
+				const float *xg = x + (n * p->c_in + g * cin_g) * p->h * p->w;
+				float total = 0.0f;
+
+				for (k0 = 0; k0 < k; k0 += pl.stride_k) {
+					size_t end = k - k0 < pl.stride_k ? k : k0 + pl.stride_k;
+					float chain = 0.0f;
+
+					for (kk = k0; kk < end; kk++) {
+						size_t ci = kk / ntap, ki = kk % ntap / p->kw, kj = kk % p->kw;
+						long ih = (long)(pix / ow_n * p->stride_h + ki * p->dil_h) - (long)p->pad_t;
+						long iw = (long)(pix % ow_n * p->stride_w + kj * p->dil_w) - (long)p->pad_l;
+						float xv = ih < 0 || iw < 0 || ih >= (long)p->h || iw >= (long)p->w ?
+							0.0f : xg[(ci * p->h + (size_t)ih) * p->w + (size_t)iw];
+
+						chain = fmaf(w[co * k + kk], xv, chain);
+					}
+					total = k0 == 0 ? chain : total + chain;
+				}
+				y[(n * p->c_out + co) * ohw + pix] = bias ? total + bias[co] : total;
+			}
+}
+
+/* GEMM convs (im2col, strided copies, pointwise, N tails, several K
+ * slices) through the public API have the reference's bits, AVX-512 on
+ * 1 and 2 threads and portable. */
+static void
+test_conv_f32_order(void)
+{
+	static const struct {
+		size_t n, c, co, g, h, w, kh, kw, s, pad;
+	} cs[] = {
+		{1, 3, 8, 1, 45, 45, 7, 7, 2, 3},   /* stem: stride-2 rows of 23 */
+		{1, 16, 24, 1, 20, 70, 3, 3, 2, 1}, /* stride-2 rows of 35 */
+		{2, 20, 9, 1, 13, 13, 3, 3, 1, 1},  /* K = 180: 2 slices */
+		{1, 40, 33, 1, 7, 7, 3, 3, 1, 1},   /* N = 49, K = 360 */
+		{1, 24, 17, 1, 14, 14, 3, 3, 1, 1}, /* N = 196 */
+		{1, 64, 20, 1, 9, 9, 1, 1, 2, 0},   /* 1x1 stride 2 */
+		{1, 150, 12, 1, 6, 11, 1, 1, 1, 0}, /* pointwise, K = 150 */
+		{2, 12, 12, 3, 10, 19, 3, 3, 1, 1}, /* groups */
+	};
+	size_t i, j;
+
+	for (i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+		struct qr_conv_params p;
+		size_t nx, nw, ny;
+		float *x, *w, *b, *want, *y;
+		struct qr_conv_f32_packed *pk;
+		void *ws;
+		int good = 1, r;
+
+		memset(&p, 0, sizeof p);
+		p.n = cs[i].n;
+		p.c_in = cs[i].c;
+		p.c_out = cs[i].co;
+		p.group = cs[i].g;
+		p.h = cs[i].h;
+		p.w = cs[i].w;
+		p.kh = cs[i].kh;
+		p.kw = cs[i].kw;
+		p.stride_h = p.stride_w = cs[i].s;
+		p.pad_t = p.pad_l = p.pad_b = p.pad_r = cs[i].pad;
+		p.dil_h = p.dil_w = 1;
+		nx = p.n * p.c_in * p.h * p.w;
+		nw = p.c_out * p.c_in / p.group * p.kh * p.kw;
+		ny = p.n * p.c_out * qr_conv_out_h(&p) * qr_conv_out_w(&p);
+		x = xmalloc(nx * 4);
+		w = xmalloc(nw * 4);
+		b = xmalloc(p.c_out * 4);
+		want = xmalloc(ny * 4);
+		y = xmalloc(ny * 4);
+		for (j = 0; j < nx; j++)
+			x[j] = rnd_mag();
+		for (j = 0; j < nw; j++)
+			w[j] = rnd_mag();
+		for (j = 0; j < p.c_out; j++)
+			b[j] = rnd_mag();
+		pk = qr_conv_f32_pack_new(p.c_out, p.c_in, p.kh, p.kw, p.group,
+					  w);
+		ws = xmalloc(qr_conv_f32_workspace(pk, &p, 2));
+		ref_conv_order(&p, x, w, i % 2 ? b : NULL, want);
+		for (r = 0; r < 3; r++) {
+			qr_kernels_force_portable(r == 2);
+			qr_conv_f32_run(pk, &p, x, i % 2 ? b : NULL, y, ws,
+					r == 1 ? 2 : 1);
+			qr_kernels_force_portable(0);
+			good &= memcmp(y, want, ny * 4) == 0;
+		}
+		ok(good,
+		   "conv f32 ORT order: n%zu c%zu->%zu g%zu %zux%zu k%zux%zu s%zu p%zu%s = reference, AVX-512 (1, 2 threads) and portable",
+		   p.n, p.c_in, p.c_out, p.group, p.h, p.w, p.kh, p.kw,
+		   p.stride_h, p.pad_t, i % 2 ? " bias" : "");
+		qr_conv_f32_packed_free(pk);
+		free(ws);
+		free(x);
+		free(w);
+		free(b);
+		free(want);
+		free(y);
+	}
+}
+
 static void
 test_convt_f32(void)
 {
@@ -1936,6 +2056,7 @@ main(void)
 	test_dw_orders();
 	test_gap_order();
 	test_conv_f32();
+	test_conv_f32_order();
 	test_convt_f32();
 	test_qconv();
 	test_qgemm();

@@ -17,7 +17,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-#define QR_HAVE_FILL_AVX512 1
+#define QR_HAVE_CONV_AVX512 1
+#define QR_AVX512 __attribute__((target("avx512f")))
 #endif
 
 #define QR_COL_BUDGET (4u << 20) /* bytes of im2col per block, about */
@@ -105,7 +106,68 @@ valid_span(size_t ow_n, size_t s, size_t pl, size_t off, size_t w, size_t *lo,
 	*hi = b;
 }
 
-#define IM2COL_BODY(T)                                                      \
+/* d[t] = s[t * sw] for t < n. */
+static void
+copy_strided_u8(uint8_t *d, const uint8_t *s, size_t n, size_t sw)
+{
+	size_t t;
+
+	if (sw == 1) {
+		memcpy(d, s, n);
+		return;
+	}
+	for (t = 0; t < n; t++)
+		d[t] = s[t * sw];
+}
+
+#ifdef QR_HAVE_CONV_AVX512
+static __mmask16
+lanes(size_t n)
+{
+	return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
+}
+
+/* Stride 2 (the stride of most downsampling convs): the even floats of
+ * two loads, read only up to s[2 (n - 1)]. */
+static QR_AVX512 void
+copy_stride2_avx512(float *d, const float *s, size_t n)
+{
+	const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16,
+					      14, 12, 10, 8, 6, 4, 2, 0);
+	size_t t;
+
+	for (t = 0; t < n; t += 16) {
+		size_t r = n - t < 16 ? n - t : 16, used = 2 * r - 1;
+		__m512 lo = _mm512_maskz_loadu_ps(lanes(used), s + 2 * t);
+		__m512 hi = _mm512_maskz_loadu_ps(
+			used > 16 ? lanes(used - 16) : 0, s + 2 * t + 16);
+
+		_mm512_mask_storeu_ps(d + t, lanes(r),
+				      _mm512_permutex2var_ps(lo, even, hi));
+	}
+}
+#endif
+
+static void
+copy_strided_f32(float *d, const float *s, size_t n, size_t sw)
+{
+	size_t t;
+
+	if (sw == 1) {
+		memcpy(d, s, n * sizeof *d);
+		return;
+	}
+#ifdef QR_HAVE_CONV_AVX512
+	if (sw == 2 && (qr_kernels_cpu_features() & QR_CPU_AVX512BW)) {
+		copy_stride2_avx512(d, s, n);
+		return;
+	}
+#endif
+	for (t = 0; t < n; t++)
+		d[t] = s[t * sw];
+}
+
+#define IM2COL_BODY(T, COPY)                                                \
 	size_t oh_n = qr_conv_out_h(p), ow_n = qr_conv_out_w(p);            \
 	size_t ci, ki, kj;                                                  \
 	T *row = col;                                                       \
@@ -153,15 +215,11 @@ valid_span(size_t ow_n, size_t s, size_t pl, size_t off, size_t w, size_t *lo,
 							b = a;              \
 						for (t = 0; t < a; t++)     \
 							d[t] = pad;         \
-						if (b == a)                 \
-							; /* no valid column:  \
-							   * no pointer into x */ \
-						else if (sw == 1)           \
-							memcpy(d + a, xr + (i0 + a), \
-							    (b - a) * sizeof(T)); \
-						else                        \
-							for (t = a; t < b; t++) \
-								d[t] = xr[i0 + t * sw]; \
+						if (b > a) /* else no       \
+							    * pointer into x */ \
+							COPY(d + a,         \
+							    xr + (i0 + a * sw), \
+							    b - a, sw);     \
 						for (t = b; t < stop; t++)  \
 							d[t] = pad;         \
 					}                                   \
@@ -178,14 +236,14 @@ qr_im2col_f32(const struct qr_conv_params *p, const float *x, size_t cin_g,
 {
 	const float pad = 0;
 
-	IM2COL_BODY(float)
+	IM2COL_BODY(float, copy_strided_f32)
 }
 
 void
 qr_im2col_u8(const struct qr_conv_params *p, const uint8_t *x, size_t cin_g,
 	     size_t col0, size_t ncols, uint8_t pad, uint8_t *col)
 {
-	IM2COL_BODY(uint8_t)
+	IM2COL_BODY(uint8_t, copy_strided_u8)
 }
 
 static size_t
@@ -275,8 +333,8 @@ is_pointwise(const struct qr_conv_params *p)
 }
 
 
-#ifdef QR_HAVE_FILL_AVX512
-static __attribute__((target("avx512f"))) void
+#ifdef QR_HAVE_CONV_AVX512
+static QR_AVX512 void
 fill_bias_avx512(float *y, const float *bias, size_t c, size_t hw)
 {
 	size_t i, j;
@@ -301,7 +359,7 @@ fill_bias(float *y, const float *bias, size_t c, size_t hw)
 {
 	size_t i, j;
 
-#ifdef QR_HAVE_FILL_AVX512
+#ifdef QR_HAVE_CONV_AVX512
 	if (qr_kernels_cpu_features() & QR_CPU_AVX512BW) {
 		fill_bias_avx512(y, bias, c, hw);
 		return;
@@ -415,6 +473,27 @@ gemm_plan(const struct qr_conv_params *p, int n_threads, struct gemm_job *j)
 		  qr_sgemm_workspace();
 }
 
+#ifdef QR_HAVE_CONV_AVX512
+static QR_AVX512 void
+add_bias_avx512(float *y, size_t ld, const float *bias, size_t r0,
+		size_t r1, size_t c0, size_t nb)
+{
+	size_t r, i;
+
+	for (r = r0; r < r1; r++) {
+		float *yr = y + r * ld + c0;
+		__m512 b = _mm512_set1_ps(bias[r]);
+
+		for (i = 0; i < nb; i += 16) {
+			__mmask16 m = lanes(nb - i);
+
+			_mm512_mask_storeu_ps(yr + i, m, _mm512_add_ps(
+				_mm512_maskz_loadu_ps(m, yr + i), b));
+		}
+	}
+}
+#endif
+
 /* Add their bias to rows [r0, r1), columns [c0, c0 + nb) of y (row
  * stride ld), after the sums, as MLAS does. */
 static void
@@ -425,6 +504,12 @@ add_bias_block(float *y, size_t ld, const float *bias, size_t r0, size_t r1,
 
 	if (!bias)
 		return;
+#ifdef QR_HAVE_CONV_AVX512
+	if (qr_kernels_cpu_features() & QR_CPU_AVX512BW) {
+		add_bias_avx512(y, ld, bias, r0, r1, c0, nb);
+		return;
+	}
+#endif
 	for (r = r0; r < r1; r++) {
 		float *yr = y + r * ld + c0, b = bias[r];
 
