@@ -146,6 +146,18 @@ copy_stride2_avx512(float *d, const float *s, size_t n)
 				      _mm512_permutex2var_ps(lo, even, hi));
 	}
 }
+
+/* Stride 1: im2col's runs are short (an output row), so masked moves
+ * beat a memcpy call. */
+static QR_AVX512 void
+copy_stride1_avx512(float *d, const float *s, size_t n)
+{
+	size_t t;
+
+	for (t = 0; t < n; t += 16)
+		_mm512_mask_storeu_ps(d + t, lanes(n - t),
+				      _mm512_maskz_loadu_ps(lanes(n - t), s + t));
+}
 #endif
 
 static void
@@ -153,16 +165,19 @@ copy_strided_f32(float *d, const float *s, size_t n, size_t sw)
 {
 	size_t t;
 
+#ifdef QR_HAVE_CONV_AVX512
+	if (sw <= 2 && (qr_kernels_cpu_features() & QR_CPU_AVX512BW)) {
+		if (sw == 1)
+			copy_stride1_avx512(d, s, n);
+		else
+			copy_stride2_avx512(d, s, n);
+		return;
+	}
+#endif
 	if (sw == 1) {
 		memcpy(d, s, n * sizeof *d);
 		return;
 	}
-#ifdef QR_HAVE_CONV_AVX512
-	if (sw == 2 && (qr_kernels_cpu_features() & QR_CPU_AVX512BW)) {
-		copy_stride2_avx512(d, s, n);
-		return;
-	}
-#endif
 	for (t = 0; t < n; t++)
 		d[t] = s[t * sw];
 }

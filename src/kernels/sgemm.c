@@ -140,12 +140,16 @@ fma_block_portable(size_t mr, size_t kc, const float *a, size_t lda,
  * MLAS's. W is 32 (two zmm a row), 16 (one zmm) or 8 (one ymm): a panel's
  * last few columns take the narrowest that holds them, as a ymm fma
  * costs half a zmm one on Zen 4 and a narrower row wastes fewer lanes.
+ * A 32-wide row also prefetches the row of B 32 columns on: the next
+ * panel when B is read in place (its rows are far apart), worth 2-3%.
  */
 #define ACC32(r) __m512 c##r##0 = _mm512_setzero_ps(), \
 			c##r##1 = _mm512_setzero_ps();
 #define LOADB32                                                          \
 	__m512 b0 = _mm512_loadu_ps(panel + kk * ldp);                   \
-	__m512 b1 = _mm512_loadu_ps(panel + kk * ldp + 16);
+	__m512 b1 = _mm512_loadu_ps(panel + kk * ldp + 16);              \
+	_mm_prefetch((const char *)(panel + kk * ldp + 32), _MM_HINT_T0); \
+	_mm_prefetch((const char *)(panel + kk * ldp + 48), _MM_HINT_T0);
 #define FMA32(r)                                                         \
 	{                                                                \
 		__m512 av_ = _mm512_set1_ps(a[(r) * lda + kk]);          \
