@@ -31,9 +31,11 @@ qr_dw_geom(const struct qr_conv_params *p, struct qr_dw_geom *g)
 }
 
 /* Row r of the plane: zeros, then the image columns [c0, c1) of the
- * padded row (c0 >= pad_l) copied from xr[c - pad_l] into their phases. */
+ * padded row (c0 >= pad_l) copied from xr[c - pad_l] into their phases,
+ * phase by phase (column c goes to phase c % s, place c / s), without a
+ * division per value. */
 #define FILL_BODY(T, conv)                                                  \
-	size_t r, c, s = p->stride_w;                                       \
+	size_t r, c, j, ph, s = p->stride_w;                                \
 	size_t c0 = p->pad_l < g->cols ? p->pad_l : g->cols;                \
 	size_t c1 = p->pad_l + p->w < g->cols ? p->pad_l + p->w : g->cols;  \
 	for (r = 0; r < g->rows; r++) {                                     \
@@ -53,8 +55,12 @@ qr_dw_geom(const struct qr_conv_params *p, struct qr_dw_geom *g)
 			continue;                                           \
 		}                                                           \
 		memset(d, 0, g->row_len * sizeof *d);                       \
-		for (c = c0; c < c1; c++)                                   \
-			d[(c % s) * g->phase_len + c / s] = conv(xr[c]);    \
+		for (ph = 0; ph < s; ph++) {                                \
+			float *dp = d + ph * g->phase_len;                  \
+			c = c0 + (ph + s - c0 % s) % s;                     \
+			for (j = c / s; c < c1; c += s, j++)                \
+				dp[j] = conv(xr[c]);                        \
+		}                                                           \
 	}
 
 /* Stride 1: rows are plain copies between the pads. */
