@@ -262,17 +262,21 @@ plane_avx512(const struct qr_conv_params *p, const struct qr_dw_geom *g,
 	     const float *buf, const float *w, float bias, int row, float *y)
 {
 	size_t ntap = p->kh * p->kw, oh, ow, t;
-	const float *src[64];
+	const float *src[64], *tap0[64];
 	__m512 wv[64];
 	const __m512 b = _mm512_set1_ps(bias);
 
-	for (t = 0; t < ntap && t < 64; t++)
+	/* each tap's run for output row 0; row oh is stride_h rows on */
+	for (t = 0; t < ntap && t < 64; t++) {
 		wv[t] = _mm512_set1_ps(w[t]);
+		tap0[t] = tap_src(p, g, buf, 0, t / p->kw, t % p->kw);
+	}
 	for (oh = 0; oh < g->oh; oh++) {
 		float *yr = y + oh * g->ow;
+		size_t step = oh * p->stride_h * g->row_len;
 
 		for (t = 0; t < ntap; t++)
-			src[t] = tap_src(p, g, buf, oh, t / p->kw, t % p->kw);
+			src[t] = tap0[t] + step;
 		for (ow = 0; ow < g->ow; ow += 16) {
 			size_t left = g->ow - ow;
 			__mmask16 m = left >= 16 ? (__mmask16)0xffff :
