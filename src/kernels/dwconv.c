@@ -86,6 +86,55 @@ fill_f32_s1(const struct qr_conv_params *p, const struct qr_dw_geom *g,
 	}
 }
 
+#ifdef QR_HAVE_AVX512_CODE
+/* Stride 2: each padded row's even columns to phase 0, odd ones to phase
+ * 1, 16 pairs at a time with two permutes. */
+static __attribute__((target("avx512f"))) void
+fill_f32_s2(const struct qr_conv_params *p, const struct qr_dw_geom *g,
+	    const float *x, float *buf)
+{
+	const __m512i even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16,
+					      14, 12, 10, 8, 6, 4, 2, 0);
+	const __m512i odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17,
+					     15, 13, 11, 9, 7, 5, 3, 1);
+	size_t c0 = p->pad_l < g->cols ? p->pad_l : g->cols;
+	size_t c1 = p->pad_l + p->w < g->cols ? p->pad_l + p->w : g->cols;
+	size_t r, c;
+
+	for (r = 0; r < g->rows; r++) {
+		float *d = buf + r * g->row_len, *d1 = d + g->phase_len;
+		size_t ih = r - p->pad_t;
+		const float *xr;
+
+		memset(d, 0, g->row_len * sizeof *d);
+		if (r < p->pad_t || ih >= p->h || c0 >= c1)
+			continue;
+		xr = x + ih * p->w - p->pad_l;
+		c = c0;
+		if (c % 2) {
+			d1[c / 2] = xr[c];
+			c++;
+		}
+		for (; c < c1; c += 32) {
+			size_t n = c1 - c < 32 ? c1 - c : 32; /* values */
+			__mmask16 m0 = n >= 16 ? 0xffff : (1u << n) - 1;
+			__mmask16 m1 = n > 16 ? (n >= 32 ? 0xffff :
+				       (1u << (n - 16)) - 1) : 0;
+			__m512 lo = _mm512_maskz_loadu_ps(m0, xr + c);
+			__m512 hi = _mm512_maskz_loadu_ps(m1, xr + c + 16);
+			size_t ne = (n + 1) / 2, no = n / 2; /* evens, odds */
+
+			_mm512_mask_storeu_ps(d + c / 2, (__mmask16)(
+				ne >= 16 ? 0xffff : (1u << ne) - 1),
+				_mm512_permutex2var_ps(lo, even, hi));
+			_mm512_mask_storeu_ps(d1 + c / 2, (__mmask16)(
+				no >= 16 ? 0xffff : (1u << no) - 1),
+				_mm512_permutex2var_ps(lo, odd, hi));
+		}
+	}
+}
+#endif
+
 void
 qr_dw_fill_f32(const struct qr_conv_params *p, const struct qr_dw_geom *g,
 	       const float *x, float *buf)
@@ -93,6 +142,11 @@ qr_dw_fill_f32(const struct qr_conv_params *p, const struct qr_dw_geom *g,
 #define AS_F(v) (v)
 	if (p->stride_w == 1)
 		fill_f32_s1(p, g, x, buf);
+#ifdef QR_HAVE_AVX512_CODE
+	else if (p->stride_w == 2 &&
+		 (qr_kernels_cpu_features() & QR_CPU_AVX512BW))
+		fill_f32_s2(p, g, x, buf);
+#endif
 	else {
 		FILL_BODY(float, AS_F)
 	}
