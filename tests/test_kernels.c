@@ -85,6 +85,18 @@ rnd_mag(void)
 	return rnd_f() * (float)(1u << rnd_int(0, 20)) * 0x1p-10f;
 }
 
+/* n floats of rnd_mag(), heap. */
+static float *
+rnd_mags(size_t n)
+{
+	float *v = xmalloc(n * sizeof *v);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		v[i] = rnd_mag();
+	return v;
+}
+
 /* One GEMM call: C (+)= A[m][k] * op(B), with random operands. */
 struct sg_case {
 	size_t m, n, k;       /* C is m x n, depth k */
@@ -862,17 +874,11 @@ test_dw_orders(void)
 		nx = p.n * p.c_in * p.h * p.w;
 		nw = p.c_out * p.kh * p.kw;
 		ny = p.n * p.c_out * qr_conv_out_h(&p) * qr_conv_out_w(&p);
-		x = xmalloc(nx * 4);
-		w = xmalloc(nw * 4);
-		b = xmalloc(p.c_out * 4);
+		x = rnd_mags(nx);
+		w = rnd_mags(nw);
+		b = rnd_mags(p.c_out);
 		want = xmalloc(ny * 4);
 		other = xmalloc(ny * 4);
-		for (j = 0; j < nx; j++)
-			x[j] = rnd_mag();
-		for (j = 0; j < nw; j++)
-			w[j] = rnd_mag();
-		for (j = 0; j < p.c_out; j++)
-			b[j] = rnd_mag();
 		pk = qr_conv_f32_pack_new(p.c_out, p.c_in, p.kh, p.kw, p.group,
 					  w);
 		ws = xmalloc(qr_conv_f32_workspace(pk, &p, 2));
@@ -920,11 +926,9 @@ test_gap_order(void)
 
 	for (i = 0; i < sizeof hws / sizeof hws[0]; i++) {
 		size_t hw = hws[i], ndiff = 0;
-		float *x = xmalloc(NC * hw * 4), want[NC], y[2][NC];
+		float *x = rnd_mags(NC * hw), want[NC], y[2][NC];
 		int r;
 
-		for (j = 0; j < NC * hw; j++)
-			x[j] = rnd_mag();
 		for (c = 0; c < NC; c++) {
 			const float *xc = x + c * hw;
 			float l0 = 0.0f, l1 = 0.0f, l2 = 0.0f, l3 = 0.0f, s;
@@ -1175,7 +1179,7 @@ test_conv_f32_order(void)
 		{1, 150, 12, 1, 6, 11, 1, 1, 1, 0}, /* pointwise, K = 150 */
 		{2, 12, 12, 3, 10, 19, 3, 3, 1, 1}, /* groups */
 	};
-	size_t i, j;
+	size_t i;
 
 	for (i = 0; i < sizeof cs / sizeof cs[0]; i++) {
 		struct qr_conv_params p;
@@ -1200,17 +1204,11 @@ test_conv_f32_order(void)
 		nx = p.n * p.c_in * p.h * p.w;
 		nw = p.c_out * p.c_in / p.group * p.kh * p.kw;
 		ny = p.n * p.c_out * qr_conv_out_h(&p) * qr_conv_out_w(&p);
-		x = xmalloc(nx * 4);
-		w = xmalloc(nw * 4);
-		b = xmalloc(p.c_out * 4);
+		x = rnd_mags(nx);
+		w = rnd_mags(nw);
+		b = rnd_mags(p.c_out);
 		want = xmalloc(ny * 4);
 		y = xmalloc(ny * 4);
-		for (j = 0; j < nx; j++)
-			x[j] = rnd_mag();
-		for (j = 0; j < nw; j++)
-			w[j] = rnd_mag();
-		for (j = 0; j < p.c_out; j++)
-			b[j] = rnd_mag();
 		pk = qr_conv_f32_pack_new(p.c_out, p.c_in, p.kh, p.kw, p.group,
 					  w);
 		ws = xmalloc(qr_conv_f32_workspace(pk, &p, 2));
