@@ -435,6 +435,29 @@ def _op(node, ins, a):
         shape = [int(v) for v in ins[1]]
         shape = [x.shape[i] if s == 0 else s for i, s in enumerate(shape)]
         return [x.reshape(shape)]
+    if t == "Transpose":
+        return [np.transpose(x, a.get("perm"))]
+    if t in ("Sqrt", "Erf", "Tanh", "Sigmoid", "Exp"):
+        if t == "Erf":
+            return [torch.erf(_t(x)).numpy().astype(x.dtype)]
+        f = {"Sqrt": np.sqrt, "Tanh": np.tanh, "Exp": np.exp,
+             "Sigmoid": lambda v: 1 / (1 + np.exp(-v))}[t]
+        return [f(x).astype(x.dtype)]
+    if t == "Pow":
+        return [np.power(x, ins[1]).astype(x.dtype)]
+    if t == "ReduceMean":
+        axes = a.get("axes")
+        axes = tuple(int(v) for v in axes) if axes is not None else None
+        y = x.mean(axis=axes, keepdims=bool(a.get("keepdims", 1)), dtype=np.float64)
+        return [np.asarray(y, dtype=x.dtype)]
+    if t == "Slice":
+        starts, ends = ins[1], ins[2]
+        axes = ins[3] if len(ins) > 3 and ins[3] is not None else range(len(starts))
+        steps = ins[4] if len(ins) > 4 and ins[4] is not None else [1] * len(starts)
+        sl = [slice(None)] * x.ndim
+        for st, en, ax, sp in zip(starts, ends, axes, steps):
+            sl[int(ax)] = slice(int(st), int(en), int(sp))
+        return [x[tuple(sl)]]
     if t == "Softmax":
         ax = a.get("axis", -1)
         e = np.exp(x - x.max(axis=ax, keepdims=True))
@@ -629,6 +652,10 @@ def quantize_qdq(model, calib_inputs, per_channel=True, gemm_per_channel=False, 
         if name in inits and kind == ACT and provider is None:
             if numpy_helper.to_array(inits[name]).dtype != np.float32:
                 return
+        # as ORT, only float tensors are quantized: an integer shape
+        # computation (Shape -> Gather -> Mul) has no calibrated range
+        if name not in inits and name not in ranges:
+            return
         if provider is not None or name not in to_quant:
             to_quant[name] = (kind, axis, provider)
 

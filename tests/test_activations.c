@@ -8,6 +8,7 @@
  * model the engine cannot run (partial).
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,9 +47,8 @@ sample(const char *file)
 }
 
 static struct qr_act_match *
-match(const char *f, const char *q)
+match_models(struct qr_model *fm, struct qr_model *qm)
 {
-	struct qr_model *fm = sample(f), *qm = sample(q);
 	struct qr_act_match *m = NULL;
 	struct qr_diag d = { 0 };
 
@@ -57,6 +57,22 @@ match(const char *f, const char *q)
 	qr_diag_clear(&d);
 	qr_onnx_free(fm);
 	qr_onnx_free(qm);
+	return m;
+}
+
+static struct qr_act_match *
+match(const char *f, const char *q)
+{
+	return match_models(sample(f), sample(q));
+}
+
+static struct qr_model *
+fixture(const char *file)
+{
+	char *p = xasprintf("%s/tests/data/activations/%s", QR_SRCDIR, file);
+	struct qr_model *m = load(p);
+
+	free(p);
 	return m;
 }
 
@@ -143,6 +159,43 @@ out:
 	qr_act_match_free(qdq);
 	qr_act_match_free(ren);
 	qr_act_match_free(qop);
+}
+
+/* PyTorch's attention export computes reshape targets from Shape on
+ * int64 tensors: those are not activations, so they are neither paired
+ * nor listed as unmatched, while the float tensors they shape are. */
+static void
+test_shape_arith(void)
+{
+	static const char *const shape[] = {
+		"/enc/self_attn/Shape_output_0", "/enc/self_attn/Gather_output_0",
+		"/enc/self_attn/Add_1_output_0", "/enc/self_attn/Div_output_0",
+		"/enc/self_attn/Mul_output_0", "/enc/self_attn/Mul_1_output_0",
+		"/enc/self_attn/Mul_2_output_0",
+	};
+	struct qr_act_match *m = match_models(fixture("attn_float.onnx"),
+					      fixture("attn_qdq.onnx"));
+	size_t i, k, bad = 0;
+
+	if (!ok(m != NULL, "matching runs on the attention fixture"))
+		return;
+	for (k = 0; k < sizeof shape / sizeof *shape; k++) {
+		bad += pair_for(m, shape[k]) != NULL;
+		for (i = 0; i < m->n_unmatched; i++)
+			bad += strncmp(m->unmatched[i], shape[k],
+				       strlen(shape[k])) == 0 &&
+			       m->unmatched[i][strlen(shape[k])] == ':';
+	}
+	ok(bad == 0, "attention: no int64 shape tensor is paired or listed "
+	   "as unmatched (%zu are)", bad);
+	ok(pair_for(m, "/enc/self_attn/Slice_output_0") != NULL &&
+	   pair_for(m, "/enc/self_attn/MatMul_1_output_0") != NULL &&
+	   pair_for(m, "/enc/self_attn/Softmax_output_0") != NULL,
+	   "attention: the sliced projections, scores and softmax are paired");
+	ok(m->n == 48 && count_kind(m, QR_MATCH_NAME) == m->n,
+	   "attention: 48 float tensors paired, all by name (got %zu, %zu)",
+	   m->n, count_kind(m, QR_MATCH_NAME));
+	qr_act_match_free(m);
 }
 
 static void
@@ -779,6 +832,63 @@ out:
 	qr_diag_clear(&d);
 }
 
+/* The attention fixture end to end: QDQ MatMul of two activations runs,
+ * float ops the quantizer left alone (LayerNorm's Pow) have no local
+ * error, and the output stays close. */
+static void
+test_attention_run(void)
+{
+	static const int64_t dims[3] = { 8, 4, 6 };
+	char *qp = xasprintf("%s/tests/data/activations/attn_qdq.onnx",
+			     QR_SRCDIR);
+	char *fp = xasprintf("%s/tests/data/activations/attn_float.onnx",
+			     QR_SRCDIR);
+	const char *const q[] = { qp };
+	struct qr_tensor *x = NULL;
+	struct qr_analysis *a = NULL;
+	struct qr_diag d = { 0 };
+	const struct qr_act_pair *p;
+	enum qr_status st;
+	uint32_t r = 12345;
+	size_t i, full = 0;
+
+	if (qr_tensor_new(QR_DT_FLOAT, 3, dims, &x, &d) != QR_OK)
+		goto out;
+	for (i = 0; i < x->n_elem; i++) {
+		r = r * 1664525u + 1013904223u;
+		((float *)x->data)[i] = (float)(r >> 8) / (1 << 23) - 1.0f;
+	}
+	a = run_data(fp, q, 1, x, &st, &d);
+	ok(st == QR_OK && a != NULL, "attention: float vs qdq runs (%s)",
+	   d.msg);
+	if (a == NULL)
+		goto out;
+	for (i = 0; i < a->n_act_pairs; i++)
+		full += a->act_pairs[i].samples == 8 &&
+			!isnan(a->act_pairs[i].cosine_mean);
+	ok(a->n_act_pairs == 48 && full == 48, "attention: 48 pairs, each "
+	   "over 8 samples (%zu, %zu)", a->n_act_pairs, full);
+	p = act_pair(a, 0, "/enc/self_attn/MatMul_1_output_0");
+	ok(p && p->has_qparams && p->sqnr_db > 10 && p->sqnr_db < 60 &&
+	   p->local_sqnr_db >= p->sqnr_db - 1e-9,
+	   "attention scores (MatMul of two activations): SQNR %.2f dB, "
+	   "local %.2f dB", p ? p->sqnr_db : NAN, p ? p->local_sqnr_db : NAN);
+	p = act_pair(a, 0, "/enc/norm1/Pow_output_0");
+	ok(p && !p->has_qparams && isfinite(p->sqnr_db) &&
+	   isinf(p->local_sqnr_db),
+	   "LayerNorm's Pow stays float in QDQ: cumulative %.2f dB, no local "
+	   "error (%.2f)", p ? p->sqnr_db : NAN, p ? p->local_sqnr_db : NAN);
+	ok(a->n_act_outputs == 1 && a->act_outputs[0].cosine_mean > 0.99,
+	   "attention output cosine %.5f",
+	   a->n_act_outputs ? a->act_outputs[0].cosine_mean : NAN);
+out:
+	qr_diag_clear(&d);
+	qr_analysis_free(a);
+	qr_tensor_free(x);
+	free(qp);
+	free(fp);
+}
+
 int
 main(void)
 {
@@ -786,6 +896,8 @@ main(void)
 
 	plan_no_plan();
 	test_matching();
+	test_shape_arith();
+	test_attention_run();
 	test_stats();
 	test_stats_simd();
 	test_quant();

@@ -852,20 +852,44 @@ match_io(struct ctx *c)
 	}
 }
 
-/* Ops whose outputs are shape arithmetic, not activations. */
-static int
-is_shape_op(const struct qr_node *n)
+/*
+ * Which float tensors are activations: those computed from a graph input
+ * through ops other than Shape and Size. The rest are shape arithmetic
+ * (Shape -> Gather -> Mul -> Reshape's target, as exporters write for
+ * attention) or constants folded from weights; they carry no
+ * quantization error and are neither compared nor listed as unmatched.
+ * Returns a heap flag per tensor of s.
+ */
+static unsigned char *
+activation_flags(const struct side *s)
 {
-	static const char *const ops[] = {
-		"Constant", "Shape", "ConstantOfShape", "Cast", "Range",
-		"Size", "NonZero", NULL,
-	};
-	size_t i;
+	const size_t *order = qr_graph_topo_order(s->g);
+	size_t nn = qr_graph_n_nodes(s->g), k, i;
+	unsigned char *act = xcalloc(s->t.n + 1, 1);
 
-	for (i = 0; ops[i] != NULL; i++)
-		if (is_op(n, ops[i]))
-			return 1;
-	return 0;
+	for (i = 0; i < s->n_inputs; i++)
+		act[s->inputs[i]] = 1;
+	for (k = 0; k < nn; k++) {
+		const struct qr_node *n = qr_graph_node(s->g, order[k]);
+		int any = 0;
+
+		if (is_op(n, "Shape") || is_op(n, "Size"))
+			continue;
+		for (i = 0; i < n->n_in && !any; i++) {
+			size_t t = n->in[i][0] ? names_find(&s->t, n->in[i])
+					       : NONE;
+
+			any = t != NONE && act[t];
+		}
+		for (i = 0; i < n->n_out && any; i++) {
+			size_t t = n->out[i][0] ? names_find(&s->t, n->out[i])
+						: NONE;
+
+			if (t != NONE)
+				act[t] = 1;
+		}
+	}
+	return act;
 }
 
 static char *
@@ -916,7 +940,8 @@ qr_am_match(const struct qr_graph *fg, const struct qr_graph *qg,
 	    struct qr_am *out)
 {
 	struct ctx c;
-	size_t ft, i;
+	unsigned char *act;
+	size_t ft, i, k;
 
 	memset(out, 0, sizeof *out);
 	c.out = out;
@@ -927,14 +952,22 @@ qr_am_match(const struct qr_graph *fg, const struct qr_graph *qg,
 	match_io(&c);
 	match_compute(&c);
 	match_forward(&c);
+	/* shape tensors helped match_forward; now they go */
+	act = activation_flags(&c.f);
+	for (i = k = 0; i < out->n; i++) {
+		if (act[names_find(&c.f.t, out->pairs[i].f)])
+			out->pairs[k++] = out->pairs[i];
+		else
+			free(out->pairs[i].reason);
+	}
+	out->n = k;
 	qsort(out->pairs, out->n, sizeof *out->pairs, cmp_pair);
 	for (i = 0; i < out->n; i++)
 		fill_also(&c, &out->pairs[i]);
 	for (ft = 0; ft < c.f.t.n; ft++) {
-		const struct qr_node *p = producer(&c.f, ft);
 		struct qr_am_unmatched *u;
 
-		if (c.f.match[ft] != NONE || (p != NULL && is_shape_op(p)))
+		if (c.f.match[ft] != NONE || !act[ft])
 			continue;
 		out->un = xreallocarray(out->un, out->n_un + 1,
 					sizeof *out->un);
@@ -943,6 +976,7 @@ qr_am_match(const struct qr_graph *fg, const struct qr_graph *qg,
 		u->fpos = c.f.pos[ft];
 		u->reason = unmatched_reason(&c, ft);
 	}
+	free(act);
 	side_free(&c.f);
 	side_free(&c.q);
 }

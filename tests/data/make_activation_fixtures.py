@@ -5,13 +5,23 @@ and tests/test_cli.c:
   unsupported.onnx  a float model qreport's engine cannot run: a 1x1 Conv
                     (so the weight analysis has a layer) followed by an
                     Einsum, which the engine does not implement.
+  attn_float.onnx   PyTorch's export of one nn.TransformerEncoderLayer
+                    (d_model 8, 2 heads, feed-forward 16) after a Linear,
+                    input [1,4,6]: attention reshapes through
+                    Shape -> Gather -> Mul/Div -> Concat arithmetic on int64
+                    tensors, which are not activations.
+  attn_qdq.onnx     its QDQ form by samples/qdq_quantize.py (MatMul of two
+                    activations, per-tensor Gemm weights).
 
     /usr/bin/python3 tests/data/make_activation_fixtures.py
 """
 import os
 
+import sys
+
 import numpy as np
 import onnx
+import torch
 from onnx import TensorProto, helper, numpy_helper
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "activations")
@@ -31,3 +41,32 @@ m.ir_version = 7
 onnx.checker.check_model(m)
 os.makedirs(OUT, exist_ok=True)
 onnx.save(m, os.path.join(OUT, "unsupported.onnx"))
+
+
+# attention: a real exporter's shape arithmetic
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__)))), "samples"))
+import qdq_quantize as qq  # noqa: E402
+
+
+class Attn(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Linear(6, 8)
+        self.enc = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0,
+                                                    batch_first=True)
+
+    def forward(self, x):
+        return self.enc(self.emb(x))
+
+
+torch.manual_seed(0)
+path = os.path.join(OUT, "attn_float.onnx")
+torch.onnx.export(Attn().eval(), torch.randn(1, 4, 6), path,
+                  input_names=["input"], output_names=["out"],
+                  opset_version=13)
+f = onnx.load(path)
+rng = np.random.RandomState(0)
+calib = [rng.randn(1, 4, 6).astype(np.float32) for _ in range(8)]
+onnx.save(qq.quantize_qdq(f, calib), os.path.join(OUT, "attn_qdq.onnx"))
