@@ -2450,6 +2450,13 @@ qr_report_view_new(const struct qr_analysis *a,
 	set_str(root, "version", opts && opts->version ? opts->version : "");
 	set_str(root, "command_line", opts ? opts->command_line : NULL);
 	set_fmt(root, "analysis_seconds", "%.2f", a->seconds);
+	/* the footer's time: the weights' analysis and the data run */
+	set_fmt(root, "total_seconds", "%.2f", a->seconds +
+		(a->data.source != NULL ? a->data.seconds : 0.0));
+	if (a->data.source != NULL)
+		set_fmt(root, "data_seconds", "%.2f", a->data.seconds);
+	else
+		set_str(root, "data_seconds", NULL);
 	o = cJSON_AddObjectToObject(root, "thresholds");
 	cJSON_AddNumberToObject(o, "rel_range", QR_BAD_REL_RANGE);
 	cJSON_AddNumberToObject(o, "rel_range_warn", QR_BAD_REL_RANGE / 2);
