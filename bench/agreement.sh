@@ -2,7 +2,8 @@
 # agreement.sh: qreport's per-layer cosine and SQNR (report.json's
 # activations[]) against the same numbers computed with ONNX Runtime
 # (bench/activations_ort.js), on resnet18 and mobilenet_v2 in QDQ,
-# QOperator and renamed-tensor QDQ / QOperator form.
+# QOperator, renamed-tensor QDQ / QOperator and A16W8 (com.microsoft
+# Q/DQ) form.
 #
 #   bench/agreement.sh [QREPORT] [MODELS_DIR]
 #
@@ -24,7 +25,7 @@
 #
 # Environment: N (samples, default 20), TOL (default 1e-4), QDQ_TOL
 # (default TOL), MODELS (default "resnet18 mobilenet_v2"), VARIANTS
-# (default "qdq qop qdq_renamed qop_renamed"), KEEP=DIR keeps the work
+# (default "qdq qop qdq_renamed qop_renamed qdq16"), KEEP=DIR keeps the work
 # folder there. Exits 1 when a bound is broken.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,12 +36,12 @@ N=${N:-20}
 TOL=${TOL:-1e-4}
 QDQ_TOL=${QDQ_TOL:-$TOL}
 MODELS=${MODELS:-"resnet18 mobilenet_v2"}
-VARIANTS=${VARIANTS:-"qdq qop qdq_renamed qop_renamed"}
+VARIANTS=${VARIANTS:-"qdq qop qdq_renamed qop_renamed qdq16"}
 PY=/usr/bin/python3
 
 die() { echo "Bail out! agreement.sh: $*"; exit 1; }
 [ -x "$QREPORT" ] || die "no qreport binary at '$QREPORT' (pass it as \$1)"
-if [ ! -f "$MODELS_DIR/mobilenet_v2_qop.onnx" ]; then
+if [ ! -f "$MODELS_DIR/mobilenet_v2_qdq16.onnx" ]; then
 	mkdir -p "$MODELS_DIR"
 	$PY "$top/tests/models/make_torchvision.py" "$MODELS_DIR" --no-verify \
 		>"$MODELS_DIR/make.log" 2>&1 ||

@@ -578,10 +578,10 @@ def compute_scale_zp(rmin, rmax, qmin, qmax, symmetric):
     return scale, zp
 
 
-def activation_params(rng):
-    """uint8 asymmetric."""
-    s, z = compute_scale_zp(rng[0], rng[1], 0, 255, symmetric=False)
-    return np.float32(s), np.uint8(z)
+def activation_params(rng, dtype=np.uint8):
+    """Asymmetric over the whole range of dtype (uint8, or uint16)."""
+    s, z = compute_scale_zp(rng[0], rng[1], 0, np.iinfo(dtype).max, symmetric=False)
+    return np.float32(s), dtype(z)
 
 
 def quantize_weight(w, per_channel, axis=0):
@@ -632,8 +632,15 @@ QDQ_SHARED_OPS = {"MaxPool", "AveragePool", "Reshape", "Transpose", "Squeeze", "
 QDQ_GENERIC_OPS = {"Add", "Mul", "GlobalAveragePool", "Concat", "Softmax", "Sigmoid", "LeakyRelu", "MatMul", "Pad"}
 
 
-def quantize_qdq(model, calib_inputs, per_channel=True, gemm_per_channel=False, ranges=None):
-    """QDQ (QuantizeLinear/DequantizeLinear around float ops) static quantization."""
+def quantize_qdq(model, calib_inputs, per_channel=True, gemm_per_channel=False, ranges=None,
+                 activation_type="uint8"):
+    """QDQ (QuantizeLinear/DequantizeLinear around float ops) static quantization.
+
+    activation_type "uint16" gives A16W8 as ORT writes it before opset 21:
+    every Q/DQ node in the com.microsoft domain (its contrib ops, which
+    take 16-bit types), zero points uint16."""
+    act_dtype = {"uint8": np.uint8, "uint16": np.uint16}[activation_type]
+    dom = MS_DOMAIN if act_dtype is np.uint16 else ""
     model = prepare(model)
     if ranges is None:
         ranges = calibrate_minmax(model, calib_inputs)
@@ -732,9 +739,10 @@ def quantize_qdq(model, calib_inputs, per_channel=True, gemm_per_channel=False, 
         else:
             replace_input(name, dq_out)
         new_nodes.append(helper.make_node("QuantizeLinear", [q_in, scale_name, zp_name],
-                                          [name + "_QuantizeLinear_Output"], name + "_QuantizeLinear"))
+                                          [name + "_QuantizeLinear_Output"], name + "_QuantizeLinear",
+                                          domain=dom or None))
         new_nodes.append(helper.make_node("DequantizeLinear", [name + "_QuantizeLinear_Output", scale_name, zp_name],
-                                          [dq_out], name + "_DequantizeLinear"))
+                                          [dq_out], name + "_DequantizeLinear", domain=dom or None))
 
     # normal tensors
     for name, (kind, axis, provider) in to_quant.items():
@@ -750,12 +758,12 @@ def quantize_qdq(model, calib_inputs, per_channel=True, gemm_per_channel=False, 
             dq_out = name + "_DequantizeLinear_Output"
             replace_input(name, dq_out)
             new_nodes.append(helper.make_node("DequantizeLinear", [name + "_quantized", name + "_scale", name + "_zero_point"],
-                                              [dq_out], name + "_DequantizeLinear", axis=axis))
+                                              [dq_out], name + "_DequantizeLinear", axis=axis, domain=dom or None))
         else:
             if name not in ranges:
                 raise ValueError("no calibration range for %s" % name)
-            s, z = activation_params(ranges[name])
-            new_inits += [_scalar_init(name + "_scale", s, np.float32), _scalar_init(name + "_zero_point", z, np.uint8)]
+            s, z = activation_params(ranges[name], act_dtype)
+            new_inits += [_scalar_init(name + "_scale", s, np.float32), _scalar_init(name + "_zero_point", z, act_dtype)]
             qparams[name] = (name + "_scale", name + "_zero_point", s, z)
             add_pair(name, name + "_scale", name + "_zero_point")
     # shared tensors (output takes the scale/zp initializers of the input)
@@ -781,13 +789,14 @@ def quantize_qdq(model, calib_inputs, per_channel=True, gemm_per_channel=False, 
                       numpy_helper.from_array(zp.reshape(-1) if bs.size > 1 else zp.reshape(()), bname + "_quantized_zero_point")]
         new_nodes.append(helper.make_node("DequantizeLinear",
                                           [bname + "_quantized", bname + "_quantized_scale", bname + "_quantized_zero_point"],
-                                          [bname], bname + "_DequantizeLinear", axis=0 if bs.size > 1 else None))
+                                          [bname], bname + "_DequantizeLinear", axis=0 if bs.size > 1 else None,
+                                          domain=dom or None))
         # the float bias initializer is replaced by the DQ output of the same name
         model.graph.initializer.remove(inits[bname])
 
     model.graph.node.extend(new_nodes)
     model.graph.initializer.extend(new_inits)
-    return _finish(model)
+    return _finish(model, opset_ms=bool(dom))
 
 
 # --------------------------------------------------------------------------

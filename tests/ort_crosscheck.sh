@@ -1,11 +1,12 @@
 #!/bin/sh
 # Cross-check qreport's engine against ONNX Runtime (onnxruntime-node,
 # graph optimisation off) on torchvision's resnet18 and mobilenet_v2
-# (random weights) and their QDQ and QOperator versions, layer by layer:
+# (random weights) and their QDQ, QOperator and A16W8 QDQ (com.microsoft
+# Q/DQ, uint16 activations) versions, layer by layer:
 # every intermediate tensor is made an output (tests/models/expose_all.py)
 # and compared with `qreport run --dump-all`.
 #
-# Target: every tensor identical, float and integer, in all six models.
+# Target: every tensor identical, float and integer, in all eight models.
 # qreport sums floats in the order ONNX Runtime's MLAS does on x86-64
 # (kernels/sgemm.c: GEMM slices, the M = 1 kernels, pre-packed weights,
 # depthwise taps, the global average pool), so even a QDQ model, whose
@@ -31,7 +32,7 @@ command -v node >/dev/null 2>&1 || skip "node is not installed"
 $PY -c "import torch, torchvision, onnx" 2>/dev/null ||
 	skip "Debian's python3-torch, python3-torchvision and python3-onnx are needed to make the models"
 
-if [ ! -f "$MODELS/mobilenet_v2_qop.onnx" ]; then
+if [ ! -f "$MODELS/mobilenet_v2_qdq16.onnx" ]; then
 	mkdir -p "$MODELS"
 	$PY "$top_srcdir/tests/models/make_torchvision.py" "$MODELS" \
 		--no-verify >"$MODELS/make.log" 2>&1 ||
@@ -43,7 +44,7 @@ trap 'rm -rf "$work"' EXIT
 n=0
 fail=0
 for m in resnet18 mobilenet_v2; do
-	for v in "" _qdq _qop; do
+	for v in "" _qdq _qop _qdq16; do
 		args="--float-tol 0 --int-max-diff 0 --int-max-frac 0"
 		name="$m$v"
 		d="$work/$name"

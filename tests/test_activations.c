@@ -889,6 +889,55 @@ out:
 	free(fp);
 }
 
+/* A16W8 as ONNX Runtime writes it: com.microsoft Q/DQ with uint16
+ * activations runs, matches by name like the 8-bit candidate, and its
+ * rmse/scale (large: the int8 weights' error over a 16-bit step) is
+ * reported but not flagged. */
+static void
+test_qdq16(struct qr_tensor *data)
+{
+	char *q16 = xasprintf("%s/tests/data/activations/digits_qdq16.onnx",
+			      QR_SRCDIR);
+	const char *const q[] = { "digits_qdq.onnx", q16 };
+	struct qr_analysis *a;
+	struct qr_diag d = { 0 };
+	enum qr_status st;
+	size_t i, n8 = 0, n16 = 0, wide = 0, big = 0, flagged = 0;
+
+	a = run_data("digits_float.onnx", q, 2, data, &st, &d);
+	ok(st == QR_OK && a != NULL && a->act_runs[1].ran,
+	   "A16W8 (com.microsoft Q/DQ) runs beside the 8-bit QDQ (%s)", d.msg);
+	if (a == NULL)
+		goto out;
+	for (i = 0; i < a->n_act_pairs; i++) {
+		const struct qr_act_pair *p = &a->act_pairs[i];
+
+		if (p->quant == 0) {
+			n8++;
+			continue;
+		}
+		n16++;
+		wide += p->has_qparams && p->qmin == 0 && p->qmax == 65535;
+		big += p->rmse_over_scale > 0.7;
+		flagged += (p->flags & QR_ACT_FLAG_RMSE_SCALE) != 0;
+	}
+	ok(n16 == n8 && n16 == 9 && a->act_runs[1].n_name == 9,
+	   "A16W8: the same 9 tensors matched, by name (%zu, %zu)", n16, n8);
+	ok(wide == 9, "A16W8: 9 tensors quantized to uint16 [0, 65535] (%zu)",
+	   wide);
+	ok(big > 0 && flagged == 0, "A16W8: rmse/scale above 0.7 on %zu "
+	   "tensors, flagged on none (%zu)", big, flagged);
+	ok(a->n_act_outputs == 2 && a->act_outputs[1].cosine_mean > 0.999 &&
+	   a->act_outputs[1].cosine_mean >= a->act_outputs[0].cosine_mean,
+	   "A16W8 output cosine %.6f, at least the 8-bit one's %.6f",
+	   a->n_act_outputs == 2 ? a->act_outputs[1].cosine_mean : NAN,
+	   a->n_act_outputs == 2 ? a->act_outputs[0].cosine_mean : NAN);
+out:
+	qr_diag_clear(&d);
+	qr_analysis_free(a);
+	free(q16);
+}
+
 int
 main(void)
 {
@@ -908,6 +957,7 @@ main(void)
 		test_partial(data);
 		test_lanes(data);
 		test_fold_share(data);
+		test_qdq16(data);
 	}
 	qr_tensor_free(data);
 	return done();

@@ -1020,7 +1020,10 @@ pair_out(const struct ctx *c, struct qr_act_pair *o, const struct cpair *p,
 		o->flags |= QR_ACT_FLAG_COSINE;
 	if (o->sqnr_db < dt->sqnr_threshold)
 		o->flags |= QR_ACT_FLAG_SQNR;
-	if (o->rmse_over_scale > RMSE_SCALE_BAD)
+	/* TFLite's bound assumes the output's rounding dominates, as with 8
+	 * bits; a 16-bit output's step is 256 times finer, so the weights'
+	 * error alone exceeds it and the flag would mark every layer */
+	if (o->rmse_over_scale > RMSE_SCALE_BAD && p->qp.qmax - p->qp.qmin < 256)
 		o->flags |= QR_ACT_FLAG_RMSE_SCALE;
 	if (o->saturation > SATURATION_BAD)
 		o->flags |= QR_ACT_FLAG_SATURATION;

@@ -219,7 +219,8 @@ struct qr_analysis_opts {
 enum {
 	QR_ACT_FLAG_COSINE = 1,      /* mean cosine below the threshold */
 	QR_ACT_FLAG_SQNR = 2,        /* cumulative SQNR below the threshold */
-	QR_ACT_FLAG_RMSE_SCALE = 4,  /* local rmse/scale above 0.7 */
+	QR_ACT_FLAG_RMSE_SCALE = 4,  /* local rmse/scale above 0.7, 8-bit
+				      * or narrower activations */
 	QR_ACT_FLAG_SATURATION = 8,  /* over 1% of float values outside the
 				      * quantized range */
 	QR_ACT_FLAG_NONFINITE = 16,  /* NaN or Inf in either tensor */

@@ -1,7 +1,7 @@
 /*
- * op_quant: QuantizeLinear and DequantizeLinear (opsets 10 to 21,
- * per-tensor and per-axis; uint8, int8, uint16, int16, and int32 for
- * DequantizeLinear), DynamicQuantizeLinear, ConvInteger and
+ * op_quant: QuantizeLinear and DequantizeLinear (opsets 10 to 21, and
+ * com.microsoft's; per-tensor and per-axis; uint8, int8, uint16, int16,
+ * and int32 for DequantizeLinear), DynamicQuantizeLinear, ConvInteger and
  * MatMulInteger, plus the quantization-parameter and integer matmul
  * helpers of op-conv-int.h.
  *
@@ -322,6 +322,19 @@ const struct qr_op_desc qr_op_quantize_linear = {
 
 const struct qr_op_desc qr_op_dequantize_linear = {
 	.domain = "", .name = "DequantizeLinear", .since = 10,
+	.check = dequant_check, .infer = dequant_infer, .run = dequant_run,
+};
+
+/* ONNX Runtime's contrib Q/DQ, which its quantizer writes for 16-bit
+ * activations before opset 21 (and with UseQDQContribOps): the opset-13
+ * semantics with int16/uint16 allowed. */
+const struct qr_op_desc qr_op_ms_quantize_linear = {
+	.domain = "com.microsoft", .name = "QuantizeLinear", .since = 1,
+	.check = quant_check, .infer = quant_infer, .run = quant_run,
+};
+
+const struct qr_op_desc qr_op_ms_dequantize_linear = {
+	.domain = "com.microsoft", .name = "DequantizeLinear", .since = 1,
 	.check = dequant_check, .infer = dequant_infer, .run = dequant_run,
 };
 

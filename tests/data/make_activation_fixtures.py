@@ -12,6 +12,11 @@ and tests/test_cli.c:
                     tensors, which are not activations.
   attn_qdq.onnx     its QDQ form by samples/qdq_quantize.py (MatMul of two
                     activations, per-tensor Gemm weights).
+  digits_qdq16.onnx samples/digits_float.onnx quantized A16W8 as ONNX
+                    Runtime writes it before opset 21: uint16 activations,
+                    int8 per-channel weights, every Q/DQ node the
+                    com.microsoft contrib op; calibrated on the 20 rows of
+                    samples/digits_test.npy.
 
     /usr/bin/python3 tests/data/make_activation_fixtures.py
 """
@@ -70,3 +75,13 @@ f = onnx.load(path)
 rng = np.random.RandomState(0)
 calib = [rng.randn(1, 4, 6).astype(np.float32) for _ in range(8)]
 onnx.save(qq.quantize_qdq(f, calib), os.path.join(OUT, "attn_qdq.onnx"))
+
+
+# A16W8 with com.microsoft Q/DQ
+samples = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "samples")
+digits = onnx.load(os.path.join(samples, "digits_float.onnx"))
+rows = np.load(os.path.join(samples, "digits_test.npy"))
+onnx.save(qq.quantize_qdq(digits, [rows[i:i + 1] for i in range(len(rows))],
+                          activation_type="uint16"),
+          os.path.join(OUT, "digits_qdq16.onnx"))

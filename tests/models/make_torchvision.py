@@ -13,6 +13,9 @@ writes, with input "input" [1,3,224,224] and output "logits" [1,1000], opset 13:
                   uint8 activations, int8 per-channel Conv, per-tensor Gemm)
   <m>_qop.onnx    ORT-style QOperator of <m>_bn.onnx (QLinearConv, QLinearAdd,
                   QLinearGlobalAveragePool, QGemm)
+  <m>_qdq16.onnx  A16W8: as <m>_qdq.onnx with uint16 activations, every Q/DQ
+                  node in the com.microsoft domain (ORT's contrib ops, which
+                  its quantizer writes for 16-bit types before opset 21)
 
 The BN running statistics are not left at their init values (0/1): they are
 estimated from 4 batches of random-normal images (seeded), so activations stay
@@ -103,7 +106,8 @@ def main():
         with torch.no_grad():
             ref = m(torch.from_numpy(tests[0])).numpy()
         p = {k: os.path.join(args.out_dir, name + s + ".onnx")
-             for k, s in (("float", ""), ("bn", "_bn"), ("qdq", "_qdq"), ("qop", "_qop"))}
+             for k, s in (("float", ""), ("bn", "_bn"), ("qdq", "_qdq"), ("qop", "_qop"),
+                          ("qdq16", "_qdq16"))}
         export(m, p["float"], keep_bn=False)
         fbn = export(m, p["bn"], keep_bn=True)
         t1 = time.time()
@@ -116,20 +120,23 @@ def main():
         qop = qq.quantize_qoperator(fbn, calib, per_channel=True, ranges=dict(ranges))
         onnx.checker.check_model(qop)
         onnx.save(qop, p["qop"])
+        qdq16 = qq.quantize_qdq(fbn, calib, per_channel=True, ranges=dict(ranges),
+                                activation_type="uint16")
+        onnx.save(qdq16, p["qdq16"])  # the checker knows no com.microsoft op
         t3 = time.time()
         print("%s: export %.1fs, calibration %.1fs, quantization %.1fs" % (name, t1 - t0, t2 - t1, t3 - t2))
-        for k in ("float", "bn", "qdq", "qop"):
+        for k in ("float", "bn", "qdq", "qop", "qdq16"):
             mm = onnx.load(p[k])
             hist = qq.op_histogram(mm)
             print("  %-26s %10d B  nodes %4d  %s" % (os.path.basename(p[k]), os.path.getsize(p[k]), len(mm.graph.node),
                                                   ", ".join("%s x%d" % kv for kv in hist.items())))
         if not args.no_verify:
             t4 = time.time()
-            runners = {k: qq.Runner(onnx.load(p[k])) for k in ("float", "bn", "qdq", "qop")}
+            runners = {k: qq.Runner(onnx.load(p[k])) for k in ("float", "bn", "qdq", "qop", "qdq16")}
             outs = {k: [r.run({"input": x}, keep_all=False)["logits"] for x in tests] for k, r in runners.items()}
             print("  reference runner vs torch (float, bn): max|diff| %.2e, %.2e"
                   % (np.abs(outs["float"][0] - ref).max(), np.abs(outs["bn"][0] - ref).max()))
-            for k in ("qdq", "qop"):
+            for k in ("qdq", "qop", "qdq16"):
                 cos = np.mean([cosine(a, b) for a, b in zip(outs[k], outs["float"])])
                 agree = np.mean([int(a.argmax() == b.argmax()) for a, b in zip(outs[k], outs["float"])])
                 print("  %s vs float on %d random inputs: logits cosine %.4f, top-1 agreement %.2f"
