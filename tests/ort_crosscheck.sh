@@ -6,7 +6,9 @@
 # every intermediate tensor is made an output (tests/models/expose_all.py)
 # and compared with `qreport run --dump-all`.
 #
-# Target: every tensor identical, float and integer, in all eight models.
+# Target: every tensor identical, float and integer, in all eight models,
+# and in the single-op models of tests/data/ort-ops/ (com.microsoft ops
+# that the networks above do not use: QLinearSoftmax).
 # qreport sums floats in the order ONNX Runtime's MLAS does on x86-64
 # (kernels/sgemm.c: GEMM slices, the M = 1 kernels, pre-packed weights,
 # depthwise taps, the global average pool), so even a QDQ model, whose
@@ -69,6 +71,32 @@ for m in resnet18 mobilenet_v2; do
 		else
 			grep '^not ok' "$d/cmp.log" | head -5 | sed 's/^/# /'
 			echo "not ok $n - $name differs from ONNX Runtime ($args)"
+			fail=$((fail + 1))
+		fi
+	done
+done
+# single-op models (tests/data/make_ort_op_fixtures.py), three inputs each
+for f in "$top_srcdir"/tests/data/ort-ops/*.onnx; do
+	name=$(basename "$f" .onnx)
+	for seed in 1 2 3; do
+		d="$work/op-$name-$seed"
+		mkdir -p "$d/in" "$d/qr"
+		$PY "$top_srcdir/tests/models/expose_all.py" "$f" "$d/all.onnx"
+		$PY "$top_srcdir/tests/models/make_input.py" "$f" "$d/in" 1 "$seed"
+		n=$((n + 1))
+		if ! "$QREPORT" run "$d/all.onnx" --input "x=$d/in/x.npy" \
+			-o "$d/qr" --dump-all >"$d/run.log" 2>&1; then
+			echo "not ok $n - $name (input $seed): qreport run failed: $(head -c 300 "$d/run.log")"
+			fail=$((fail + 1))
+			continue
+		fi
+		if (cd "$ORT" && node crosscheck.js "$d/all.onnx" "$d/in" \
+			"$d/qr" --float-tol 0 --int-max-diff 0 \
+			--int-max-frac 0) >"$d/cmp.log" 2>&1; then
+			echo "ok $n - $name (input $seed) matches ONNX Runtime bit for bit"
+		else
+			grep '^not ok' "$d/cmp.log" | head -5 | sed 's/^/# /'
+			echo "not ok $n - $name (input $seed) differs from ONNX Runtime"
 			fail=$((fail + 1))
 		fi
 	done

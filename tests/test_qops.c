@@ -277,6 +277,68 @@ test_qlinear_sigmoid(void)
 	       NULL, 0, 2, dims, want, 4);
 }
 
+/* QLinearSoftmax: rows whose probabilities are far from rounding ties,
+ * so the table arithmetic of op_qlinear.c gives the real softmax times
+ * 256. tests/ort_crosscheck.sh checks the bits against ORT. */
+static void
+test_qlinear_softmax(void)
+{
+	static const float xs = 0.1f, ys = 1.0f / 256.0f;
+	static const uint8_t xz = 128, yz = 0;
+	/* x - 128 = {0, 10, 20}, real {0, 1, 2}: softmax 0.0900, 0.2447,
+	 * 0.6652 -> 23.05, 62.64, 170.3; a flat row -> 85.33 each */
+	static const uint8_t x1[] = {128, 138, 148, 7, 7, 7};
+	static const uint8_t w1[] = {23, 63, 170, 85, 85, 85};
+	static const int64_t d1[] = {2, 3};
+	/* opset 13, axis 1 of [1,2,2]: pairs (x0, x2) and (x1, x3), real
+	 * differences of 1: 0.2689, 0.7311 -> 68.8, 187.2 */
+	static const uint8_t x2[] = {128, 138, 138, 128};
+	static const uint8_t w2[] = {69, 187, 187, 69};
+	/* opset 11, axis 1 of [1,2,2]: one row of four equal values -> 64 */
+	static const uint8_t x3[] = {9, 9, 9, 9};
+	static const uint8_t w3[] = {64, 64, 64, 64};
+	static const int64_t d23[] = {1, 2, 2};
+	/* int8, zero point -128: real -12.8 and 12.7 give 0 and 1; 256 - 128
+	 * is saturated to 127 as onnxruntime-node 1.30 does */
+	static const int8_t x4[] = {-128, 127}, s_xz = 0, s_yz = -128;
+	static const int8_t w4[] = {-128, 127};
+	static const int64_t d4[] = {1, 2};
+	struct qr_attr a13[] = {a_int("opset", 13)};
+	struct qr_attr a13ax1[] = {a_int("opset", 13), a_int("axis", 1)};
+	struct qr_attr a11ax1[] = {a_int("opset", 11), a_int("axis", 1)};
+	struct tin in1[] = {
+		{U8, 2, {2, 3}, x1}, SCALAR(F32, &xs), SCALAR(U8, &xz),
+		SCALAR(F32, &ys), SCALAR(U8, &yz),
+	};
+	struct tin in2[] = {
+		{U8, 3, {1, 2, 2}, x2}, SCALAR(F32, &xs), SCALAR(U8, &xz),
+		SCALAR(F32, &ys), SCALAR(U8, &yz),
+	};
+	struct tin in3[] = {
+		{U8, 3, {1, 2, 2}, x3}, SCALAR(F32, &xs), SCALAR(U8, &xz),
+		SCALAR(F32, &ys), SCALAR(U8, &yz),
+	};
+	struct tin in4[] = {
+		{S8, 2, {1, 2}, x4}, SCALAR(F32, &xs), SCALAR(S8, &s_xz),
+		SCALAR(F32, &ys), SCALAR(S8, &s_yz),
+	};
+
+	expect("QLinearSoftmax uint8, last axis", &qr_op_qlinear_softmax, in1,
+	       N_OF(in1), a13, N_OF(a13), 2, d1, w1, 6);
+	expect("QLinearSoftmax uint8, opset 13, a middle axis",
+	       &qr_op_qlinear_softmax, in2, N_OF(in2), a13ax1, N_OF(a13ax1), 3,
+	       d23, w2, 4);
+	expect("QLinearSoftmax uint8, opset 11: dims[axis..] as one row",
+	       &qr_op_qlinear_softmax, in3, N_OF(in3), a11ax1, N_OF(a11ax1), 3,
+	       d23, w3, 4);
+	expect("QLinearSoftmax int8, probability 1 saturates at 127",
+	       &qr_op_qlinear_softmax, in4, N_OF(in4), a13, N_OF(a13), 2, d4,
+	       w4, 2);
+	expect_refused("QLinearSoftmax without its opset attribute",
+		       &qr_op_qlinear_softmax, in1, N_OF(in1), NULL, 0,
+		       QR_EGRAPH);
+}
+
 static void
 test_qlinear_leaky_relu(void)
 {
@@ -459,6 +521,7 @@ main(void)
 	test_qlinear_add();
 	test_qlinear_mul();
 	test_qlinear_sigmoid();
+	test_qlinear_softmax();
 	test_qlinear_leaky_relu();
 	test_qlinear_concat();
 	test_qlinear_global_average_pool();

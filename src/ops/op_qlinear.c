@@ -1,8 +1,8 @@
 /*
  * op_qlinear: the QOperator-format quantized ops. ai.onnx: QLinearConv,
  * QLinearMatMul. com.microsoft (ONNX Runtime contrib ops): QLinearAdd,
- * QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinearConcat,
- * QLinearGlobalAveragePool, QLinearAveragePool, QGemm.
+ * QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinearSoftmax,
+ * QLinearConcat, QLinearGlobalAveragePool, QLinearAveragePool, QGemm.
  *
  * Each one gives the bits ONNX Runtime's CPU provider gives (files under
  * onnxruntime/contrib_ops/cpu/quantization/):
@@ -22,6 +22,7 @@
  *     QLinearGlobalAveragePool path, as ORT does.
  *   - QLinearAdd, QLinearMul, QLinearGlobalAveragePool: kernels.h.
  */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -509,6 +510,150 @@ const struct qr_op_desc qr_op_qlinear_sigmoid = {
 const struct qr_op_desc qr_op_qlinear_leaky_relu = {
 	.domain = "com.microsoft", .name = "QLinearLeakyRelu", .since = 1,
 	.check = qlut_check, .infer = same_shape_infer, .run = qleaky_run,
+};
+
+/* ---- QLinearSoftmax ---- */
+
+/*
+ * ONNX Runtime's QLinearSoftmax (qlinear_softmax.cc), which its QOperator
+ * quantizer writes for Softmax. The `opset` attribute gives the Softmax
+ * semantics it replaces: before 13 each row is dims[axis..] flattened,
+ * from 13 one axis. axis defaults to -1 for both: the op's schema default,
+ * which ORT reads before its kernel's own opset-dependent fallback (so an
+ * opset-11 node without axis normalises the last dim, not dims[1..]; this
+ * was checked against onnxruntime-node). x's zero point is unused: the
+ * result is shift-invariant. With D values per row:
+ *
+ *   table[i] = (float)exp((i - 255 + shift) * x_scale) for i = 0..255,
+ *   shift = max(0, log(FLT_MAX / D) - 5) / x_scale, stored at byte
+ *   (uint8)(i - 128) for int8;
+ *   per row, e_k = table[x_k + 255 - max] (int8: byte 127 - max + x_k),
+ *   sum = e_0 + e_1 + ... in float, in order;
+ *   y_k = nearbyintf(e_k * floorf(1 / y_scale) / sum) + y_zp, saturated
+ *   at the type's maximum: an int8 probability of 1 with zero point -128
+ *   gives 127 in onnxruntime-node 1.30 (the pinned one), though ORT
+ *   sources of other releases cast 128..255 into int8 and wrap.
+ */
+static enum qr_status
+qsoftmax_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st;
+
+	if ((st = qr_op_arity(c, d, 4, 5, 1, 1)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 0, Q8_DTYPES)) != QR_OK ||
+	    (st = q_dtypes(c, d, 0x1 | 0x4 | 0x10, 0x2 | 0x8)) != QR_OK)
+		return st;
+	if (!qr_op_has_attr(c, "opset"))
+		return qr_op_errorf(c, d, QR_EGRAPH, "attribute 'opset' (the "
+				    "replaced Softmax's) is required");
+	c->out_dtype[0] = qr_op_dtype(c, 0);
+	return QR_OK;
+}
+
+/* Rows of x: [outer][len][inner] as for this node's Softmax opset. */
+static enum qr_status
+qsoftmax_view(const struct qr_op_call *c, struct qr_diag *d, size_t *outer,
+	      size_t *len, size_t *inner)
+{
+	const struct qr_tensor *x = c->in[0];
+	int old = qr_op_attr_int(c, "opset", 13) < 13, axis;
+	enum qr_status st;
+
+	st = qr_op_axis(c, d, qr_op_attr_int(c, "axis", -1), x->ndim, 0,
+			&axis);
+	if (st != QR_OK)
+		return st;
+	*outer = *len = *inner = 1;
+	if (x->ndim == 0)
+		return QR_OK;
+	*outer = qr_op_dims_prod(x->dims, 0, axis);
+	if (old) {
+		*len = qr_op_dims_prod(x->dims, axis, x->ndim);
+	} else {
+		*len = (size_t)x->dims[axis];
+		*inner = qr_op_dims_prod(x->dims, axis + 1, x->ndim);
+	}
+	return QR_OK;
+}
+
+static enum qr_status
+qsoftmax_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	size_t outer, len, inner;
+	enum qr_status st = qsoftmax_view(c, d, &outer, &len, &inner);
+
+	if (st != QR_OK)
+		return st;
+	return same_shape_infer(c, d);
+}
+
+static enum qr_status
+qsoftmax_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	const uint8_t *x = c->in[0]->data;
+	uint8_t *y = c->out[0]->data;
+	int is_signed = c->in[0]->dtype == QR_DT_INT8;
+	int32_t qmax = is_signed ? 127 : 255;
+	size_t outer, len, inner, o, j, k;
+	float xs, ys, yscale, table[256];
+	double shift;
+	int32_t yz, xz;
+	enum qr_status st;
+	int i;
+
+	if ((st = qsoftmax_view(c, d, &outer, &len, &inner)) != QR_OK ||
+	    (st = qr_op_q_scale(c, d, 1, &xs)) != QR_OK ||
+	    (st = qr_op_q_zp(c, d, 2, c->in[0]->dtype, &xz)) != QR_OK ||
+	    (st = qr_op_q_scale(c, d, 3, &ys)) != QR_OK ||
+	    (st = qr_op_q_zp(c, d, 4, c->in[0]->dtype, &yz)) != QR_OK)
+		return st;
+	if (c->out[0]->n_elem == 0)
+		return QR_OK;
+	shift = log((double)(FLT_MAX / (float)len)) - 5.0;
+	shift = (shift > 0.0 ? shift : 0.0) / (double)xs;
+	for (i = 0; i < 256; i++)
+		table[(uint8_t)(is_signed ? i - 128 : i)] =
+			(float)exp(((double)i - 255.0 + shift) * (double)xs);
+	yscale = floorf(1.0f / ys);
+	for (o = 0; o < outer; o++) {
+		for (j = 0; j < inner; j++) {
+			size_t b = o * len * inner + j;
+			int mx = is_signed ? (int8_t)x[b] : x[b];
+			float sum = 0.0f;
+
+			for (k = 1; k < len; k++) {
+				int v = is_signed ? (int8_t)x[b + k * inner]
+						  : x[b + k * inner];
+
+				mx = v > mx ? v : mx;
+			}
+			/* the byte of x_k's table entry */
+#define QSM_AT(k) (is_signed ? (uint8_t)(127 - mx + (int8_t)x[b + (k) * inner]) \
+			     : (uint8_t)(x[b + (k) * inner] + 255 - mx))
+			for (k = 0; k < len; k++)
+				sum += table[QSM_AT(k)];
+			for (k = 0; k < len; k++) {
+				float v = nearbyintf(table[QSM_AT(k)] * yscale /
+						     sum);
+				int32_t q;
+
+				/* a zero or NaN sum (x_scale 0 or NaN), or an
+				 * infinite 1 / y_scale: saturate instead of
+				 * converting out of int32's range (ORT leaves
+				 * such rows unwritten or undefined) */
+				q = (v >= 0.0f && v < 1024.0f ? (int32_t)v
+							      : 1024) + yz;
+				y[b + k * inner] = (uint8_t)(q > qmax ? qmax : q);
+			}
+#undef QSM_AT
+		}
+	}
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_qlinear_softmax = {
+	.domain = "com.microsoft", .name = "QLinearSoftmax", .since = 1,
+	.check = qsoftmax_check, .infer = qsoftmax_infer, .run = qsoftmax_run,
 };
 
 /* ---- QLinearConcat ---- */

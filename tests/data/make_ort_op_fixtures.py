@@ -1,0 +1,67 @@
+#!/usr/bin/python3
+"""Make the small models of tests/data/ort-ops/, which tests/ort_crosscheck.sh
+runs with qreport and with onnxruntime-node and compares bit for bit.
+
+    /usr/bin/python3 tests/data/make_ort_op_fixtures.py
+
+Each model is x * gain -> QuantizeLinear -> com.microsoft QLinearSoftmax ->
+DequantizeLinear, with y_scale 1/256 and the zero point ONNX Runtime's
+quantizer gives a softmax output (0 for uint8, -128 for int8):
+
+  qsm_u8_last   uint8, [2,3,10], opset 13, axis absent (-1)
+  qsm_s8_last   int8, [2,3,10], opset 13
+  qsm_u8_mid    uint8, [2,5,7], opset 13, axis 1 (a strided row)
+  qsm_u8_op11   uint8, [2,3,10], opset 11, axis 1 (rows dims[1..] flattened)
+  qsm_s8_op11   int8, [4,6,5], opset 11, axis absent: ORT takes the schema's
+                -1 (the last dim), not Softmax-11's default of 1
+  qsm_u8_1000   uint8, [1,1000], a classifier's softmax
+  qsm_s8_1000   int8, [1,1000]
+  qsm_s8_sat    int8, [16,2], gain 20 and x_scale 7: many rows put a
+                probability of 1 on one value (256 - 128 = 128, which the
+                pinned ORT saturates to 127)
+  qsm_u8_sat    uint8, [16,2], the same with zero point 0 (256 -> 255)
+"""
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ort-ops")
+
+
+def qsoftmax(name, shape, signed, opset, axis, xs, gain=1.0):
+    qt = np.int8 if signed else np.uint8
+    inits = [numpy_helper.from_array(np.array(gain, np.float32), "gain"),
+             numpy_helper.from_array(np.array(xs, np.float32), "xs"),
+             numpy_helper.from_array(np.array(0 if signed else 128, qt), "xz"),
+             numpy_helper.from_array(np.array(1 / 256, np.float32), "ys"),
+             numpy_helper.from_array(np.array(-128 if signed else 0, qt), "yz")]
+    attrs = {"opset": opset}
+    if axis is not None:
+        attrs["axis"] = axis
+    nodes = [helper.make_node("Mul", ["x", "gain"], ["xg"], name="gain"),
+             helper.make_node("QuantizeLinear", ["xg", "xs", "xz"], ["xq"], name="q"),
+             helper.make_node("QLinearSoftmax", ["xq", "xs", "xz", "ys", "yz"], ["yq"],
+                              name="softmax", domain="com.microsoft", **attrs),
+             helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"], name="dq")]
+    g = helper.make_graph(nodes, name,
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13),
+                                            helper.make_opsetid("com.microsoft", 1)],
+                          producer_name="qreport-fixtures", producer_version="1")
+    m.ir_version = 7
+    onnx.save(m, os.path.join(OUT, name + ".onnx"))
+
+
+os.makedirs(OUT, exist_ok=True)
+qsoftmax("qsm_u8_last", [2, 3, 10], False, 13, None, 0.05)
+qsoftmax("qsm_s8_last", [2, 3, 10], True, 13, None, 0.05)
+qsoftmax("qsm_u8_mid", [2, 5, 7], False, 13, 1, 0.08)
+qsoftmax("qsm_u8_op11", [2, 3, 10], False, 11, 1, 0.05)
+qsoftmax("qsm_s8_op11", [4, 6, 5], True, 11, None, 0.1)
+qsoftmax("qsm_u8_1000", [1, 1000], False, 13, -1, 0.02)
+qsoftmax("qsm_s8_1000", [1, 1000], True, 13, -1, 0.2)
+qsoftmax("qsm_s8_sat", [16, 2], True, 13, -1, 7.0, gain=20.0)
+qsoftmax("qsm_u8_sat", [16, 2], False, 13, -1, 7.0, gain=20.0)
