@@ -519,6 +519,39 @@ test_softmax(void)
 	qr_tensor_free(x);
 }
 
+/* Dropout-12+ in training mode is the identity when its ratio is 0
+ * (torchvision's Swin exports F.dropout(attn, p=0.0) so); any other
+ * training ratio is refused, naming the node. */
+static void
+test_dropout_training(void)
+{
+	static const int64_t dx[] = {4}, d0[] = {0};
+	static const float v[] = {1.5f, -2.0f, 0.0f, 3.25f};
+	static const float r0[] = {0.0f}, r5[] = {0.5f};
+	static const uint8_t on[] = {1};
+	struct qr_diag d = {0};
+	struct qr_tensor *in[3], *y;
+	enum qr_status st;
+
+	in[0] = mkf(1, dx, v);
+	in[1] = mkf(0, d0, r0);
+	in[2] = mk(QR_DT_BOOL, 0, d0, on);
+	st = call1("Dropout", 13, NULL, 0, in, 3, &y, &d);
+	ok(st == QR_OK && floats_near(y, v, 4, 0),
+	   "Dropout-13 training with ratio 0 passes x through (%s)", d.msg);
+	qr_tensor_free(y);
+	qr_diag_clear(&d);
+	qr_tensor_free(in[1]);
+	in[1] = mkf(0, d0, r5);
+	st = call1("Dropout", 13, NULL, 0, in, 3, &y, &d);
+	ok(st == QR_EUNSUPPORTED && strstr(d.msg, "n0") != NULL,
+	   "Dropout-13 training with ratio 0.5 is refused (%s)", d.msg);
+	qr_diag_clear(&d);
+	qr_tensor_free(in[0]);
+	qr_tensor_free(in[1]);
+	qr_tensor_free(in[2]);
+}
+
 /* ---- executor on hand-built graphs ---- */
 
 /* A node in a hand-built graph: up to 2 inputs and 1 output. */
@@ -800,6 +833,7 @@ main(void)
 	test_slice();
 	test_tile();
 	test_softmax();
+	test_dropout_training();
 	test_memory_plan();
 	test_unsupported();
 	test_npy();

@@ -236,6 +236,36 @@ test_qlinear_add(void)
 	       N_OF(in), NULL, 0, 2, dims, want1, 4);
 }
 
+/* The scales of torchvision mnasnet1_0's layers.12.2 QLinearAdd and the 6
+ * of all 65536 (a, b) pairs where onnxruntime-node 1.30 and a constant
+ * za * ra + zb * rb rounded in two steps disagree by one: ORT fuses it
+ * (k = zc - fmaf(ra, za, rb * zb)). 18 values: 16 on the AVX-512 path,
+ * 2 on the scalar one. */
+static void
+test_qlinear_add_fma(void)
+{
+	static const uint8_t a[] = {37, 99, 135, 197, 215, 251, 37, 99, 135,
+				    197, 215, 251, 37, 99, 135, 197, 215, 251};
+	static const uint8_t b[] = {206, 69, 145, 8, 46, 122, 206, 69, 145,
+				    8, 46, 122, 206, 69, 145, 8, 46, 122};
+	static const uint8_t want[] = {142, 62, 144, 64, 105, 187, 142, 62,
+				       144, 64, 105, 187, 142, 62, 144, 64,
+				       105, 187};
+	static const uint8_t za = 126, zb = 126, zc = 123;
+	static const float sa = 0.035089924931526184f;
+	static const float sb = 0.05422121286392212f;
+	static const float sc = 0.06565913558006287f;
+	static const int64_t dims[] = {18};
+	struct tin in[] = {
+		{U8, 1, {18}, a}, SCALAR(F32, &sa), SCALAR(U8, &za),
+		{U8, 1, {18}, b}, SCALAR(F32, &sb), SCALAR(U8, &zb),
+		SCALAR(F32, &sc), SCALAR(U8, &zc),
+	};
+
+	expect("QLinearAdd: the zero-point constant fused as ORT's is",
+	       &qr_op_qlinear_add, in, N_OF(in), NULL, 0, 1, dims, want, 18);
+}
+
 static void
 test_qlinear_mul(void)
 {
@@ -519,6 +549,7 @@ main(void)
 {
 	plan_no_plan();
 	test_qlinear_add();
+	test_qlinear_add_fma();
 	test_qlinear_mul();
 	test_qlinear_sigmoid();
 	test_qlinear_softmax();

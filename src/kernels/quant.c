@@ -276,8 +276,10 @@ qr_qlinear_add(const void *a, size_t a_step, float sa, int32_t za,
 	       int32_t zc, enum qr_qtype t, void *y, size_t n)
 {
 	float ra = sa / sc, rb = sb / sc;
-	float ka = ra * (float)za, kb = rb * (float)zb;
-	float k = (float)zc - (ka + kb);
+	/* ORT's build contracts ra * za + rb * zb into one fused
+	 * multiply-add; rounding the two products apart moved 6 of the
+	 * 65536 (a, b) pairs of one mnasnet QLinearAdd by a step */
+	float k = (float)zc - fmaf(ra, (float)za, rb * (float)zb);
 	size_t i;
 
 	QR_ASSERT(t == QR_QT_U8 || t == QR_QT_S8);

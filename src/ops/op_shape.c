@@ -161,9 +161,14 @@ dropout_check(const struct qr_op_call *c, struct qr_diag *d)
 		if (c->in[2] == NULL)
 			return qr_op_errorf(c, d, QR_EUNSUPPORTED,
 					    "training_mode must be a constant");
-		if (c->in[2]->n_elem > 0 && qr_op_get(c->in[2], 0) != 0)
+		/* training with ratio 0 keeps every value: the identity, as
+		 * torchvision's Swin exports F.dropout(attn, p=0.0) */
+		if (c->in[2]->n_elem > 0 && qr_op_get(c->in[2], 0) != 0 &&
+		    !(qr_op_has_in(c, 1) && c->in[1] != NULL &&
+		      c->in[1]->n_elem == 1 && qr_op_get(c->in[1], 0) == 0))
 			return qr_op_errorf(c, d, QR_EUNSUPPORTED, "training "
-					    "mode is not supported");
+					    "mode is not supported (only with "
+					    "a constant ratio of 0)");
 	}
 	return QR_OK;
 }

@@ -4,7 +4,7 @@ runs with qreport and with onnxruntime-node and compares bit for bit.
 
     /usr/bin/python3 tests/data/make_ort_op_fixtures.py
 
-Each model is x * gain -> QuantizeLinear -> com.microsoft QLinearSoftmax ->
+The QLinearSoftmax models are x * gain -> QuantizeLinear -> com.microsoft QLinearSoftmax ->
 DequantizeLinear, with y_scale 1/256 and the zero point ONNX Runtime's
 quantizer gives a softmax output (0 for uint8, -128 for int8):
 
@@ -20,6 +20,15 @@ quantizer gives a softmax output (0 for uint8, -128 for int8):
                 probability of 1 on one value (256 - 128 = 128, which the
                 pinned ORT saturates to 127)
   qsm_u8_sat    uint8, [16,2], the same with zero point 0 (256 -> 255)
+
+and x -> QuantizeLinear -> DequantizeLinear -> AveragePool -> QuantizeLinear
+-> DequantizeLinear (scale 0.05, zero point 128), as a QDQ model pools:
+values on the quantization grid make window means that sit on .5 ties,
+so the float sum's order decides the quantized result:
+
+  avg_2s2       [1,8,32,32], 2x2 stride 2 (densenet's transitions)
+  avg_3s1p1     3x3 stride 1, pads 1, count_include_pad 0
+  avg_3s2p1_cip 3x3 stride 2, pads 1, count_include_pad 1
 """
 import os
 
@@ -65,3 +74,27 @@ qsoftmax("qsm_u8_1000", [1, 1000], False, 13, -1, 0.02)
 qsoftmax("qsm_s8_1000", [1, 1000], True, 13, -1, 0.2)
 qsoftmax("qsm_s8_sat", [16, 2], True, 13, -1, 7.0, gain=20.0)
 qsoftmax("qsm_u8_sat", [16, 2], False, 13, -1, 7.0, gain=20.0)
+
+
+def qdq_avgpool(name, k, stride, pad, cip):
+    inits = [numpy_helper.from_array(np.array(0.05, np.float32), "s"),
+             numpy_helper.from_array(np.array(128, np.uint8), "z")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q"),
+             helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"], name="dq"),
+             helper.make_node("AveragePool", ["xd"], ["p"], name="pool", kernel_shape=[k, k],
+                              strides=[stride, stride], pads=[pad] * 4, count_include_pad=cip),
+             helper.make_node("QuantizeLinear", ["p", "s", "z"], ["pq"], name="q2"),
+             helper.make_node("DequantizeLinear", ["pq", "s", "z"], ["y"], name="dq2")]
+    g = helper.make_graph(nodes, name,
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 32, 32])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, None, None])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                          producer_name="qreport-fixtures", producer_version="1")
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(OUT, name + ".onnx"))
+
+
+qdq_avgpool("avg_2s2", 2, 2, 0, 0)
+qdq_avgpool("avg_3s1p1", 3, 1, 1, 0)
+qdq_avgpool("avg_3s2p1_cip", 3, 2, 1, 1)
