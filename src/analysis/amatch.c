@@ -12,7 +12,8 @@
  *
  * 1. By name, with ONNX Runtime's conventions (qdq_loss_debug): float X
  *    matches X_DequantizeLinear_Output, X_quantized, X (pre-Q, or a
- *    graph output that keeps its name) or X_QuantizeLinear_Input.
+ *    graph output that keeps its name) or X_QuantizeLinear_Input, when
+ *    the two producers read the same matched inputs (name_consistent).
  * 2. By structure, for the float tensors left:
  *    - graph inputs and outputs by position;
  *    - the compute ops (Conv, ConvTranspose, Gemm, MatMul and QLinearConv,
@@ -550,6 +551,58 @@ fuse_activation(struct ctx *c, size_t ft)
 	c->q.match[qr] = at;
 }
 
+static size_t node_inputs(struct side *s, const struct qr_node *n, int quant,
+			  size_t *v);
+
+/* The candidate node that computes class r's value (its member made by
+ * something other than QuantizeLinear/DequantizeLinear), or NULL. */
+static const struct qr_node *
+class_producer(struct side *q, size_t r)
+{
+	size_t t;
+
+	for (t = 0; t < q->t.n; t++) {
+		const struct qr_node *p = producer(q, t);
+
+		if (p != NULL && !is_qdq(p) && find(q, t) == r)
+			return p;
+	}
+	return NULL;
+}
+
+/*
+ * Whether naming float tensor ft's value class r is consistent with the
+ * pairs made so far: every matched input of ft's producer must be read
+ * by r's producer too. Exporters number nodes per op type, so two
+ * exports of one model can give the same name to different tensors
+ * (torch's unfolded export has one Transpose more in each attention
+ * block: every later Transpose_N is another computation). Unknown
+ * inputs (graph inputs, unmatched tensors) do not count against a name.
+ */
+static int
+name_consistent(struct ctx *c, size_t ft, size_t r)
+{
+	const struct qr_node *fp = producer(&c->f, ft), *qp;
+	size_t *fin, *qin, nf, nq, i, j;
+	int ok = 1;
+
+	if (fp == NULL || (qp = class_producer(&c->q, r)) == NULL)
+		return 1;
+	fin = xcalloc(fp->n_in + 1, sizeof *fin);
+	qin = xcalloc(qp->n_in + 1, sizeof *qin);
+	nf = node_inputs(&c->f, fp, 0, fin);
+	nq = node_inputs(&c->q, qp, 1, qin);
+	if (nf != NONE && nq != NONE)
+		for (i = 0; i < nf && ok; i++) {
+			for (j = 0; j < nq && qin[j] != fin[i]; j++)
+				;
+			ok = j < nq;
+		}
+	free(fin);
+	free(qin);
+	return ok;
+}
+
 static void
 match_names(struct ctx *c)
 {
@@ -566,7 +619,8 @@ match_names(struct ctx *c)
 
 			nm = xasprintf("%s%s", c->f.t.v[ft], suffix[k]);
 			qt = names_find(&c->q.t, nm);
-			if (qt != NONE && c->q.match[r = find(&c->q, qt)] == NONE) {
+			if (qt != NONE && c->q.match[r = find(&c->q, qt)] == NONE &&
+			    name_consistent(c, ft, r)) {
 				add_pair(c, ft, r, QR_MATCH_NAME,
 					 xasprintf("name %s -> %s",
 						   c->f.t.v[ft], nm));

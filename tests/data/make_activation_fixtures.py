@@ -12,6 +12,13 @@ and tests/test_cli.c:
                     tensors, which are not activations.
   attn_qdq.onnx     its QDQ form by samples/qdq_quantize.py (MatMul of two
                     activations, per-tensor Gemm weights).
+  mha_fold.onnx     torch's default export of nn.MultiheadAttention(16, 2,
+                    batch_first=True) and a Linear, input [1,5,16]
+                    (constants folded)
+  mha_nofold.onnx   the same module exported with do_constant_folding=False:
+                    one Transpose more per weight, so every later
+                    /a/Transpose_N names another tensor than in
+                    mha_fold.onnx (the same values otherwise)
   digits_qdq16.onnx samples/digits_float.onnx quantized A16W8 as ONNX
                     Runtime writes it before opset 21: uint16 activations,
                     int8 per-channel weights, every Q/DQ node the
@@ -85,3 +92,24 @@ rows = np.load(os.path.join(samples, "digits_test.npy"))
 onnx.save(qq.quantize_qdq(digits, [rows[i:i + 1] for i in range(len(rows))],
                           activation_type="uint16"),
           os.path.join(OUT, "digits_qdq16.onnx"))
+
+
+# one module, two exports whose node numbering differs
+class MHA(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.MultiheadAttention(16, 2, batch_first=True)
+        self.fc = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        y, _ = self.a(x, x, x, need_weights=False)
+        return self.fc(y)
+
+
+torch.manual_seed(0)
+mha = MHA().eval()
+for name, kw in (("mha_fold.onnx", {}),
+                 ("mha_nofold.onnx", {"do_constant_folding": False})):
+    torch.onnx.export(mha, torch.zeros(1, 5, 16), os.path.join(OUT, name),
+                      opset_version=13, input_names=["input"],
+                      output_names=["logits"], **kw)
