@@ -938,6 +938,32 @@ out:
 	free(q16);
 }
 
+/* Twin nodes (one op, one input, different indices or perm) whose output
+ * names are swapped in the candidate: the attribute and constant checks
+ * refuse the names, and structure pairs each with its real twin. */
+static void
+test_twins(void)
+{
+	struct qr_act_match *m = match_models(fixture("twin_a.onnx"),
+					      fixture("twin_b.onnx"));
+	static const char *const want[][2] = {
+		{ "g0", "g1" }, { "g1", "g0" }, { "t0", "t1" }, { "t1", "t0" },
+	};
+	size_t k, right = 0;
+
+	if (!ok(m != NULL, "matching runs on the twin fixtures"))
+		return;
+	for (k = 0; k < 4; k++) {
+		const struct qr_act_match_pair *p = pair_for(m, want[k][0]);
+
+		right += p && strcmp(p->qtensor, want[k][1]) == 0 &&
+			 p->match == QR_MATCH_STRUCTURE;
+	}
+	ok(right == 4, "twins: Gathers of other indices and Transposes of "
+	   "other perms are not taken by name (%zu of 4 right)", right);
+	qr_act_match_free(m);
+}
+
 /* Two exports of one attention module whose Transpose numbering differs:
  * a same-named tensor of the other model is another computation, so the
  * name is refused (its producer reads other tensors) and structure pairs
@@ -1004,6 +1030,7 @@ main(void)
 	test_shape_arith();
 	test_attention_run();
 	test_name_shift();
+	test_twins();
 	test_stats();
 	test_stats_simd();
 	test_quant();

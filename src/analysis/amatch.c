@@ -570,10 +570,83 @@ class_producer(struct side *q, size_t r)
 	return NULL;
 }
 
+/* Whether two nodes of one op type carry the same attributes (the
+ * scalar and list kinds; tensors and graphs are not compared). */
+static int
+same_attrs(const struct qr_node *a, const struct qr_node *b)
+{
+	size_t i, j;
+
+	if (a->n_attr != b->n_attr)
+		return 0;
+	for (i = 0; i < a->n_attr; i++) {
+		const struct qr_attr *x = &a->attrs[i], *y = NULL;
+
+		for (j = 0; j < b->n_attr && y == NULL; j++)
+			if (strcmp(b->attrs[j].name, x->name) == 0)
+				y = &b->attrs[j];
+		if (y == NULL || y->type != x->type)
+			return 0;
+		switch (x->type) {
+		case QR_ATTR_INT:
+			if (x->i != y->i)
+				return 0;
+			break;
+		case QR_ATTR_FLOAT:
+			if (memcmp(&x->f, &y->f, sizeof x->f) != 0)
+				return 0;
+			break;
+		case QR_ATTR_STRING:
+			if (x->s_len != y->s_len ||
+			    memcmp(x->s, y->s, x->s_len) != 0)
+				return 0;
+			break;
+		case QR_ATTR_INTS:
+			if (x->n != y->n || (x->n &&
+			    memcmp(x->ints, y->ints, x->n * sizeof *x->ints)))
+				return 0;
+			break;
+		case QR_ATTR_FLOATS:
+			if (x->n != y->n || (x->n &&
+			    memcmp(x->floats, y->floats,
+				   x->n * sizeof *x->floats)))
+				return 0;
+			break;
+		default:
+			break;
+		}
+	}
+	return 1;
+}
+
+/* Whether the inputs that are constants in both nodes hold the same
+ * values (a Gather's indices, a Reshape's shape, a Slice's bounds). */
+static int
+same_consts(struct ctx *c, const struct qr_node *fp, const struct qr_node *qp)
+{
+	size_t i;
+
+	for (i = 0; i < fp->n_in && i < qp->n_in; i++) {
+		const struct qr_tensor_data *a, *b;
+
+		if (!fp->in[i][0] || !qp->in[i][0] ||
+		    (a = qr_graph_const(c->f.g, fp->in[i])) == NULL ||
+		    (b = qr_graph_const(c->q.g, qp->in[i])) == NULL)
+			continue;
+		if (a->dtype != b->dtype || a->ndim != b->ndim ||
+		    a->nbytes != b->nbytes ||
+		    memcmp(a->dims, b->dims, (size_t)a->ndim * sizeof *a->dims) ||
+		    (a->data && b->data && a->nbytes &&
+		     memcmp(a->data, b->data, a->nbytes)))
+			return 0;
+	}
+	return 1;
+}
+
 /*
  * Whether naming float tensor ft's value class r is consistent with the
  * pairs made so far: every matched input of ft's producer must be read
- * by r's producer too. Exporters number nodes per op type, so two
+ * by r's producer too, and one op type must carry the same attributes. Exporters number nodes per op type, so two
  * exports of one model can give the same name to different tensors
  * (torch's unfolded export has one Transpose more in each attention
  * block: every later Transpose_N is another computation). Unknown
@@ -583,22 +656,30 @@ static int
 name_consistent(struct ctx *c, size_t ft, size_t r)
 {
 	const struct qr_node *fp = producer(&c->f, ft), *qp;
-	size_t *fin, *qin, nf, nq, i, j;
+	size_t *qin, nq, i, j;
 	int ok = 1;
 
 	if (fp == NULL || (qp = class_producer(&c->q, r)) == NULL)
 		return 1;
-	fin = xcalloc(fp->n_in + 1, sizeof *fin);
+	/* one op on both sides (not a QLinear form or a fused activation):
+	 * its attributes and constant inputs must agree too (swin's
+	 * attention reads one tensor through Transposes of different perms
+	 * and Gathers of different indices) */
+	if (strcmp(fp->op_type, qp->op_type) == 0 &&
+	    strcmp(fp->domain, qp->domain) == 0 &&
+	    (!same_attrs(fp, qp) || !same_consts(c, fp, qp)))
+		return 0;
 	qin = xcalloc(qp->n_in + 1, sizeof *qin);
-	nf = node_inputs(&c->f, fp, 0, fin);
 	nq = node_inputs(&c->q, qp, 1, qin);
-	if (nf != NONE && nq != NONE)
-		for (i = 0; i < nf && ok; i++) {
-			for (j = 0; j < nq && qin[j] != fin[i]; j++)
-				;
-			ok = j < nq;
-		}
-	free(fin);
+	for (i = 0; i < fp->n_in && ok && nq != NONE; i++) {
+		size_t t = fp->in[i][0] ? names_find(&c->f.t, fp->in[i]) : NONE;
+
+		if (t == NONE || c->f.match[t] == NONE)
+			continue;
+		for (j = 0; j < nq && qin[j] != c->f.match[t]; j++)
+			;
+		ok = j < nq;
+	}
 	free(qin);
 	return ok;
 }
@@ -861,7 +942,9 @@ match_forward(struct ctx *c)
 			const struct qr_node *qn = qr_graph_node(c->q.g, cs[j]);
 			size_t nqi;
 
-			if (strcmp(norm_op(qn), fn->op_type) != 0)
+			if (strcmp(norm_op(qn), fn->op_type) != 0 ||
+			    (strcmp(qn->op_type, fn->op_type) == 0 &&
+			     (!same_attrs(fn, qn) || !same_consts(c, fn, qn))))
 				continue;
 			qin = xcalloc(qn->n_in + 1, sizeof *qin);
 			nqi = node_inputs(&c->q, qn, 1, qin);

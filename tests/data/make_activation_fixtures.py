@@ -19,6 +19,12 @@ and tests/test_cli.c:
                     one Transpose more per weight, so every later
                     /a/Transpose_N names another tensor than in
                     mha_fold.onnx (the same values otherwise)
+  twin_a.onnx       x [1,4,6] read by two Gathers (indices 0 and 1 on axis
+                    1) and two Transposes (perms [0,2,1] and [2,1,0])
+                    whose outputs are summed pairwise
+  twin_b.onnx       the same graph with the names of each twin's outputs
+                    swapped: a same-named tensor of twin_a.onnx is its
+                    sibling, which reads the same input
   digits_qdq16.onnx samples/digits_float.onnx quantized A16W8 as ONNX
                     Runtime writes it before opset 21: uint16 activations,
                     int8 per-channel weights, every Q/DQ node the
@@ -113,3 +119,33 @@ for name, kw in (("mha_fold.onnx", {}),
     torch.onnx.export(mha, torch.zeros(1, 5, 16), os.path.join(OUT, name),
                       opset_version=13, input_names=["input"],
                       output_names=["logits"], **kw)
+
+
+# twins: same op, same input, different attribute or constant
+def twins(path, swap):
+    g0, g1 = ("g1", "g0") if swap else ("g0", "g1")
+    t0, t1 = ("t1", "t0") if swap else ("t0", "t1")
+    nodes = [
+        helper.make_node("Gather", ["x", "i0"], [g0], name="gather_" + g0, axis=1),
+        helper.make_node("Gather", ["x", "i1"], [g1], name="gather_" + g1, axis=1),
+        helper.make_node("Sub", [g0, g1], ["d"], name="sub"),
+        helper.make_node("Transpose", ["x"], [t0], name="tr_" + t0, perm=[0, 2, 1]),
+        helper.make_node("Transpose", ["x"], [t1], name="tr_" + t1, perm=[2, 1, 0]),
+        helper.make_node("ReduceSum", [t0], ["s0"], name="rs0", keepdims=0),
+        helper.make_node("ReduceSum", [t1], ["s1"], name="rs1", keepdims=0),
+        helper.make_node("Mul", ["s0", "s1"], ["m"], name="mul"),
+        helper.make_node("Add", ["d", "m"], ["y"], name="add")]
+    g = helper.make_graph(
+        nodes, "twins",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array(0, np.int64), "i0"),
+         numpy_helper.from_array(np.array(1, np.int64), "i1")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)],
+                          producer_name="qreport-fixtures", producer_version="1")
+    m.ir_version = 7
+    onnx.save(m, os.path.join(OUT, path))
+
+
+twins("twin_a.onnx", False)
+twins("twin_b.onnx", True)
