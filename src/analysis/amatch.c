@@ -646,7 +646,8 @@ same_consts(struct ctx *c, const struct qr_node *fp, const struct qr_node *qp)
 /*
  * Whether naming float tensor ft's value class r is consistent with the
  * pairs made so far: every matched input of ft's producer must be read
- * by r's producer too, and one op type must carry the same attributes. Exporters number nodes per op type, so two
+ * by r's producer too, and one op type on both sides must carry the same
+ * attributes and constants. Exporters number nodes per op type, so two
  * exports of one model can give the same name to different tensors
  * (torch's unfolded export has one Transpose more in each attention
  * block: every later Transpose_N is another computation). Unknown
