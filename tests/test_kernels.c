@@ -1855,6 +1855,55 @@ test_resize(void)
 
 /* ---- norms, softmax, broadcast ---- */
 
+/* qr_softmax_row_ort_f32 against onnxruntime-node 1.30's Softmax on one
+ * row of 31 (a full 16-step, then 8 and a masked 7; the bits below are
+ * ORT's output). tests/ort_crosscheck.sh checks more shapes. */
+static void
+test_softmax_ort(void)
+{
+	static const float x[31] = {
+		0x1.5caedp+0f, 0x1.5976eep+2f, 0x1.2b1786p+3f, -0x1.aff01p+1f,
+		0x1.578382p+2f, 0x1.93040cp+1f, -0x1.084956p+1f, 0x1.38ab42p+3f,
+		-0x1.668514p+2f, -0x1.bb05c8p+0f, -0x1.08b4f2p+1f,
+		-0x1.165d7cp+3f, 0x1.cc65cap+2f, -0x1.6b100ep+0f,
+		-0x1.043a16p+3f, -0x1.069032p+2f, -0x1.44e31cp+2f,
+		0x1.276bdcp+3f, 0x1.0bc04ap+2f, 0x1.ff3806p+2f, 0x1.6224aap+0f,
+		0x1.80d0c6p+1f, -0x1.8143eep+2f, 0x1.20fc9ap+2f, -0x1.2ebb42p+1f,
+		0x1.a056c6p+1f, -0x1.be9032p-1f, -0x1.c16418p+2f, 0x1.433078p+3f,
+		-0x1.4337d8p+1f, 0x1.c630b6p+3f,
+	};
+	static const uint32_t want[31] = {
+		0x362b7f3a, 0x3917a464, 0x3bf5cd46, 0x32c07d45, 0x391316f2,
+		0x377fe692, 0x33b24f3b, 0x3c3bda81, 0x312605ba, 0x33f90fdc,
+		0x33b1b98d, 0x2ef00b23, 0x3a64640f, 0x342a2fe2, 0x2f538e86,
+		0x3239e38e, 0x318c6611, 0x3bdb2a00, 0x38341b2c, 0x3afca59e,
+		0x362f31bc, 0x375dfb9f, 0x30daa0c3, 0x387af98c, 0x33840c66,
+		0x378dfc78, 0x3492e717, 0x30208ac5, 0x3c827cc4, 0x33610974,
+		0x3f74868f,
+	};
+	float y[31];
+	size_t i, same = 0;
+
+	qr_softmax_row_ort_f32(x, 31, y);
+	for (i = 0; i < 31; i++) {
+		uint32_t u;
+
+		memcpy(&u, &y[i], sizeof u);
+		same += u == want[i];
+	}
+	ok(same == 31, "softmax row of 31: ONNX Runtime's bits (%zu of 31)",
+	   same);
+	memcpy(y, x, sizeof y);
+	qr_softmax_row_ort_f32(y, 31, y);
+	for (i = 0, same = 0; i < 31; i++) {
+		uint32_t u;
+
+		memcpy(&u, &y[i], sizeof u);
+		same += u == want[i];
+	}
+	ok(same == 31, "softmax row in place: the same bits (%zu of 31)", same);
+}
+
 static void
 test_norm(void)
 {
@@ -2068,6 +2117,7 @@ main(void)
 	test_qgap();
 	test_resize();
 	test_norm();
+	test_softmax_ort();
 	test_broadcast();
 	return done();
 }

@@ -413,6 +413,9 @@ void qr_resize_linear_f32(const struct qr_resize_params *p, const float *x,
 /* Softmax over rows of n elements (the axis already made innermost):
  * y = exp(x - max) / sum. x and y may be the same array. */
 void qr_softmax_f32(const float *x, size_t rows, size_t n, float *y);
+/* One row of n in ONNX Runtime's arithmetic and order (MLAS's exp and
+ * lane sums), bit for bit; x and y may be the same array. */
+void qr_softmax_row_ort_f32(const float *x, size_t n, float *y);
 /* LayerNormalization over rows of n: (x - mean) / sqrt(var + eps) * gamma
  * + beta (beta may be NULL). mean/var are population statistics. */
 void qr_layernorm_f32(const float *x, size_t rows, size_t n,

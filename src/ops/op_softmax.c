@@ -8,13 +8,16 @@
  * to -1). Both are one loop over [outer][len][inner]: before 13,
  * len = prod(dims[axis..)) and inner = 1.
  *
- * y = exp(x - max) / sum(exp(x - max)); log: y = x - max - log(sum), with
- * the sum in double.
+ * Float Softmax is computed as ONNX Runtime computes it (MLAS's exp and
+ * lane sums, kernels/norm.c), so a QDQ model quantizes attention
+ * probabilities to ORT's steps. LogSoftmax and double: y = x - max -
+ * log(sum), y = exp(x - max) / sum, with the sum in double.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/kernels.h"
 #include "ops/op-int.h"
 
 static enum qr_status
@@ -100,6 +103,32 @@ softmax_infer(struct qr_op_call *c, struct qr_diag *d)
 		}                                                           \
 	} while (0)
 
+/* Float Softmax in ONNX Runtime's arithmetic, a row at a time (a row
+ * along a middle axis gathered first, as ORT transposes it last). */
+static void
+softmax_ort(const float *x, float *y, size_t outer, size_t len, size_t inner)
+{
+	float *row = inner > 1 ? xmalloc((len ? len : 1) * sizeof *row) : NULL;
+	size_t o, j, k;
+
+	for (o = 0; o < outer; o++) {
+		if (inner == 1) {
+			qr_softmax_row_ort_f32(x + o * len, len, y + o * len);
+			continue;
+		}
+		for (j = 0; j < inner; j++) {
+			size_t b = o * len * inner + j;
+
+			for (k = 0; k < len; k++)
+				row[k] = x[b + k * inner];
+			qr_softmax_row_ort_f32(row, len, row);
+			for (k = 0; k < len; k++)
+				y[b + k * inner] = row[k];
+		}
+	}
+	free(row);
+}
+
 static enum qr_status
 softmax_any_run(struct qr_op_call *c, struct qr_diag *d, int is_log)
 {
@@ -108,7 +137,9 @@ softmax_any_run(struct qr_op_call *c, struct qr_diag *d, int is_log)
 	softmax_view(c, d, c->in[0], &outer, &len, &inner);
 	if (c->out[0]->n_elem == 0)
 		return QR_OK;
-	if (c->in[0]->dtype == QR_DT_FLOAT)
+	if (c->in[0]->dtype == QR_DT_FLOAT && !is_log)
+		softmax_ort(c->in[0]->data, c->out[0]->data, outer, len, inner);
+	else if (c->in[0]->dtype == QR_DT_FLOAT)
 		SOFTMAX_LOOP(float, expf, log, c, is_log, outer, len, inner);
 	else
 		SOFTMAX_LOOP(double, exp, log, c, is_log, outer, len, inner);

@@ -29,6 +29,14 @@ so the float sum's order decides the quantized result:
   avg_2s2       [1,8,32,32], 2x2 stride 2 (densenet's transitions)
   avg_3s1p1     3x3 stride 1, pads 1, count_include_pad 0
   avg_3s2p1_cip 3x3 stride 2, pads 1, count_include_pad 1
+
+and float Softmax (x * gain -> Softmax), whose exp and sum order decide
+which side of a quantization step an attention probability lands on:
+
+  sm_49         [12,49], opset 13, last axis (a 7x7 attention window)
+  sm_1000       [2,1000], opset 13
+  sm_mid        [2,17,5], opset 13, axis 1 (rows gathered along a middle axis)
+  sm_op11       [2,3,10], opset 11, axis 1 (rows of dims[1..] flattened)
 """
 import os
 
@@ -98,3 +106,23 @@ def qdq_avgpool(name, k, stride, pad, cip):
 qdq_avgpool("avg_2s2", 2, 2, 0, 0)
 qdq_avgpool("avg_3s1p1", 3, 1, 1, 0)
 qdq_avgpool("avg_3s2p1_cip", 3, 2, 1, 1)
+
+
+def softmax(name, shape, opset, axis, gain):
+    nodes = [helper.make_node("Mul", ["x", "gain"], ["xg"], name="gain"),
+             helper.make_node("Softmax", ["xg"], ["y"], name="softmax", axis=axis)]
+    g = helper.make_graph(nodes, name,
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+                          [numpy_helper.from_array(np.array(gain, np.float32), "gain")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
+                          producer_name="qreport-fixtures", producer_version="1")
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(OUT, name + ".onnx"))
+
+
+softmax("sm_49", [12, 49], 13, -1, 3.0)
+softmax("sm_1000", [2, 1000], 13, -1, 4.0)
+softmax("sm_mid", [2, 17, 5], 13, 1, 2.0)
+softmax("sm_op11", [2, 3, 10], 11, 1, 2.0)
