@@ -1858,6 +1858,27 @@ test_resize(void)
 /* qr_softmax_row_ort_f32 against onnxruntime-node 1.30's Softmax on one
  * row of 31 (a full 16-step, then 8 and a masked 7; the bits below are
  * ORT's output). tests/ort_crosscheck.sh checks more shapes. */
+/* qr_sum_ort_f32 follows Eigen's packets, which start at the first
+ * 16-byte-aligned value: {1e8, 1, -1e8, 1, 3} sums to 5 from an aligned
+ * address ((1e8 + -1e8) + (1 + 1), then 3) and to 4 left to right
+ * (1e8 + 1 rounds to 1e8), as from an address 4 bytes past alignment,
+ * where no whole packet fits. tests/ort_crosscheck.sh checks ORT. */
+static void
+test_sum_ort(void)
+{
+	static _Alignas(16) float buf[12];
+	static const float v[5] = {1e8f, 1.0f, -1e8f, 1.0f, 3.0f};
+
+	memcpy(buf, v, sizeof v);
+	memcpy(buf + 5, v, sizeof v);
+	ok(qr_sum_ort_f32(buf, 5) == 5.0f, "ORT-order sum from an aligned "
+	   "address: a packet, then the rest (%g)",
+	   (double)qr_sum_ort_f32(buf, 5));
+	ok(qr_sum_ort_f32(buf + 5, 5) == 4.0f, "ORT-order sum 4 bytes past "
+	   "alignment: left to right (%g)",
+	   (double)qr_sum_ort_f32(buf + 5, 5));
+}
+
 static void
 test_softmax_ort(void)
 {
@@ -2118,6 +2139,7 @@ main(void)
 	test_resize();
 	test_norm();
 	test_softmax_ort();
+	test_sum_ort();
 	test_broadcast();
 	return done();
 }

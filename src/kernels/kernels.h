@@ -416,6 +416,9 @@ void qr_softmax_f32(const float *x, size_t rows, size_t n, float *y);
 /* One row of n in ONNX Runtime's arithmetic and order (MLAS's exp and
  * lane sums), bit for bit; x and y may be the same array. */
 void qr_softmax_row_ort_f32(const float *x, size_t n, float *y);
+/* Sum of n contiguous floats in ONNX Runtime's reduction order (Eigen's
+ * SSE redux, which depends on x's 16-byte alignment), bit for bit. */
+float qr_sum_ort_f32(const float *x, size_t n);
 /* LayerNormalization over rows of n: (x - mean) / sqrt(var + eps) * gamma
  * + beta (beta may be NULL). mean/var are population statistics. */
 void qr_layernorm_f32(const float *x, size_t rows, size_t n,

@@ -5,13 +5,16 @@
  *
  * Axes are an attribute until ReduceSum-13 and the others' opset 18, an
  * optional input afterwards (where noop_with_empty_axes = 1 with no axes
- * makes the op an identity). No axes means all axes. Sums accumulate in
- * double. Max/Min propagate NaN.
+ * makes the op an identity). No axes means all axes. Float ReduceSum and
+ * ReduceMean over trailing axes sum in ONNX Runtime's order
+ * (reduce_rows_ort); other sums accumulate in double. Max/Min propagate
+ * NaN.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/kernels.h"
 #include "ops/op-int.h"
 
 enum red_kind {
@@ -164,6 +167,42 @@ reduce_walk(const struct qr_tensor *x, const int64_t *ost, enum red_kind kind,
 	}
 }
 
+/*
+ * Float ReduceSum/ReduceMean over trailing axes (LayerNorm's decomposed
+ * mean and variance): rows of contiguous values summed in ONNX Runtime's
+ * order (kernels/norm.c), the mean divided in float, so a QOperator or
+ * QDQ transformer quantizes what follows as ORT does. 0 when the axes
+ * are not a suffix or a row is empty (the double path then runs).
+ */
+static int
+reduce_rows_ort(const struct qr_tensor *x, const int *red, enum red_kind kind,
+		struct qr_tensor *y)
+{
+	const float *xp = x->data;
+	float *yp = y->data;
+	size_t rows = 1, len = 1, r;
+	int i, first = x->ndim;
+
+	for (i = x->ndim - 1; i >= 0 && red[i]; i--)
+		first = i;
+	for (i = 0; i < x->ndim; i++) {
+		if (i < first && red[i])
+			return 0;
+		if (i < first)
+			rows *= (size_t)x->dims[i];
+		else
+			len *= (size_t)x->dims[i];
+	}
+	if (first == x->ndim || len == 0)
+		return 0;
+	for (r = 0; r < rows; r++) {
+		float s = qr_sum_ort_f32(xp + r * len, len);
+
+		yp[r] = kind == RED_MEAN ? s / (float)len : s;
+	}
+	return 1;
+}
+
 static enum qr_status
 reduce_run(struct qr_op_call *c, struct qr_diag *d)
 {
@@ -182,6 +221,9 @@ reduce_run(struct qr_op_call *c, struct qr_diag *d)
 			memcpy(y->data, x->data, y->nbytes);
 		return QR_OK;
 	}
+	if (x->dtype == QR_DT_FLOAT && (kind == RED_SUM || kind == RED_MEAN) &&
+	    reduce_rows_ort(x, red, kind, y))
+		return QR_OK;
 	/* Output strides over x's axes, 0 on reduced axes. */
 	for (i = x->ndim - 1; i >= 0; i--) {
 		if (red[i]) {

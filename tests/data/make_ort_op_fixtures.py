@@ -37,6 +37,16 @@ which side of a quantization step an attention probability lands on:
   sm_1000       [2,1000], opset 13
   sm_mid        [2,17,5], opset 13, axis 1 (rows gathered along a middle axis)
   sm_op11       [2,3,10], opset 11, axis 1 (rows of dims[1..] flattened)
+
+and x * gain -> ReduceMean/ReduceSum over trailing axes (a decomposed
+LayerNorm's mean), whose float sum order shows in the last bits:
+
+  rm_96         ReduceMean [8,49,96], axes [-1]
+  rm_5          ReduceMean [64,5], axes [-1] (rows at every 16-byte phase)
+  rm_1000       ReduceMean [4,1000], axes [-1]
+  rs_7          ReduceSum [16,7], axes [-1], keepdims 0
+  rm_2ax        ReduceMean [4,6,10], axes [-2,-1]
+  rm_all        ReduceMean [3,5,7], no axes (all)
 """
 import os
 
@@ -126,3 +136,32 @@ softmax("sm_49", [12, 49], 13, -1, 3.0)
 softmax("sm_1000", [2, 1000], 13, -1, 4.0)
 softmax("sm_mid", [2, 17, 5], 13, 1, 2.0)
 softmax("sm_op11", [2, 3, 10], 11, 1, 2.0)
+
+
+def reduce(name, op, shape, axes, keepdims=1):
+    attrs = {"keepdims": keepdims}
+    ins = ["xg"]
+    inits = [numpy_helper.from_array(np.array(3.0, np.float32), "gain")]
+    if axes is not None and op == "ReduceSum":  # an input from opset 13
+        ins.append("axes")
+        inits.append(numpy_helper.from_array(np.array(axes, np.int64), "axes"))
+    elif axes is not None:
+        attrs["axes"] = axes
+    nodes = [helper.make_node("Mul", ["x", "gain"], ["xg"], name="gain"),
+             helper.make_node(op, ins, ["y"], name="reduce", **attrs)]
+    g = helper.make_graph(nodes, name,
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                          producer_name="qreport-fixtures", producer_version="1")
+    m.ir_version = 7
+    onnx.save(m, os.path.join(OUT, name + ".onnx"))
+
+
+reduce("rm_96", "ReduceMean", [8, 49, 96], [-1])
+reduce("rm_5", "ReduceMean", [64, 5], [-1])
+reduce("rm_1000", "ReduceMean", [4, 1000], [-1])
+reduce("rs_7", "ReduceSum", [16, 7], [-1], keepdims=0)
+reduce("rm_2ax", "ReduceMean", [4, 6, 10], [-2, -1])
+reduce("rm_all", "ReduceMean", [3, 5, 7], None)
