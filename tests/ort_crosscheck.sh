@@ -7,8 +7,10 @@
 # and compared with `qreport run --dump-all`.
 #
 # Target: every tensor identical, float and integer, in all eight models,
-# and in the single-op models of tests/data/ort-ops/ (com.microsoft ops
-# that the networks above do not use: QLinearSoftmax).
+# and in the single-op models of tests/data/ort-ops/ (ops the networks
+# above do not use, whose last bits other architectures showed:
+# QLinearSoftmax, AveragePool after DequantizeLinear, float Softmax,
+# ReduceMean/ReduceSum over trailing axes).
 # qreport sums floats in the order ONNX Runtime's MLAS does on x86-64
 # (kernels/sgemm.c: GEMM slices, the M = 1 kernels, pre-packed weights,
 # depthwise taps, the global average pool), so even a QDQ model, whose
