@@ -47,60 +47,45 @@ work=$(mktemp -d /tmp/qr-ort-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 n=0
 fail=0
+args="--float-tol 0 --int-max-diff 0 --int-max-frac 0"
+
+# check MODEL DIR LABEL INPUT SEED: every tensor of MODEL, run by qreport
+# and by ORT on one seeded input for graph input INPUT, compared exactly.
+check() {
+	d="$work/$2"
+	mkdir -p "$d/in" "$d/qr"
+	$PY "$top_srcdir/tests/models/expose_all.py" "$1" "$d/all.onnx"
+	$PY "$top_srcdir/tests/models/make_input.py" "$1" "$d/in" 1 "$5"
+	n=$((n + 1))
+	if ! "$QREPORT" run "$d/all.onnx" --input "$4=$d/in/$4.npy" \
+		-o "$d/qr" --dump-all >"$d/run.log" 2>&1; then
+		echo "not ok $n - $3: qreport run failed: $(head -c 300 "$d/run.log")"
+		fail=$((fail + 1))
+		return
+	fi
+	(cd "$ORT" && node crosscheck.js "$d/all.onnx" "$d/in" "$d/qr" \
+		$args) >"$d/cmp.log" 2>&1
+	rc=$?
+	sed -n '$p' "$d/cmp.log"
+	if [ $rc -eq 0 ]; then
+		echo "ok $n - $3 matches ONNX Runtime ($args)"
+	else
+		grep '^not ok' "$d/cmp.log" | head -5 | sed 's/^/# /'
+		echo "not ok $n - $3 differs from ONNX Runtime ($args)"
+		fail=$((fail + 1))
+	fi
+}
+
 for m in resnet18 mobilenet_v2; do
 	for v in "" _qdq _qop _qdq16; do
-		args="--float-tol 0 --int-max-diff 0 --int-max-frac 0"
-		name="$m$v"
-		d="$work/$name"
-		mkdir -p "$d/in" "$d/qr"
-		$PY "$top_srcdir/tests/models/expose_all.py" "$MODELS/$name.onnx" \
-			"$d/all.onnx"
-		$PY "$top_srcdir/tests/models/make_input.py" "$MODELS/$name.onnx" \
-			"$d/in" 1 7
-		n=$((n + 1))
-		if ! "$QREPORT" run "$d/all.onnx" --input "input=$d/in/input.npy" \
-			-o "$d/qr" --dump-all >"$d/run.log" 2>&1; then
-			echo "not ok $n - $name: qreport run failed: $(head -c 300 "$d/run.log")"
-			fail=$((fail + 1))
-			continue
-		fi
-		(cd "$ORT" && node crosscheck.js "$d/all.onnx" "$d/in" "$d/qr" \
-			$args) >"$d/cmp.log" 2>&1
-		rc=$?
-		sed -n '$p' "$d/cmp.log"
-		if [ $rc -eq 0 ]; then
-			echo "ok $n - $name matches ONNX Runtime ($args)"
-		else
-			grep '^not ok' "$d/cmp.log" | head -5 | sed 's/^/# /'
-			echo "not ok $n - $name differs from ONNX Runtime ($args)"
-			fail=$((fail + 1))
-		fi
+		check "$MODELS/$m$v.onnx" "$m$v" "$m$v" input 7
 	done
 done
 # single-op models (tests/data/make_ort_op_fixtures.py), three inputs each
 for f in "$top_srcdir"/tests/data/ort-ops/*.onnx; do
 	name=$(basename "$f" .onnx)
 	for seed in 1 2 3; do
-		d="$work/op-$name-$seed"
-		mkdir -p "$d/in" "$d/qr"
-		$PY "$top_srcdir/tests/models/expose_all.py" "$f" "$d/all.onnx"
-		$PY "$top_srcdir/tests/models/make_input.py" "$f" "$d/in" 1 "$seed"
-		n=$((n + 1))
-		if ! "$QREPORT" run "$d/all.onnx" --input "x=$d/in/x.npy" \
-			-o "$d/qr" --dump-all >"$d/run.log" 2>&1; then
-			echo "not ok $n - $name (input $seed): qreport run failed: $(head -c 300 "$d/run.log")"
-			fail=$((fail + 1))
-			continue
-		fi
-		if (cd "$ORT" && node crosscheck.js "$d/all.onnx" "$d/in" \
-			"$d/qr" --float-tol 0 --int-max-diff 0 \
-			--int-max-frac 0) >"$d/cmp.log" 2>&1; then
-			echo "ok $n - $name (input $seed) matches ONNX Runtime bit for bit"
-		else
-			grep '^not ok' "$d/cmp.log" | head -5 | sed 's/^/# /'
-			echo "not ok $n - $name (input $seed) differs from ONNX Runtime"
-			fail=$((fail + 1))
-		fi
+		check "$f" "op-$name-$seed" "$name (input $seed)" x "$seed"
 	done
 done
 echo "1..$n"

@@ -66,14 +66,41 @@ match(const char *f, const char *q)
 	return match_models(sample(f), sample(q));
 }
 
+/* Path of a model in tests/data/activations (heap). */
+static char *
+fixture_path(const char *file)
+{
+	return xasprintf("%s/tests/data/activations/%s", QR_SRCDIR, file);
+}
+
 static struct qr_model *
 fixture(const char *file)
 {
-	char *p = xasprintf("%s/tests/data/activations/%s", QR_SRCDIR, file);
+	char *p = fixture_path(file);
 	struct qr_model *m = load(p);
 
 	free(p);
 	return m;
+}
+
+/* A float [dims] tensor of values in [-1, 1) from a seeded LCG, or NULL. */
+static struct qr_tensor *
+lcg_data(const int64_t dims[3], uint32_t r)
+{
+	struct qr_tensor *x = NULL;
+	struct qr_diag d = { 0 };
+	size_t i;
+
+	if (qr_tensor_new(QR_DT_FLOAT, 3, dims, &x, &d) != QR_OK) {
+		diag("%s", d.msg);
+		qr_diag_clear(&d);
+		return NULL;
+	}
+	for (i = 0; i < x->n_elem; i++) {
+		r = r * 1664525u + 1013904223u;
+		((float *)x->data)[i] = (float)(r >> 8) / (1 << 23) - 1.0f;
+	}
+	return x;
 }
 
 static size_t
@@ -639,8 +666,7 @@ test_partial(struct qr_tensor *data)
 	struct qr_diag d = { 0 };
 	struct qr_analysis *a;
 	enum qr_status st;
-	char *path = xasprintf("%s/tests/data/activations/unsupported.onnx",
-			       QR_SRCDIR);
+	char *path = fixture_path("unsupported.onnx");
 	static const char *qq[1];
 
 	qq[0] = path;
@@ -839,25 +865,18 @@ static void
 test_attention_run(void)
 {
 	static const int64_t dims[3] = { 8, 4, 6 };
-	char *qp = xasprintf("%s/tests/data/activations/attn_qdq.onnx",
-			     QR_SRCDIR);
-	char *fp = xasprintf("%s/tests/data/activations/attn_float.onnx",
-			     QR_SRCDIR);
+	char *qp = fixture_path("attn_qdq.onnx");
+	char *fp = fixture_path("attn_float.onnx");
 	const char *const q[] = { qp };
-	struct qr_tensor *x = NULL;
+	struct qr_tensor *x = lcg_data(dims, 12345);
 	struct qr_analysis *a = NULL;
 	struct qr_diag d = { 0 };
 	const struct qr_act_pair *p;
 	enum qr_status st;
-	uint32_t r = 12345;
 	size_t i, full = 0;
 
-	if (qr_tensor_new(QR_DT_FLOAT, 3, dims, &x, &d) != QR_OK)
+	if (x == NULL)
 		goto out;
-	for (i = 0; i < x->n_elem; i++) {
-		r = r * 1664525u + 1013904223u;
-		((float *)x->data)[i] = (float)(r >> 8) / (1 << 23) - 1.0f;
-	}
 	a = run_data(fp, q, 1, x, &st, &d);
 	ok(st == QR_OK && a != NULL, "attention: float vs qdq runs (%s)",
 	   d.msg);
@@ -896,8 +915,7 @@ out:
 static void
 test_qdq16(struct qr_tensor *data)
 {
-	char *q16 = xasprintf("%s/tests/data/activations/digits_qdq16.onnx",
-			      QR_SRCDIR);
+	char *q16 = fixture_path("digits_qdq16.onnx");
 	const char *const q[] = { "digits_qdq.onnx", q16 };
 	struct qr_analysis *a;
 	struct qr_diag d = { 0 };
@@ -973,24 +991,17 @@ static void
 test_name_shift(void)
 {
 	static const int64_t dims[3] = { 4, 5, 16 };
-	char *fp = xasprintf("%s/tests/data/activations/mha_fold.onnx",
-			     QR_SRCDIR);
-	char *qp = xasprintf("%s/tests/data/activations/mha_nofold.onnx",
-			     QR_SRCDIR);
+	char *fp = fixture_path("mha_fold.onnx");
+	char *qp = fixture_path("mha_nofold.onnx");
 	const char *const q[] = { qp };
-	struct qr_tensor *x = NULL;
+	struct qr_tensor *x = lcg_data(dims, 777);
 	struct qr_analysis *a = NULL;
 	struct qr_diag d = { 0 };
 	enum qr_status st;
-	uint32_t r = 777;
 	size_t i, exact = 0, tr = 0, tr_struct = 0;
 
-	if (qr_tensor_new(QR_DT_FLOAT, 3, dims, &x, &d) != QR_OK)
+	if (x == NULL)
 		goto out;
-	for (i = 0; i < x->n_elem; i++) {
-		r = r * 1664525u + 1013904223u;
-		((float *)x->data)[i] = (float)(r >> 8) / (1 << 23) - 1.0f;
-	}
 	a = run_data(fp, q, 1, x, &st, &d);
 	ok(st == QR_OK && a != NULL, "two exports of one attention module "
 	   "run (%s)", d.msg);

@@ -467,6 +467,8 @@ class_nonnegative(struct side *q, size_t r)
 struct ctx {
 	struct side f, q;
 	struct qr_am *out;
+	const struct qr_node **cprod;  /* per candidate class root: its
+					* computing node (class_producers) */
 };
 
 static void
@@ -554,20 +556,23 @@ fuse_activation(struct ctx *c, size_t ft)
 static size_t node_inputs(struct side *s, const struct qr_node *n, int quant,
 			  size_t *v);
 
-/* The candidate node that computes class r's value (its member made by
- * something other than QuantizeLinear/DequantizeLinear), or NULL. */
-static const struct qr_node *
-class_producer(struct side *q, size_t r)
+/* Per class root of the candidate: the node that computes the class's
+ * value (its first member made by something other than QuantizeLinear/
+ * DequantizeLinear), or NULL. Heap, one entry per tensor. */
+static const struct qr_node **
+class_producers(struct side *q)
 {
+	const struct qr_node **cp = xcalloc(q->t.n + 1, sizeof *cp);
 	size_t t;
 
 	for (t = 0; t < q->t.n; t++) {
 		const struct qr_node *p = producer(q, t);
+		size_t r = find(q, t);
 
-		if (p != NULL && !is_qdq(p) && find(q, t) == r)
-			return p;
+		if (p != NULL && !is_qdq(p) && cp[r] == NULL)
+			cp[r] = p;
 	}
-	return NULL;
+	return cp;
 }
 
 /* Whether two nodes of one op type carry the same attributes (the
@@ -660,7 +665,7 @@ name_consistent(struct ctx *c, size_t ft, size_t r)
 	size_t *qin, nq, i, j;
 	int ok = 1;
 
-	if (fp == NULL || (qp = class_producer(&c->q, r)) == NULL)
+	if (fp == NULL || (qp = c->cprod[r]) == NULL)
 		return 1;
 	/* one op on both sides (not a QLinear form or a fused activation):
 	 * its attributes and constant inputs must agree too (swin's
@@ -1086,6 +1091,7 @@ qr_am_match(const struct qr_graph *fg, const struct qr_graph *qg,
 	side_init(&c.f, fg);
 	side_init(&c.q, qg);
 	side_classes(&c.q);
+	c.cprod = class_producers(&c.q);
 	match_names(&c);
 	match_io(&c);
 	match_compute(&c);
@@ -1115,6 +1121,7 @@ qr_am_match(const struct qr_graph *fg, const struct qr_graph *qg,
 		u->reason = unmatched_reason(&c, ft);
 	}
 	free(act);
+	free(c.cprod);
 	side_free(&c.f);
 	side_free(&c.q);
 }

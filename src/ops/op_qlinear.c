@@ -534,20 +534,16 @@ const struct qr_op_desc qr_op_qlinear_leaky_relu = {
  *   gives 127 in onnxruntime-node 1.30 (the pinned one), though ORT
  *   sources of other releases cast 128..255 into int8 and wrap.
  */
+/* The inputs of the lookup-table ops, plus the required `opset`. */
 static enum qr_status
 qsoftmax_check(const struct qr_op_call *c, struct qr_diag *d)
 {
-	enum qr_status st;
+	enum qr_status st = qlut_check(c, d);
 
-	if ((st = qr_op_arity(c, d, 4, 5, 1, 1)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 0, Q8_DTYPES)) != QR_OK ||
-	    (st = q_dtypes(c, d, 0x1 | 0x4 | 0x10, 0x2 | 0x8)) != QR_OK)
-		return st;
-	if (!qr_op_has_attr(c, "opset"))
+	if (st == QR_OK && !qr_op_has_attr(c, "opset"))
 		return qr_op_errorf(c, d, QR_EGRAPH, "attribute 'opset' (the "
 				    "replaced Softmax's) is required");
-	c->out_dtype[0] = qr_op_dtype(c, 0);
-	return QR_OK;
+	return st;
 }
 
 /* Rows of x: [outer][len][inner] as for this node's Softmax opset. */
