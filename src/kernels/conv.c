@@ -21,7 +21,10 @@
 #define QR_AVX512 __attribute__((target("avx512f")))
 #endif
 
-#define QR_COL_BUDGET (4u << 20) /* bytes of im2col per block, about */
+#define QR_COL_BUDGET (1u << 20) /* bytes of im2col per block, about:
+				  * one core's L2 (1 MiB on Zen 4), so the
+				  * GEMM reads the block back from L2 or L3,
+				  * not from memory */
 
 struct qr_conv_f32_packed {
 	size_t c_out, c_in;      /* channels */
