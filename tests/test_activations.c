@@ -908,6 +908,71 @@ out:
 	free(fp);
 }
 
+/* Two LayerNorms in a row: the second one's first mean averages rows the
+ * first centred, so the float model holds rounding noise there
+ * (cancellation). It is flagged as such and no verdict points at it;
+ * error is born at a tensor the candidate computes with an error of its
+ * own, measured against what that tensor was computed from. */
+static void
+test_cancellation(void)
+{
+	static const int64_t dims[3] = { 8, 4, 8 };
+	char *qp = fixture_path("lnln_qdq.onnx");
+	char *fp = fixture_path("lnln_float.onnx");
+	const char *const q[] = { qp };
+	struct qr_tensor *x = lcg_data(dims, 777);
+	struct qr_analysis *a = NULL;
+	struct qr_diag d = { 0 };
+	const struct qr_act_pair *p, *b, *w;
+	enum qr_status st;
+	size_t i, n_cancel = 0;
+
+	if (x == NULL)
+		goto out;
+	a = run_data(fp, q, 1, x, &st, &d);
+	ok(st == QR_OK && a != NULL, "two LayerNorms: float vs qdq runs (%s)",
+	   d.msg);
+	if (a == NULL)
+		goto out;
+	for (i = 0; i < a->n_act_pairs; i++)
+		n_cancel += (a->act_pairs[i].flags & QR_ACT_FLAG_CANCEL) != 0;
+	p = act_pair(a, 0, "/n2/ReduceMean_output_0");
+	ok(p && p->flags == QR_ACT_FLAG_CANCEL && p->sqnr_db < -50 &&
+	   n_cancel == 1,
+	   "the second LayerNorm's mean is the one cancellation (SQNR %.1f "
+	   "dB, flags %d, %zu flagged so)", p ? p->sqnr_db : NAN,
+	   p ? p->flags : -1, n_cancel);
+	p = act_pair(a, 0, "/n1/ReduceMean_output_0");
+	ok(p && !(p->flags & QR_ACT_FLAG_CANCEL),
+	   "the first LayerNorm's mean is a real value (flags %d)",
+	   p ? p->flags : -1);
+	b = a->act_runs[0].born >= 0 ? &a->act_pairs[a->act_runs[0].born]
+				     : NULL;
+	ok(b && !(b->flags & QR_ACT_FLAG_CANCEL) &&
+	   isfinite(b->local_sqnr_db) && a->act_runs[0].born_drop_db > 0 &&
+	   a->act_runs[0].born_drop_db < 60,
+	   "error is born at %s (drop %.1f dB, local %.1f dB): a layer with "
+	   "an error of its own", b ? a->act_tensors[b->tensor].name : "-",
+	   a->act_runs[0].born_drop_db, b ? b->local_sqnr_db : NAN);
+	p = act_pair(a, 0, "/n2/Add_1_output_0");
+	ok(b && p && strcmp(a->act_tensors[b->tensor].name,
+			    "/fc2/MatMul_output_0") == 0 &&
+	   fabs(a->act_runs[0].born_drop_db - (p->sqnr_db - b->sqnr_db)) <
+	   1e-9, "the drop is measured from fc2's input (%.3f dB) to fc2 "
+	   "(%.3f dB), not from the variance path before it in depth order",
+	   p ? p->sqnr_db : NAN, b ? b->sqnr_db : NAN);
+	w = a->act_runs[0].worst_local >= 0
+		? &a->act_pairs[a->act_runs[0].worst_local] : NULL;
+	ok(w && !(w->flags & QR_ACT_FLAG_CANCEL), "worst local error at %s",
+	   w ? a->act_tensors[w->tensor].name : "-");
+out:
+	qr_diag_clear(&d);
+	qr_analysis_free(a);
+	qr_tensor_free(x);
+	free(qp);
+	free(fp);
+}
+
 /* A16W8 as ONNX Runtime writes it: com.microsoft Q/DQ with uint16
  * activations runs, matches by name like the 8-bit candidate, and its
  * rmse/scale (large: the int8 weights' error over a 16-bit step) is
@@ -1040,6 +1105,7 @@ main(void)
 	test_matching();
 	test_shape_arith();
 	test_attention_run();
+	test_cancellation();
 	test_name_shift();
 	test_twins();
 	test_stats();

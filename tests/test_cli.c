@@ -601,6 +601,33 @@ check_ci(const char *fmodel, const char *qmodel)
 	}
 	cJSON_Delete(j);
 
+	/* a cancellation (a LayerNorm's mean of centred rows, -100 dB) is
+	 * rounding noise: layer checks skip it */
+	{
+		char *lf = src("tests/data/activations/lnln_float.onnx");
+		char *lq = src("tests/data/activations/lnln_qdq.onnx");
+		char *lout = tmp("gate-ln"), *ljson = tmp("gate-ln/report.json");
+		const cJSON *c0;
+
+		rc = run((const char *[]){"--float", lf, "--quant", lq, "-o",
+					  lout, "--samples", "4", "--quiet",
+					  "--fail-if", "layer.sqnr_db<-50",
+					  NULL});
+		j = load_json(ljson);
+		c0 = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(
+			j, "gate"), "checks"), 0);
+		ok(rc == 0 && num(c0, "failures") == 0 &&
+		   num(c0, "skipped") == 1 && num(c0, "items") > 20,
+		   "--fail-if layer.sqnr_db<-50 skips the one cancellation "
+		   "(exit %d, %g items, %g skipped)", rc, num(c0, "items"),
+		   num(c0, "skipped"));
+		cJSON_Delete(j);
+		free(ljson);
+		free(lout);
+		free(lq);
+		free(lf);
+	}
+
 	/* malformed expressions: exit 1, one line, no report */
 	check_bad("--fail-if without an operator",
 		  (const char *[]){"--float", fmodel, "-o", bad, "--fail-if",

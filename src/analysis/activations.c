@@ -45,6 +45,7 @@
 #define BORN_CAP_DB 100.0        /* SQNR cap when looking for the drop */
 #define RMSE_SCALE_BAD 0.7       /* TFLite debugger: suspect above */
 #define SATURATION_BAD 0.01      /* fraction of values outside the range */
+#define CANCEL_RATIO 1e-5        /* float RMS / inputs' RMS: a cancellation */
 
 #define SLOTS 2                  /* samples in flight (double buffer) */
 
@@ -963,7 +964,7 @@ capped(double v)
 
 static void
 pair_out(const struct ctx *c, struct qr_act_pair *o, const struct cpair *p,
-	 size_t k)
+	 size_t k, int cancel)
 {
 	const struct qr_act_data *dt = &c->a->data;
 	double lmse;
@@ -1016,9 +1017,11 @@ pair_out(const struct ctx *c, struct qr_act_pair *o, const struct cpair *p,
 	o->flags = 0;
 	if (p->shape_bad)
 		o->flags |= QR_ACT_FLAG_SHAPE;
-	if (o->cosine_mean < dt->cos_threshold)
+	if (cancel)
+		o->flags |= QR_ACT_FLAG_CANCEL;
+	else if (o->cosine_mean < dt->cos_threshold)
 		o->flags |= QR_ACT_FLAG_COSINE;
-	if (o->sqnr_db < dt->sqnr_threshold)
+	if (!cancel && o->sqnr_db < dt->sqnr_threshold)
 		o->flags |= QR_ACT_FLAG_SQNR;
 	/* TFLite's bound assumes the output's rounding dominates, as with 8
 	 * bits; a 16-bit output's step is 256 times finer, so the weights'
@@ -1031,14 +1034,166 @@ pair_out(const struct ctx *c, struct qr_act_pair *o, const struct cpair *p,
 		o->flags |= QR_ACT_FLAG_NONFINITE;
 }
 
+/* The RMS of each float tensor over every sample (NaN if no pair summed
+ * it), from any candidate's pair on it: the float side of the sums is
+ * the same. */
+static double *
+float_rms(const struct ctx *c)
+{
+	double *rms = xcalloc(c->n_ft + 1, sizeof *rms);
+	size_t k, i;
+
+	for (i = 0; i < c->n_ft; i++)
+		rms[i] = NAN;
+	for (k = 0; k < c->n_c; k++)
+		for (i = 0; c->c[k].ran && i < c->c[k].am.n; i++) {
+			const struct cpair *p = &c->c[k].pairs[i];
+
+			if (p->ft != NONE && isnan(rms[p->ft]) && p->cum.n > 0)
+				rms[p->ft] = sqrt(p->cum.sxx /
+						  (double)p->cum.n);
+		}
+	return rms;
+}
+
+/*
+ * Whether float tensor ft is a cancellation: made by an op that adds
+ * (Add, Sub, Sum, Mean, ReduceSum, ReduceMean) and whose RMS is below
+ * CANCEL_RATIO of its largest compared input's. Fewer than about 7 of
+ * float's 24 bits then survive, so what the float model holds is mostly
+ * rounding noise (a LayerNorm's mean over rows the previous LayerNorm
+ * centred: about 1e-8 against inputs about 1). The candidate's error
+ * there is real but harmless, and its SQNR (-100 dB) would otherwise
+ * top every list and verdict.
+ */
+static int
+is_cancellation(const struct ctx *c, const double *rms, size_t ft)
+{
+	static const char *const adds[] = { "Add", "Sub", "Sum", "Mean",
+					    "ReduceSum", "ReduceMean" };
+	const struct ftens *f = &c->ft[ft];
+	const struct qr_node *n;
+	double in = 0;
+	size_t i, fi;
+	int add = 0;
+
+	if (f->node < 0)
+		return 0;
+	n = qr_graph_node(c->fg, (size_t)f->node);
+	for (i = 0; i < sizeof adds / sizeof adds[0]; i++)
+		add |= n->domain[0] == '\0' && strcmp(n->op_type, adds[i]) == 0;
+	if (!add || isnan(rms[ft]))
+		return 0;
+	for (i = 0; i < n->n_in; i++)
+		if (n->in[i] != NULL && (fi = ft_find(c, n->in[i])) != NONE &&
+		    rms[fi] > in)
+			in = rms[fi];
+	return in > 0 && rms[ft] < CANCEL_RATIO * in;
+}
+
+/* Name -> float tensor index, sorted for bsearch. */
+struct ft_name {
+	const char *name;
+	size_t ft;
+};
+
+static int
+cmp_ft_name(const void *a, const void *b)
+{
+	return strcmp(((const struct ft_name *)a)->name,
+		      ((const struct ft_name *)b)->name);
+}
+
+#define BORN_WALK 256            /* float nodes visited looking upward */
+
+/*
+ * Where error is born: among the compared tensors the candidate computes
+ * with an error of its own (own[ft]: a finite local SQNR), the one whose
+ * cumulative SQNR (sq[ft], capped; NaN when it is not compared or is a
+ * cancellation) falls most below the worst of the compared tensors it
+ * was computed from: the nearest ones above its producer in the float
+ * graph, through tensors that were not compared.
+ *  - Against its own inputs, not the tensor before it in depth order: a
+ *    LayerNorm's variance path (40 dB) interleaves with its main path
+ *    (25 dB), and nothing is lost where one follows the other.
+ *  - Only where the layer adds error: an op the candidate runs exactly
+ *    (a float Sub, Pow or ReduceMean in QDQ) can lower SQNR only by
+ *    shrinking the signal under the error it inherits (a mean of 1e-3
+ *    over inputs of 4 reads -8 dB), which is not where error is born.
+ * at[ft] is the pair's index in act_pairs.
+ */
 static void
-cand_out(struct ctx *c, size_t k)
+born(const struct ctx *c, const double *sq, const unsigned char *own,
+     const size_t *at, struct qr_act_run *r)
+{
+	size_t nn = qr_graph_n_nodes(c->fg), i, j;
+	struct ft_name *ix = xcalloc(c->n_ft + 1, sizeof *ix);
+	unsigned char *seen = xcalloc(nn + 1, 1);
+	size_t *stack = xcalloc(BORN_WALK + 1, sizeof *stack);
+	size_t *visited = xcalloc(BORN_WALK + 1, sizeof *visited);
+
+	for (i = 0; i < c->n_ft; i++) {
+		ix[i].name = c->ft[i].name;
+		ix[i].ft = i;
+	}
+	qsort(ix, c->n_ft, sizeof *ix, cmp_ft_name);
+	for (i = 0; i < c->n_ft; i++) {
+		size_t sp = 0, nv = 0;
+		double in = INFINITY;
+
+		if (isnan(sq[i]) || !own[i] || c->ft[i].node < 0)
+			continue;
+		stack[sp++] = (size_t)c->ft[i].node;
+		while (sp > 0) {
+			const struct qr_node *n = qr_graph_node(c->fg,
+								stack[--sp]);
+
+			for (j = 0; j < n->n_in; j++) {
+				struct ft_name key = { n->in[j], 0 }, *hit;
+				long p;
+
+				if (n->in[j] == NULL || n->in[j][0] == '\0')
+					continue;
+				hit = bsearch(&key, ix, c->n_ft, sizeof *ix,
+					      cmp_ft_name);
+				if (hit != NULL && !isnan(sq[hit->ft])) {
+					if (sq[hit->ft] < in)
+						in = sq[hit->ft];
+					continue;
+				}
+				if (hit != NULL && c->ft[hit->ft].node < 0)
+					continue;
+				p = qr_graph_producer(c->fg, n->in[j]);
+				if (p < 0 || seen[p] || nv == BORN_WALK)
+					continue;
+				seen[p] = 1;
+				visited[nv++] = (size_t)p;
+				stack[sp++] = (size_t)p;
+			}
+		}
+		for (j = 0; j < nv; j++)
+			seen[visited[j]] = 0;
+		if (isfinite(in) && in - sq[i] > 0 &&
+		    (r->born < 0 || in - sq[i] > r->born_drop_db)) {
+			r->born = (long)at[i];
+			r->born_drop_db = in - sq[i];
+		}
+	}
+	free(visited);
+	free(stack);
+	free(seen);
+	free(ix);
+}
+
+static void
+cand_out(struct ctx *c, size_t k, const double *rms)
 {
 	struct qr_analysis *a = c->a;
 	struct cand *q = &c->c[k];
 	struct qr_act_run *r = &a->act_runs[k];
-	size_t i;
-	double prev = NAN, worst = INFINITY;
+	size_t i, *at;
+	double worst = INFINITY, *sq;
+	unsigned char *own;
 
 	r->ran = q->ran;
 	r->why = q->why ? xstrdup(q->why) : NULL;
@@ -1063,33 +1218,39 @@ cand_out(struct ctx *c, size_t k)
 		return;
 	a->act_pairs = xreallocarray(a->act_pairs, a->n_act_pairs + q->am.n + 1,
 				     sizeof *a->act_pairs);
+	sq = xcalloc(c->n_ft + 1, sizeof *sq);
+	own = xcalloc(c->n_ft + 1, 1);
+	at = xcalloc(c->n_ft + 1, sizeof *at);
+	for (i = 0; i < c->n_ft; i++)
+		sq[i] = NAN;
 	for (i = 0; i < q->am.n; i++) {
 		struct qr_act_pair *o = &a->act_pairs[a->n_act_pairs];
-		double s;
 
 		if (q->pairs[i].ft == NONE || !c->ft[q->pairs[i].ft].seen)
 			continue;
 		memset(o, 0, sizeof *o);
-		pair_out(c, o, &q->pairs[i], k);
+		pair_out(c, o, &q->pairs[i], k,
+			 is_cancellation(c, rms, q->pairs[i].ft));
 		a->n_act_pairs++;
 		r->n_pairs++;
 		r->n_name += o->match == QR_MATCH_NAME;
 		r->n_structure += o->match == QR_MATCH_STRUCTURE;
 		r->n_flagged += (o->flags & (QR_ACT_FLAG_COSINE |
 					     QR_ACT_FLAG_SQNR)) != 0;
-		s = capped(o->sqnr_db);
-		if (!isnan(prev) && !isnan(s) && prev - s > 0 &&
-		    (r->born < 0 || prev - s > r->born_drop_db)) {
-			r->born = (long)(a->n_act_pairs - 1);
-			r->born_drop_db = prev - s;
-		}
-		if (!isnan(s))
-			prev = s;
-		if (!isnan(o->local_sqnr_db) && o->local_sqnr_db < worst) {
+		sq[q->pairs[i].ft] = o->flags & QR_ACT_FLAG_CANCEL ? NAN :
+				     capped(o->sqnr_db);
+		at[q->pairs[i].ft] = a->n_act_pairs - 1;
+		own[q->pairs[i].ft] = isfinite(o->local_sqnr_db);
+		if (!(o->flags & QR_ACT_FLAG_CANCEL) &&
+		    !isnan(o->local_sqnr_db) && o->local_sqnr_db < worst) {
 			worst = o->local_sqnr_db;
 			r->worst_local = (long)(a->n_act_pairs - 1);
 		}
 	}
+	born(c, sq, own, at, r);
+	free(sq);
+	free(own);
+	free(at);
 	a->act_outputs = xreallocarray(a->act_outputs,
 				       a->n_act_outputs + q->n_outs + 1,
 				       sizeof *a->act_outputs);
@@ -1139,7 +1300,7 @@ qr_analysis_run_data(struct qr_analysis *a, const struct qr_model *fmodel,
 	size_t i, k, s;
 	int lanes, helper = 0;
 	pthread_t th;
-	double t0 = qr_now();
+	double t0 = qr_now(), *rms;
 
 	memset(&c, 0, sizeof c);
 	c.a = a;
@@ -1227,8 +1388,10 @@ qr_analysis_run_data(struct qr_analysis *a, const struct qr_model *fmodel,
 		goto out;
 	a->data.ran = 1;
 	act_tensors_out(&c);
+	rms = float_rms(&c);
 	for (k = 0; k < n_quant; k++)
-		cand_out(&c, k);
+		cand_out(&c, k, rms);
+	free(rms);
 	st = c.partial;
 out:
 	if (d != NULL)

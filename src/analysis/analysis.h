@@ -225,6 +225,11 @@ enum {
 				      * quantized range */
 	QR_ACT_FLAG_NONFINITE = 16,  /* NaN or Inf in either tensor */
 	QR_ACT_FLAG_SHAPE = 32,      /* element counts differ: not compared */
+	QR_ACT_FLAG_CANCEL = 64,     /* float RMS below 1e-5 of its inputs'
+				      * (an Add, Sub or mean that cancels):
+				      * rounding noise, so its cosine and
+				      * SQNR are not flagged and no verdict
+				      * points at it */
 };
 
 /* A float activation that some candidate's tensor was matched to, with

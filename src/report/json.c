@@ -291,6 +291,7 @@ flags_array(int f)
 		{ QR_ACT_FLAG_SATURATION, "saturation" },
 		{ QR_ACT_FLAG_NONFINITE, "nonfinite" },
 		{ QR_ACT_FLAG_SHAPE, "shape" },
+		{ QR_ACT_FLAG_CANCEL, "cancellation" },
 	};
 	cJSON *a = cJSON_CreateArray();
 	size_t i;

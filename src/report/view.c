@@ -1017,6 +1017,7 @@ set_flags(cJSON *o, int f)
 		{ QR_ACT_FLAG_SATURATION, "saturation" },
 		{ QR_ACT_FLAG_NONFINITE, "NaN/Inf" },
 		{ QR_ACT_FLAG_SHAPE, "shape differs" },
+		{ QR_ACT_FLAG_CANCEL, "cancellation" },
 	};
 	struct qr_buf b = {0};
 	size_t i;
@@ -1028,7 +1029,8 @@ set_flags(cJSON *o, int f)
 				      names[i].name);
 	t = qr_buf_take(&b);
 	cJSON_AddStringToObject(o, "flags", t);
-	cJSON_AddBoolToObject(o, "flagged", f != 0);
+	/* a cancellation alone is a note, not a problem */
+	cJSON_AddBoolToObject(o, "flagged", (f & ~QR_ACT_FLAG_CANCEL) != 0);
 	free(t);
 }
 
@@ -1064,7 +1066,7 @@ act_depth_charts(struct chart_ctx *cc, const struct qr_analysis *a, size_t k,
 	struct qr_series s[3];
 	struct qr_hline hl;
 	struct qr_chart_spec spec = {0};
-	size_t i, *order, nw;
+	size_t i, *order, nw, nr = 0;
 	char name[48], c1[64], c2[64];
 	double thr_c = a->data.cos_threshold, thr_s = a->data.sqnr_threshold;
 
@@ -1106,7 +1108,8 @@ act_depth_charts(struct chart_ctx *cc, const struct qr_analysis *a, size_t k,
 		fmt_sqnr(c2, sizeof c2, p->local_sqnr_db);
 		titles2[i] = xasprintf("%s: SQNR %s dB cumulative, %s dB local",
 				       ticks[i], c1, c2);
-		order[i] = i;
+		if (!(p->flags & QR_ACT_FLAG_CANCEL)) /* noise: not ranked */
+			order[nr++] = i;
 	}
 	s[0] = (struct qr_series){ "min\xe2\x80\x93max over samples", lo, hi,
 				   n, QR_STYLE_BAND, 0 };
@@ -1154,7 +1157,7 @@ act_depth_charts(struct chart_ctx *cc, const struct qr_analysis *a, size_t k,
 		goto out;
 
 	/* worst N by cumulative SQNR (exact layers last) */
-	for (i = 1; i < n; i++) {
+	for (i = 1; i < nr; i++) {
 		size_t j, x = order[i];
 		double v = a->act_pairs[pv[x]].sqnr_db;
 
@@ -1163,7 +1166,11 @@ act_depth_charts(struct chart_ctx *cc, const struct qr_analysis *a, size_t k,
 			order[j] = order[j - 1];
 		order[j] = x;
 	}
-	nw = n < WORST_N ? n : WORST_N;
+	nw = nr < WORST_N ? nr : WORST_N;
+	if (nw == 0) {
+		cJSON_AddNullToObject(o, "worst_chart");
+		goto out;
+	}
 	for (i = 0; i < nw; i++) {
 		const struct qr_act_pair *p = &a->act_pairs[pv[order[i]]];
 

@@ -25,6 +25,16 @@ and tests/test_cli.c:
   twin_b.onnx       the same graph with the names of each twin's outputs
                     swapped: a same-named tensor of twin_a.onnx is its
                     sibling, which reads the same input
+  lnln_float.onnx   PyTorch's export (opset 13: LayerNorm as ReduceMean,
+                    Sub, Pow, ...) of h = n2(n1(fc1(x))); h = h + 0.01 *
+                    fc2(h); fc3(n3(h)) (Linear(8, 8) but fc3 (8, 4),
+                    LayerNorm(8)), input [1,4,8]: n2's first ReduceMean
+                    averages rows n1 centred, so the float model's value
+                    is rounding noise (about 1e-8 against inputs about 1);
+                    n3's is small (about 1e-3) but real, and its SQNR is
+                    low only because the residual's quantization error
+                    outweighs it
+  lnln_qdq.onnx     its QDQ form by samples/qdq_quantize.py
   digits_qdq16.onnx samples/digits_float.onnx quantized A16W8 as ONNX
                     Runtime writes it before opset 21: uint16 activations,
                     int8 per-channel weights, every Q/DQ node the
@@ -88,6 +98,34 @@ f = onnx.load(path)
 rng = np.random.RandomState(0)
 calib = [rng.randn(1, 4, 6).astype(np.float32) for _ in range(8)]
 onnx.save(qq.quantize_qdq(f, calib), os.path.join(OUT, "attn_qdq.onnx"))
+
+
+# two LayerNorms in a row: a cancellation in the float model
+class LNLN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(8, 8)
+        self.n1 = torch.nn.LayerNorm(8)
+        self.n2 = torch.nn.LayerNorm(8)
+        self.fc2 = torch.nn.Linear(8, 8)
+        self.n3 = torch.nn.LayerNorm(8)
+        self.fc3 = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        h = self.n2(self.n1(self.fc1(x)))
+        h = h + 0.01 * self.fc2(h)
+        return self.fc3(self.n3(h))
+
+
+torch.manual_seed(0)
+path = os.path.join(OUT, "lnln_float.onnx")
+torch.onnx.export(LNLN().eval(), torch.randn(1, 4, 8), path,
+                  input_names=["input"], output_names=["out"],
+                  opset_version=13)
+f = onnx.load(path)
+rng = np.random.RandomState(0)
+calib = [rng.randn(1, 4, 8).astype(np.float32) for _ in range(8)]
+onnx.save(qq.quantize_qdq(f, calib), os.path.join(OUT, "lnln_qdq.onnx"))
 
 
 # A16W8 with com.microsoft Q/DQ
