@@ -973,6 +973,49 @@ out:
 	free(fp);
 }
 
+/* A same-named tensor in another layout (layout_b.onnx's r is [6,4]
+ * where layout_a.onnx's is [1,24], other values in the same count, as a
+ * renumbered export's runtime-shaped Reshape gives): not compared element
+ * by element, flagged "shape" and left alone in the local run. */
+static void
+test_layout(void)
+{
+	static const int64_t dims[3] = { 3, 4, 6 };
+	char *ap = fixture_path("layout_a.onnx");
+	char *bp = fixture_path("layout_b.onnx");
+	const char *const q[] = { bp };
+	struct qr_tensor *x = lcg_data(dims, 99);
+	struct qr_analysis *a = NULL;
+	struct qr_diag d = { 0 };
+	const struct qr_act_pair *r, *y, *in;
+	enum qr_status st;
+
+	if (x == NULL)
+		goto out;
+	a = run_data(ap, q, 1, x, &st, &d);
+	ok(st == QR_OK && a != NULL, "layout: both models run (%s)", d.msg);
+	if (a == NULL)
+		goto out;
+	r = act_pair(a, 0, "r");
+	y = act_pair(a, 0, "y");
+	in = act_pair(a, 0, "input");
+	ok(r && y && r->flags == QR_ACT_FLAG_SHAPE &&
+	   y->flags == QR_ACT_FLAG_SHAPE && isnan(r->sqnr_db) &&
+	   isnan(r->local_sqnr_db),
+	   "[1,24] against [6,4]: flagged shape, not compared (flags %d %d, "
+	   "SQNR %g)", r ? r->flags : -1, y ? y->flags : -1,
+	   r ? r->sqnr_db : NAN);
+	ok(in && in->flags == 0 && isinf(in->sqnr_db),
+	   "the input is the same tensor in both (SQNR %g)",
+	   in ? in->sqnr_db : NAN);
+out:
+	qr_diag_clear(&d);
+	qr_analysis_free(a);
+	qr_tensor_free(x);
+	free(ap);
+	free(bp);
+}
+
 /* A16W8 as ONNX Runtime writes it: com.microsoft Q/DQ with uint16
  * activations runs, matches by name like the 8-bit candidate, and its
  * rmse/scale (large: the int8 weights' error over a 16-bit step) is
@@ -1106,6 +1149,7 @@ main(void)
 	test_shape_arith();
 	test_attention_run();
 	test_cancellation();
+	test_layout();
 	test_name_shift();
 	test_twins();
 	test_stats();

@@ -274,6 +274,27 @@ float_hook(const struct qr_node *node, struct qr_tensor *const *outs,
 	return 0;
 }
 
+/* Whether a float tensor of dims fd[fn] and t hold their elements in
+ * the same layout: the same dims once the 1s are left out ([1,64] and
+ * [64] do; [4,49,96] and [4,7,7,96] do not, though their counts agree:
+ * compared element by element they would pair unrelated values). */
+static int
+same_layout(const int64_t *fd, int fn, const struct qr_tensor *t)
+{
+	int i = 0, j = 0;
+
+	for (;;) {
+		while (i < fn && fd[i] == 1)
+			i++;
+		while (j < t->ndim && t->dims[j] == 1)
+			j++;
+		if (i == fn || j == t->ndim)
+			return i == fn && j == t->ndim;
+		if (fd[i++] != t->dims[j++])
+			return 0;
+	}
+}
+
 /* Compare quant tensor t with its float counterpart: the cumulative run
  * feeds cum, the histograms and saturation; the local run loc only. */
 static void
@@ -286,7 +307,7 @@ compare(struct hctx *h, struct cpair *p, struct qr_tensor *t)
 
 	if (!f->have[h->s])
 		return;
-	if (t->n_elem != n) {
+	if (t->n_elem != n || !same_layout(f->dims[h->s], f->ndim[h->s], t)) {
 		if (!h->local)
 			p->shape_bad = 1;
 		return;
@@ -344,7 +365,8 @@ cand_hook(const struct qr_node *node, struct qr_tensor *const *outs,
 			continue;
 		if (e->also < 0)
 			compare(h, p, t);
-		if (!h->local || !f->have[h->s] || t->n_elem != f->n[h->s])
+		if (!h->local || !f->have[h->s] || t->n_elem != f->n[h->s] ||
+		    !same_layout(f->dims[h->s], f->ndim[h->s], t))
 			continue;
 		if (e->also < 0)
 			qr_as_from_float(t, p->qp.n ? &p->qp : NULL,

@@ -224,7 +224,8 @@ enum {
 	QR_ACT_FLAG_SATURATION = 8,  /* over 1% of float values outside the
 				      * quantized range */
 	QR_ACT_FLAG_NONFINITE = 16,  /* NaN or Inf in either tensor */
-	QR_ACT_FLAG_SHAPE = 32,      /* element counts differ: not compared */
+	QR_ACT_FLAG_SHAPE = 32,      /* element counts or dims (1s aside)
+				      * differ: not compared */
 	QR_ACT_FLAG_CANCEL = 64,     /* float RMS below 1e-5 of its inputs'
 				      * (an Add, Sub or mean that cancels):
 				      * rounding noise, so its cosine and

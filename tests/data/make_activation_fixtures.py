@@ -41,6 +41,16 @@ and tests/test_cli.c:
                     com.microsoft contrib op; calibrated on the 20 rows of
                     samples/digits_test.npy.
 
+  layout_a.onnx     input [1,4,6]: t = Transpose(input, perm [0,1,2]); r =
+                    Reshape(t, shape computed at run time from Shape(t):
+                    [1,24]); y = Relu(r); out = Reshape(y, [-1])
+  layout_b.onnx     the same names, but t's perm is [0,2,1] and r's shape
+                    [6,4]: r reads same-named inputs through a same-typed
+                    node in both, as a renumbered export's runtime-shaped
+                    Reshape does (torchvision swin_t), yet holds other
+                    values in another layout; only its dims ([24] against
+                    [6,4], 1s aside) tell them apart
+
     /usr/bin/python3 tests/data/make_activation_fixtures.py
 """
 import os
@@ -187,3 +197,30 @@ def twins(path, swap):
 
 twins("twin_a.onnx", False)
 twins("twin_b.onnx", True)
+
+
+# a same-named tensor in another layout: only its dims tell
+def layout(path, perm, axis):
+    nodes = [
+        helper.make_node("Transpose", ["input"], ["t"], name="tr", perm=perm),
+        helper.make_node("Shape", ["t"], ["s"], name="shape"),
+        helper.make_node("Gather", ["s", "i"], ["g"], name="gather", axis=0),
+        helper.make_node("Concat", ["g", "m1"], ["shp"], name="concat",
+                         axis=0),
+        helper.make_node("Reshape", ["t", "shp"], ["r"], name="reshape"),
+        helper.make_node("Relu", ["r"], ["y"], name="relu"),
+        helper.make_node("Reshape", ["y", "m1"], ["out"], name="flat")]
+    g = helper.make_graph(
+        nodes, "layout",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 4, 6])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [24])],
+        [numpy_helper.from_array(np.array([axis], np.int64), "i"),
+         numpy_helper.from_array(np.array([-1], np.int64), "m1")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                          producer_name="qreport-fixtures", producer_version="1")
+    m.ir_version = 7
+    onnx.save(m, os.path.join(OUT, path))
+
+
+layout("layout_a.onnx", [0, 1, 2], 0)
+layout("layout_b.onnx", [0, 2, 1], 1)
