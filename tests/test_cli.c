@@ -607,6 +607,7 @@ check_ci(const char *fmodel, const char *qmodel)
 		char *lf = src("tests/data/activations/lnln_float.onnx");
 		char *lq = src("tests/data/activations/lnln_qdq.onnx");
 		char *lout = tmp("gate-ln"), *ljson = tmp("gate-ln/report.json");
+		char *lsvg = tmp("gate-ln/graph.svg");
 		const cJSON *c0;
 
 		rc = run((const char *[]){"--float", lf, "--quant", lq, "-o",
@@ -621,7 +622,11 @@ check_ci(const char *fmodel, const char *qmodel)
 		   "--fail-if layer.sqnr_db<-50 skips the one cancellation "
 		   "(exit %d, %g items, %g skipped)", rc, num(c0, "items"),
 		   num(c0, "skipped"));
+		ok(file_has(lsvg, "(cancellation: the float value is rounding "
+			    "noise)"), "graph.svg: the cancellation's node "
+		   "says so in its tooltip");
 		cJSON_Delete(j);
+		free(lsvg);
 		free(ljson);
 		free(lout);
 		free(lq);

@@ -200,13 +200,18 @@ render(const struct qr_analysis *a, const struct qr_report_layers *L,
 		if (!weights_only && k < a->n_quant && l->act[k] >= 0) {
 			const struct qr_act_pair *p = &a->act_pairs[l->act[k]];
 
-			fill = sqnr_verdict(p->sqnr_db, ts);
+			/* a cancellation's SQNR is rounding noise: no colour */
+			if (!(p->flags & QR_ACT_FLAG_CANCEL))
+				fill = sqnr_verdict(p->sqnr_db, ts);
 			line = sqnr_verdict(p->local_sqnr_db, ts);
 			fmt_db(c1, sizeof c1, p->sqnr_db);
 			fmt_db(c2, sizeof c2, p->local_sqnr_db);
 			qr_buf_printf(&lab, "\\n%s", c1);
 			qr_buf_printf(&tip, ": SQNR %s cumulative, %s local; "
-				      "cosine %.5f", c1, c2, p->cosine_mean);
+				      "cosine %.5f%s", c1, c2, p->cosine_mean,
+				      p->flags & QR_ACT_FLAG_CANCEL
+				      ? " (cancellation: the float value is "
+					"rounding noise)" : "");
 		} else if (weights_only && l->weight >= 0) {
 			const struct qr_weight_stats *w = &a->weights[l->weight];
 
