@@ -973,6 +973,33 @@ out:
 	free(fp);
 }
 
+/* ONNX Runtime's dynamic quantization: the uint8 input of
+ * DynamicQuantizeLinear and the int32 accumulator of ConvInteger or
+ * MatMulInteger are not what the float tensor is compared with; the
+ * float input and the scaled output (after the conv's bias) are. */
+static void
+test_dynamic_match(void)
+{
+	static const char *const names[] = { "x", "c", "r", "f", "m", "out" };
+	struct qr_act_match *m = match_models(fixture("dyn_float.onnx"),
+					      fixture("dyn_quant.onnx"));
+	const struct qr_act_match_pair *p;
+	size_t k, same = 0;
+
+	if (!ok(m != NULL, "matching runs on the dynamic fixture"))
+		return;
+	for (k = 0; k < sizeof names / sizeof *names; k++) {
+		p = pair_for(m, names[k]);
+		same += p && strcmp(p->qtensor, names[k]) == 0 &&
+			p->match == QR_MATCH_NAME;
+		if (p && strcmp(p->qtensor, names[k]) != 0)
+			diag("%s -> %s", names[k], p->qtensor);
+	}
+	ok(m->n == 6 && same == 6, "dynamic: x, c, r, f, m, out each matched "
+	   "by name to its own name (%zu of %zu)", same, m->n);
+	qr_act_match_free(m);
+}
+
 /* A same-named tensor in another layout (layout_b.onnx's r is [6,4]
  * where layout_a.onnx's is [1,24], other values in the same count, as a
  * renumbered export's runtime-shaped Reshape gives): not compared element
@@ -1150,6 +1177,7 @@ main(void)
 	test_attention_run();
 	test_cancellation();
 	test_layout();
+	test_dynamic_match();
 	test_name_shift();
 	test_twins();
 	test_stats();

@@ -4,11 +4,16 @@
  *
  * A candidate computes one value under several names: in QDQ the conv
  * output X, X_QuantizeLinear_Output and X_DequantizeLinear_Output; in
- * QOperator Y_quantized and the float Y a DequantizeLinear makes of it.
- * Such tensors, linked by QuantizeLinear/DequantizeLinear, form one class;
- * a class is compared once, through its most telling member: the
- * DequantizeLinear output (what the next op reads), else the integer
- * tensor, else the float one.
+ * QOperator Y_quantized and the float Y a DequantizeLinear makes of it;
+ * in ONNX Runtime's dynamic quantization the float X and the uint8
+ * X_quantized of its DynamicQuantizeLinear, and a ConvInteger's or
+ * MatMulInteger's int32 accumulator, its Cast and the Mul by the scales
+ * that gives the layer's float output. Such tensors, linked by those
+ * nodes (is_link), form one class; a class is compared once, through its
+ * most telling member: the DequantizeLinear output or the scaled
+ * accumulator (what the next op reads), else the integer tensor, else
+ * the float one (never DynamicQuantizeLinear's output, whose scale is
+ * only known at run time).
  *
  * 1. By name, with ONNX Runtime's conventions (qdq_loss_debug): float X
  *    matches X_DequantizeLinear_Output, X_quantized, X (pre-Q, or a
@@ -229,8 +234,71 @@ producer(const struct side *s, size_t t)
 			       : NULL;
 }
 
-/* How telling a member of a class is: DequantizeLinear output 3, integer
- * tensor (QuantizeLinear or QLinear* output) 2, anything else 1. */
+/* The producer of name in s, or NULL. */
+static const struct qr_node *
+producer_of(const struct side *s, const char *name)
+{
+	long p = name[0] ? qr_graph_producer(s->g, name) : -1;
+
+	return p >= 0 ? qr_graph_node(s->g, (size_t)p) : NULL;
+}
+
+/* A Cast of an integer accumulator (ONNX Runtime's dynamic quantization:
+ * MatMulInteger or ConvInteger, then Cast to float, then a Mul by the
+ * input's and the weight's scales). */
+static int
+is_acc_cast(const struct side *s, const struct qr_node *n)
+{
+	const struct qr_node *p;
+
+	return is_op(n, "Cast") && n->n_in >= 1 &&
+	       (p = producer_of(s, n->in[0])) != NULL &&
+	       (is_op(p, "MatMulInteger") || is_op(p, "ConvInteger"));
+}
+
+/* The input of Mul n that is such a Cast's output (the accumulator
+ * being scaled back to float), or -1. */
+static int
+acc_mul_input(const struct side *s, const struct qr_node *n)
+{
+	const struct qr_node *p;
+	size_t i;
+
+	if (!is_op(n, "Mul"))
+		return -1;
+	for (i = 0; i < n->n_in && i < 2; i++)
+		if ((p = producer_of(s, n->in[i])) != NULL && is_acc_cast(s, p))
+			return (int)i;
+	return -1;
+}
+
+/*
+ * A node that carries one value in another form, linking two members of
+ * a class: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear (its
+ * first output), and the Cast and Mul that turn a MatMulInteger or
+ * ConvInteger accumulator into the layer's float output. *in is the
+ * input so linked.
+ */
+static int
+is_link(const struct side *s, const struct qr_node *n, size_t *in)
+{
+	int k;
+
+	*in = 0;
+	if (is_qdq(n) || is_op(n, "DynamicQuantizeLinear") ||
+	    is_acc_cast(s, n))
+		return 1;
+	if ((k = acc_mul_input(s, n)) < 0)
+		return 0;
+	*in = (size_t)k;
+	return 1;
+}
+
+/* How telling a member of a class is: DequantizeLinear output, or an
+ * accumulator scaled back to float, 3; integer tensor (QuantizeLinear or
+ * QLinear* output) 2; anything else 1; DynamicQuantizeLinear's output 0
+ * (its scale is only known at run time: the float tensor it quantizes
+ * is compared instead). */
 static int
 member_rank(const struct side *s, size_t t)
 {
@@ -238,16 +306,18 @@ member_rank(const struct side *s, size_t t)
 
 	if (p == NULL)
 		return 1;
-	if (is_op(p, "DequantizeLinear"))
+	if (is_op(p, "DequantizeLinear") || acc_mul_input(s, p) >= 0)
 		return 3;
+	if (is_op(p, "DynamicQuantizeLinear"))
+		return 0;
 	if (is_op(p, "QuantizeLinear") || strncmp(p->op_type, "QLinear", 7) == 0 ||
 	    is_op(p, "QGemm"))
 		return 2;
 	return 1;
 }
 
-/* Classes of the candidate: tensors joined through Q/DQ; each class
- * compared through its best member (earliest among equals). */
+/* Classes of the candidate: tensors joined through links (is_link);
+ * each class compared through its best member (earliest among equals). */
 static void
 side_classes(struct side *s)
 {
@@ -255,11 +325,11 @@ side_classes(struct side *s)
 
 	for (k = 0; k < nn; k++) {
 		const struct qr_node *n = qr_graph_node(s->g, k);
-		size_t a, b;
+		size_t a, b, in;
 
-		if (!is_qdq(n) || n->n_in < 1 || n->n_out < 1)
+		if (!is_link(s, n, &in) || n->n_in <= in || n->n_out < 1)
 			continue;
-		a = names_find(&s->t, n->in[0]);
+		a = names_find(&s->t, n->in[in]);
 		b = n->out[0][0] ? names_find(&s->t, n->out[0]) : NONE;
 		if (a != NONE && b != NONE)
 			s->parent[find(s, a)] = find(s, b);
@@ -279,7 +349,7 @@ side_classes(struct side *s)
 static size_t *
 class_consumers(struct side *s, size_t r, size_t *n)
 {
-	size_t *out = NULL, cap = 0, i, j, k, nc;
+	size_t *out = NULL, cap = 0, i, j, k, nc, in;
 
 	*n = 0;
 	for (i = 0; i < s->t.n; i++) {
@@ -292,7 +362,7 @@ class_consumers(struct side *s, size_t r, size_t *n)
 			const struct qr_node *c = qr_graph_node(s->g, cs[j]);
 			int dup = 0;
 
-			if (is_qdq(c))
+			if (is_link(s, c, &in))
 				continue;
 			for (k = 0; k < *n; k++)
 				dup |= out[k] == cs[j];
@@ -563,13 +633,13 @@ static const struct qr_node **
 class_producers(struct side *q)
 {
 	const struct qr_node **cp = xcalloc(q->t.n + 1, sizeof *cp);
-	size_t t;
+	size_t t, in;
 
 	for (t = 0; t < q->t.n; t++) {
 		const struct qr_node *p = producer(q, t);
 		size_t r = find(q, t);
 
-		if (p != NULL && !is_qdq(p) && cp[r] == NULL)
+		if (p != NULL && !is_link(q, p, &in) && cp[r] == NULL)
 			cp[r] = p;
 	}
 	return cp;
@@ -658,6 +728,27 @@ same_consts(struct ctx *c, const struct qr_node *fp, const struct qr_node *qp)
  * block: every later Transpose_N is another computation). Unknown
  * inputs (graph inputs, unmatched tensors) do not count against a name.
  */
+/* ONNX Runtime's dynamic ConvInteger adds the conv's bias after scaling
+ * the accumulator (Add(scaled, Reshape(bias))), under the conv's output
+ * name: for an Add reading such a scaled accumulator, the node that
+ * computed it (the ConvInteger); else n. */
+static const struct qr_node *
+past_bias_add(struct ctx *c, const struct qr_node *n)
+{
+	size_t i, t;
+	const struct qr_node *p;
+
+	if (!is_op(n, "Add"))
+		return n;
+	for (i = 0; i < n->n_in && i < 2; i++)
+		if ((p = producer_of(&c->q, n->in[i])) != NULL &&
+		    acc_mul_input(&c->q, p) >= 0 &&
+		    (t = names_find(&c->q.t, n->in[i])) != NONE &&
+		    c->cprod[find(&c->q, t)] != NULL)
+			return c->cprod[find(&c->q, t)];
+	return n;
+}
+
 static int
 name_consistent(struct ctx *c, size_t ft, size_t r)
 {
@@ -667,6 +758,8 @@ name_consistent(struct ctx *c, size_t ft, size_t r)
 
 	if (fp == NULL || (qp = c->cprod[r]) == NULL)
 		return 1;
+	if (!is_op(fp, "Add")) /* a float Add is compared with the Add */
+		qp = past_bias_add(c, qp);
 	/* one op on both sides (not a QLinear form or a fused activation):
 	 * its attributes and constant inputs must agree too (swin's
 	 * attention reads one tensor through Transposes of different perms
@@ -1070,7 +1163,10 @@ fill_also(struct ctx *c, struct qr_am_pair *p)
 
 	for (i = 0; i < c->q.t.n; i++) {
 		if (i == qt || find(&c->q, i) != r || c->q.prod[i] < 0 ||
-		    c->q.pos[i] < c->q.pos[qt])
+		    c->q.pos[i] < c->q.pos[qt] ||
+		    /* quantized with the scale it computes from the
+		     * overwritten value: the run recomputes it */
+		    is_op(producer(&c->q, i), "DynamicQuantizeLinear"))
 			continue;
 		p->also = xreallocarray(p->also, p->n_also + 1,
 					sizeof *p->also);

@@ -50,6 +50,17 @@ and tests/test_cli.c:
                     Reshape does (torchvision swin_t), yet holds other
                     values in another layout; only its dims ([24] against
                     [6,4], 1s aside) tell them apart
+  dyn_float.onnx    x [1,3,8,8] -> Conv (4 filters 3x3, bias) "c" -> Relu
+                    -> Flatten "f" -> MatMul [144,5] "m" -> Add (bias)
+                    "out"
+  dyn_quant.onnx    its dynamic quantization laid out as ONNX Runtime's
+                    quantize_dynamic writes it (uint8 weights, per
+                    tensor): DynamicQuantizeLinear of x ("x_quantized",
+                    "x_scale", "x_zero_point"), ConvInteger
+                    ("c_output_quantized"), Cast, Mul by the two scales
+                    ("cquant_scaled_output"), Add of the Reshaped bias
+                    under the conv's name "c"; the same for the MatMul
+                    through MatMulInteger, whose scaled Mul keeps "m"
 
     /usr/bin/python3 tests/data/make_activation_fixtures.py
 """
@@ -224,3 +235,94 @@ def layout(path, perm, axis):
 
 layout("layout_a.onnx", [0, 1, 2], 0)
 layout("layout_b.onnx", [0, 2, 1], 1)
+
+
+# ONNX Runtime's dynamic quantization (quantize_dynamic's QOperator
+# layout: DynamicQuantizeLinear, ConvInteger/MatMulInteger, Cast, Mul by
+# the scales, the conv's bias added after)
+def u8(w):
+    lo, hi = min(0.0, float(w.min())), max(0.0, float(w.max()))
+    sc = np.float32((hi - lo) / 255)
+    zp = np.uint8(np.clip(np.rint(-lo / sc), 0, 255))
+    q = np.clip(np.rint(w / sc) + zp, 0, 255).astype(np.uint8)
+    return q, sc, zp
+
+
+rng = np.random.RandomState(3)
+W1 = rng.normal(0, 0.3, (4, 3, 3, 3)).astype(np.float32)
+B1 = rng.normal(0, 0.1, (4,)).astype(np.float32)
+W2 = rng.normal(0, 0.2, (144, 5)).astype(np.float32)
+B2 = rng.normal(0, 0.1, (5,)).astype(np.float32)
+fl = helper.make_graph(
+    [helper.make_node("Conv", ["x", "W1", "B1"], ["c"], name="conv"),
+     helper.make_node("Relu", ["c"], ["r"], name="relu"),
+     helper.make_node("Flatten", ["r"], ["f"], name="flatten"),
+     helper.make_node("MatMul", ["f", "W2"], ["m"], name="mm"),
+     helper.make_node("Add", ["m", "B2"], ["out"], name="add")],
+    "dyn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+    [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 5])],
+    [numpy_helper.from_array(W1, "W1"), numpy_helper.from_array(B1, "B1"),
+     numpy_helper.from_array(W2, "W2"), numpy_helper.from_array(B2, "B2")])
+m = helper.make_model(fl, opset_imports=[helper.make_opsetid("", 13)],
+                      producer_name="qreport-fixtures", producer_version="1")
+m.ir_version = 7
+onnx.save(m, os.path.join(OUT, "dyn_float.onnx"))
+
+Q1, S1, Z1 = u8(W1)
+Q2, S2, Z2 = u8(W2)
+F = TensorProto.FLOAT
+nodes = [
+    helper.make_node("DynamicQuantizeLinear", ["x"],
+                     ["x_quantized", "x_scale", "x_zero_point"],
+                     name="x_QuantizeLinear"),
+    helper.make_node("ConvInteger", ["x_quantized", "W1_quantized",
+                                     "x_zero_point", "W1_zero_point"],
+                     ["c_output_quantized"], name="conv_quant"),
+    helper.make_node("Cast", ["c_output_quantized"],
+                     ["c_output_quantized_cast_output"],
+                     name="c_output_quantized_cast", to=F),
+    helper.make_node("Mul", ["x_scale", "W1_scale"],
+                     ["conv_quant_scales_mul:0"], name="conv_quant_scales_mul"),
+    helper.make_node("Mul", ["c_output_quantized_cast_output",
+                             "conv_quant_scales_mul:0"],
+                     ["cquant_scaled_output"], name="conv_quant_output_scale_mul"),
+    helper.make_node("Reshape", ["B1", "c_bias_reshape_shape"],
+                     ["c_bias_reshape_output"]),
+    helper.make_node("Add", ["cquant_scaled_output", "c_bias_reshape_output"],
+                     ["c"], name="c_bias_add"),
+    helper.make_node("Relu", ["c"], ["r"], name="relu"),
+    helper.make_node("Flatten", ["r"], ["f"], name="flatten"),
+    helper.make_node("DynamicQuantizeLinear", ["f"],
+                     ["f_quantized", "f_scale", "f_zero_point"],
+                     name="f_QuantizeLinear"),
+    helper.make_node("MatMulInteger", ["f_quantized", "W2_quantized",
+                                       "f_zero_point", "W2_zero_point"],
+                     ["m_output_quantized"], name="mm_quant"),
+    helper.make_node("Cast", ["m_output_quantized"],
+                     ["m_output_quantized_cast_output"],
+                     name="m_output_quantized_cast", to=F),
+    helper.make_node("Mul", ["f_scale", "W2_scale"],
+                     ["mm_quant_scales_mul:0"], name="mm_quant_scales_mul"),
+    helper.make_node("Mul", ["m_output_quantized_cast_output",
+                             "mm_quant_scales_mul:0"],
+                     ["m"], name="mm_quant_output_scale_mul"),
+    helper.make_node("Add", ["m", "B2"], ["out"], name="add")]
+qg = helper.make_graph(
+    nodes, "dyn",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+    [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 5])],
+    [numpy_helper.from_array(Q1, "W1_quantized"),
+     numpy_helper.from_array(np.array(S1, np.float32), "W1_scale"),
+     numpy_helper.from_array(np.array(Z1, np.uint8), "W1_zero_point"),
+     numpy_helper.from_array(B1, "B1"),
+     numpy_helper.from_array(np.array([1, -1, 1, 1], np.int64),
+                             "c_bias_reshape_shape"),
+     numpy_helper.from_array(Q2, "W2_quantized"),
+     numpy_helper.from_array(np.array(S2, np.float32), "W2_scale"),
+     numpy_helper.from_array(np.array(Z2, np.uint8), "W2_zero_point"),
+     numpy_helper.from_array(B2, "B2")])
+m = helper.make_model(qg, opset_imports=[helper.make_opsetid("", 13)],
+                      producer_name="qreport-fixtures", producer_version="1")
+m.ir_version = 7
+onnx.checker.check_model(m)
+onnx.save(m, os.path.join(OUT, "dyn_quant.onnx"))
