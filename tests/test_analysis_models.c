@@ -326,6 +326,44 @@ out:
 	qr_analysis_free(a);
 }
 
+/* Fake-quantized weights (TensorRT, pytorch-quantization): conv1's and
+ * fc's weights stay float, quantized in the graph by a QuantizeLinear of
+ * net_qdq.onnx's scales; the integers, so every number, are net_qdq's. */
+static void
+test_fake_quant(void)
+{
+	const char *q[1] = { "net_fakeq.onnx" };
+	struct qr_analysis *a = analyse("net_float.onnx", q, 1);
+	const struct qr_quant_weight *p;
+	const struct qr_quant_summary *qs;
+
+	if (!ok(a != NULL && a->n_quant == 1, "fake-quant net analysed"))
+		goto out;
+	qs = &a->quants[0];
+	ok(qs->format == QR_QFMT_QDQ && qs->n_layers == 3 &&
+	   strcmp(qs->layers[0].layer, "conv1") == 0 &&
+	   qs->layers[0].per_channel && qs->layers[0].axis == 0 &&
+	   strcmp(qs->layers[0].weight_dtype, "int8") == 0 &&
+	   strcmp(qs->layers[2].layer, "fc") == 0 &&
+	   !qs->layers[2].per_channel,
+	   "fake-quant: QDQ, 3 quantized layers (conv1 int8 per-channel, fc "
+	   "per-tensor) (%zu)", qs->n_layers);
+	p = qweight(a, 0, "conv1");
+	ok(p && strcmp(p->quant_weight, "conv1.weight_quantized") == 0 &&
+	   p->clipped == 2, "fake-quant conv1: the QuantizeLinear's output, "
+	   "clipped 2");
+	ok_near(p ? p->sqnr_db : 0, 45.132410, 1e-3,
+		"fake-quant conv1 SQNR as net_qdq's");
+	p = qweight(a, 0, "fc");
+	ok_near(p ? p->sqnr_db : 0, 45.947078, 1e-3,
+		"fake-quant fc SQNR as net_qdq's");
+	p = qweight(a, 0, "conv2");
+	ok_near(p ? p->sqnr_db : 0, 21.571464, 1e-3,
+		"conv2 (an integer constant, as in net_qdq)");
+out:
+	qr_analysis_free(a);
+}
+
 static void
 test_matmul(void)
 {
@@ -393,6 +431,7 @@ main(void)
 	test_relu6();
 	test_const_weight();
 	test_net();
+	test_fake_quant();
 	test_matmul();
 	test_bad_shape();
 	return done();

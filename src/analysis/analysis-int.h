@@ -127,12 +127,15 @@ struct qr_an_qlayer {
 	int axis;                /* quantization axis (per channel) */
 	int per_channel;         /* scale has more than one element */
 	int matched;             /* set by the pairing */
+	struct qr_tensor_data *folded; /* q when it is a QuantizeLinear of a
+				  * float constant, computed here (owned) */
 };
 /* Quant summary of candidate g; ql gets the layers pairing can use
- * (heap, *n_ql entries). */
+ * (heap, *n_ql entries; free with qr_an_qlayers_free). */
 void qr_an_quant_summary(const struct qr_graph *g, const char *path,
 			 struct qr_quant_summary *qs,
 			 struct qr_an_qlayer **ql, size_t *n_ql);
+void qr_an_qlayers_free(struct qr_an_qlayer *ql, size_t n_ql);
 void qr_an_quant_summary_free(struct qr_quant_summary *qs);
 
 /* ---- qmatch.c ---- */

@@ -103,7 +103,7 @@ qr_analysis_new(const struct qr_model *fmodel,
 		qs->quant_bytes = a->models[a->n_models - 1].param_bytes;
 		a->n_quant++;
 		qr_an_match(a, i, fg, fl, n_fl, qg, ql, n_ql, d);
-		free(ql);
+		qr_an_qlayers_free(ql, n_ql);
 		ql = NULL;
 		qr_graph_free(qg);
 		qg = NULL;
@@ -113,7 +113,7 @@ qr_analysis_new(const struct qr_model *fmodel,
 	st = QR_OK;
 out:
 	free(fl);
-	free(ql);
+	qr_an_qlayers_free(ql, n_ql);
 	qr_graph_free(qg);
 	qr_graph_free(fg);
 	if (st != QR_OK) {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "graph/graph.h"
+#include "kernels/kernels.h"
 #include "onnx/onnx.h"
 
 static int
@@ -436,6 +437,98 @@ dyn_scale(const struct qr_graph *g, const struct qr_node *n,
 	return NULL;
 }
 
+/*
+ * The integer weight of a fake-quantized layer: name is the output of a
+ * QuantizeLinear of a float constant (TensorRT's and NVIDIA's
+ * pytorch-quantization exports keep weights float, with a
+ * QuantizeLinear -> DequantizeLinear pair in the graph). Quantized here
+ * as the op does (qr_quantize_f32, ONNX Runtime's rounding), into a
+ * heap tensor named after the QuantizeLinear's output; NULL when name is
+ * not that or its scale, zero point or axis do not fit.
+ */
+static struct qr_tensor_data *
+fold_fake_quant(const struct qr_graph *g, const char *name)
+{
+	const struct qr_node *p = producer(g, name);
+	const struct qr_tensor_data *w, *sc, *zp;
+	struct qr_tensor_data *q;
+	size_t i, outer = 1, len = 1, inner = 1, esz;
+	int64_t ax;
+	float *x, *s;
+	int32_t *z;
+	int qt, dt;
+
+	if (p == NULL || !op_is(p, "QuantizeLinear") || p->n_in < 2 ||
+	    (w = qr_graph_const(g, p->in[0])) == NULL ||
+	    !qr_an_is_float(w->dtype) || w->n_elem == 0 ||
+	    (sc = qr_graph_const(g, p->in[1])) == NULL || sc->n_elem == 0)
+		return NULL;
+	zp = p->n_in > 2 && p->in[2][0] ? qr_graph_const(g, p->in[2]) : NULL;
+	if (p->n_in > 2 && p->in[2][0] && zp == NULL)
+		return NULL;
+	dt = zp ? zp->dtype : QR_DT_UINT8;
+	qt = dt == QR_DT_UINT8 ? QR_QT_U8 : dt == QR_DT_INT8 ? QR_QT_S8 :
+	     dt == QR_DT_UINT16 ? QR_QT_U16 : dt == QR_DT_INT16 ? QR_QT_S16 :
+	     -1;
+	if (qt < 0 || (zp && zp->n_elem != sc->n_elem))
+		return NULL;
+	if (sc->n_elem > 1) {
+		ax = qr_node_attr_int(p, "axis", 1);
+		if (ax < 0)
+			ax += w->ndim;
+		if (ax < 0 || ax >= w->ndim || w->dims[ax] != (int64_t)sc->n_elem)
+			return NULL;
+		for (i = 0; i < (size_t)w->ndim; i++) {
+			if ((int64_t)i < ax)
+				outer *= (size_t)w->dims[i];
+			else if ((int64_t)i > ax)
+				inner *= (size_t)w->dims[i];
+		}
+		len = sc->n_elem;
+	} else {
+		inner = w->n_elem;
+	}
+	x = xmalloc(w->n_elem * sizeof *x);
+	s = xmalloc(sc->n_elem * sizeof *s);
+	z = xcalloc(sc->n_elem, sizeof *z);
+	if (qr_tensor_to_f32(w, x, NULL) != QR_OK ||
+	    qr_tensor_to_f32(sc, s, NULL) != QR_OK) {
+		free(x);
+		free(s);
+		free(z);
+		return NULL;
+	}
+	for (i = 0; zp && i < zp->n_elem; i++)
+		z[i] = (int32_t)qr_tensor_get(zp, i);
+	q = xcalloc(1, sizeof *q);
+	*q = *w;
+	q->name = p->out[0];
+	q->dtype = dt;
+	esz = qr_dtype_size(dt);
+	q->nbytes = w->n_elem * esz;
+	q->external = 0;
+	q->data = xmalloc(q->nbytes);
+	qr_quantize_f32(x, outer, len, inner, s, z, (enum qr_qtype)qt,
+			(void *)q->data);
+	free(x);
+	free(s);
+	free(z);
+	return q;
+}
+
+void
+qr_an_qlayers_free(struct qr_an_qlayer *ql, size_t n_ql)
+{
+	size_t i;
+
+	for (i = 0; ql != NULL && i < n_ql; i++)
+		if (ql[i].folded != NULL) {
+			free((void *)ql[i].folded->data);
+			free(ql[i].folded);
+		}
+	free(ql);
+}
+
 /* Quantized-layer description of node n, or 0 when it is not one. */
 static int
 find_qlayer(const struct qr_graph *g, size_t i, struct qr_an_qlayer *ql,
@@ -480,6 +573,8 @@ find_qlayer(const struct qr_graph *g, size_t i, struct qr_an_qlayer *ql,
 		    dq->n_in < 2)
 			return 0;
 		q = qr_graph_const(g, dq->in[0]);
+		if (q == NULL)
+			q = ql->folded = fold_fake_quant(g, dq->in[0]);
 		if (q == NULL || qr_dtype_bits(q->dtype) == 0)
 			return 0;
 		ql->q = q;

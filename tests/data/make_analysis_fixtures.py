@@ -331,4 +331,23 @@ bad = model([helper.make_node("Conv", ["x", "wbad"], ["y"], name="convbad")],
             [t("wbad", f32(np.ones((4, 5, 3, 3))))])
 onnx.save(bad, os.path.join(OUT, "bad_shape.onnx"))
 
+# ---- fake-quantized weights (TensorRT / pytorch-quantization style) ----
+# net_qdq.onnx with conv1's and fc's weights kept float and quantized in
+# the graph by a QuantizeLinear of the same scale: the integers, hence
+# every weight number, must equal net_qdq.onnx's.
+fq = onnx.load(os.path.join(OUT, "net_qdq.onnx"))
+keep = [i for i in fq.graph.initializer
+        if i.name not in ("conv1.weight_quantized", "fc.weight_quantized")]
+del fq.graph.initializer[:]
+fq.graph.initializer.extend(keep + [t("conv1.weight_folded", F1f),
+                                    t("fc.weight", FC)])
+fq.graph.node.insert(0, helper.make_node(
+    "QuantizeLinear", ["conv1.weight_folded", "conv1.weight_scale",
+                       "conv1.weight_zero_point"], ["conv1.weight_quantized"],
+    name="conv1.weight_QuantizeLinear", axis=0))
+fq.graph.node.insert(1, helper.make_node(
+    "QuantizeLinear", ["fc.weight", "fc.weight_scale", "fc.weight_zero_point"],
+    ["fc.weight_quantized"], name="fc.weight_QuantizeLinear"))
+save(fq, "net_fakeq.onnx")
+
 print("\n".join(expected))
