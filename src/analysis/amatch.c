@@ -718,16 +718,6 @@ same_consts(struct ctx *c, const struct qr_node *fp, const struct qr_node *qp)
 	return 1;
 }
 
-/*
- * Whether naming float tensor ft's value class r is consistent with the
- * pairs made so far: every matched input of ft's producer must be read
- * by r's producer too, and one op type on both sides must carry the same
- * attributes and constants. Exporters number nodes per op type, so two
- * exports of one model can give the same name to different tensors
- * (torch's unfolded export has one Transpose more in each attention
- * block: every later Transpose_N is another computation). Unknown
- * inputs (graph inputs, unmatched tensors) do not count against a name.
- */
 /* ONNX Runtime's dynamic ConvInteger adds the conv's bias after scaling
  * the accumulator (Add(scaled, Reshape(bias))), under the conv's output
  * name: for an Add reading such a scaled accumulator, the node that
@@ -749,6 +739,16 @@ past_bias_add(struct ctx *c, const struct qr_node *n)
 	return n;
 }
 
+/*
+ * Whether naming float tensor ft's value class r is consistent with the
+ * pairs made so far: every matched input of ft's producer must be read
+ * by r's producer too, and one op type on both sides must carry the same
+ * attributes and constants. Exporters number nodes per op type, so two
+ * exports of one model can give the same name to different tensors
+ * (torch's unfolded export has one Transpose more in each attention
+ * block: every later Transpose_N is another computation). Unknown
+ * inputs (graph inputs, unmatched tensors) do not count against a name.
+ */
 static int
 name_consistent(struct ctx *c, size_t ft, size_t r)
 {
