@@ -608,6 +608,8 @@ check_ci(const char *fmodel, const char *qmodel)
 		char *lq = src("tests/data/activations/lnln_qdq.onnx");
 		char *lout = tmp("gate-ln"), *ljson = tmp("gate-ln/report.json");
 		char *lsvg = tmp("gate-ln/graph.svg");
+		char *lhtml = tmp("gate-ln/activations.html");
+		char *lmd = tmp("gate-ln/summary.md");
 		const cJSON *c0;
 
 		rc = run((const char *[]){"--float", lf, "--quant", lq, "-o",
@@ -625,8 +627,15 @@ check_ci(const char *fmodel, const char *qmodel)
 		ok(file_has(lsvg, "(cancellation: the float value is rounding "
 			    "noise)"), "graph.svg: the cancellation's node "
 		   "says so in its tooltip");
+		ok(file_has(lhtml, "<span class=\"pill \">cancellation</span>"),
+		   "activations.html: the cancellation is noted, not flagged");
+		ok(file_has(lmd, "| /n3/ReduceMean\\_output\\_0 |") &&
+		   !file_has(lmd, "| /n2/ReduceMean\\_output\\_0 |"),
+		   "summary.md: the worst layers leave the cancellation out");
 		cJSON_Delete(j);
 		free(lsvg);
+		free(lhtml);
+		free(lmd);
 		free(ljson);
 		free(lout);
 		free(lq);

@@ -1031,6 +1031,9 @@ set_flags(cJSON *o, int f)
 	cJSON_AddStringToObject(o, "flags", t);
 	/* a cancellation alone is a note, not a problem */
 	cJSON_AddBoolToObject(o, "flagged", (f & ~QR_ACT_FLAG_CANCEL) != 0);
+	cJSON_AddBoolToObject(o, "has_flags", f != 0);
+	cJSON_AddStringToObject(o, "flags_class",
+				(f & ~QR_ACT_FLAG_CANCEL) ? "bad" : "");
 	free(t);
 }
 
@@ -2148,7 +2151,8 @@ worst_acts_view(const struct qr_analysis *a, const struct chart_ctx *cc,
 	double ts = a->data.sqnr_threshold, tc = a->data.cos_threshold;
 
 	for (i = 0; i < a->n_act_pairs; i++)
-		order[n++] = i;
+		if (!(a->act_pairs[i].flags & QR_ACT_FLAG_CANCEL)) /* noise */
+			order[n++] = i;
 	for (i = 1; i < n; i++) {
 		size_t j, x = order[i];
 		double v = a->act_pairs[x].sqnr_db;
