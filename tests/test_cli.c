@@ -165,6 +165,15 @@ find_by(const cJSON *arr, const char *key, const char *value)
 	return NULL;
 }
 
+/* obj's string key, or "" */
+static const char *
+str_of(const cJSON *obj, const char *key)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+	return cJSON_IsString(it) ? it->valuestring : "";
+}
+
 /* Compare number arrays within a relative tolerance. */
 static int
 arrays_near(const cJSON *got, const cJSON *want, double rtol, double atol)
@@ -609,6 +618,9 @@ check_ci(const char *fmodel, const char *qmodel)
 		char *lout = tmp("gate-ln"), *ljson = tmp("gate-ln/report.json");
 		char *lsvg = tmp("gate-ln/graph.svg");
 		char *lhtml = tmp("gate-ln/activations.html");
+		char *lout2 = tmp("gate-ln2");
+		char *ljson2 = tmp("gate-ln2/report.json");
+		cJSON *j2;
 		char *lmd = tmp("gate-ln/summary.md");
 		const cJSON *c0;
 
@@ -629,6 +641,21 @@ check_ci(const char *fmodel, const char *qmodel)
 		   "says so in its tooltip");
 		ok(file_has(lhtml, "<span class=\"pill \">cancellation</span>"),
 		   "activations.html: the cancellation is noted, not flagged");
+		/* --compare-to: its SQNR moves by 19 dB between 4 and 8
+		 * samples, and that is no regression */
+		rc = run((const char *[]){"--float", lf, "--quant", lq, "-o",
+					  lout2, "--samples", "8", "--quiet",
+					  "--compare-to", ljson, NULL});
+		j2 = load_json(ljson2);
+		c0 = find_by(cJSON_GetObjectItem(cJSON_GetObjectItem(j2,
+				"compare"), "activations"), "tensor",
+			     "/n2/ReduceMean_output_0");
+		ok(rc == 0 && c0 && fabs(num(c0, "sqnr_db_delta")) > 1 &&
+		   strcmp(str_of(c0, "status"), "same") == 0,
+		   "--compare-to: the cancellation's SQNR moved %.1f dB and "
+		   "is \"%s\", not a regression", num(c0, "sqnr_db_delta"),
+		   str_of(c0, "status"));
+		cJSON_Delete(j2);
 		ok(file_has(lmd, "| /n3/ReduceMean\\_output\\_0 |") &&
 		   !file_has(lmd, "| /n2/ReduceMean\\_output\\_0 |"),
 		   "summary.md: the worst layers leave the cancellation out");
@@ -636,6 +663,8 @@ check_ci(const char *fmodel, const char *qmodel)
 		free(lsvg);
 		free(lhtml);
 		free(lmd);
+		free(lout2);
+		free(ljson2);
 		free(ljson);
 		free(lout);
 		free(lq);

@@ -254,6 +254,10 @@ compare_array(const cJSON *oldroot, const cJSON *newroot,
 			for (i = 0; i < n_fields; i++)
 				add_change(o, &fields[i], old, now, &worst,
 					   &best);
+			/* rounding noise on either side moves freely */
+			if ((old && qr_report_is_noise(old)) ||
+			    (now && qr_report_is_noise(now)))
+				worst = best = 0;
 			cJSON_AddStringToObject(o, "status",
 						status_of(old, now, worst, best,
 							  t));

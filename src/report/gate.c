@@ -227,10 +227,8 @@ item_str(const cJSON *item, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
-/* An activation whose float value is rounding noise (report.json flag
- * "cancellation"): its SQNR says nothing, so no check reads it. */
-static int
-is_noise(const cJSON *item)
+int
+qr_report_is_noise(const cJSON *item)
 {
 	const cJSON *f;
 
@@ -274,7 +272,7 @@ qr_report_gate_eval(struct qr_gate *g, const cJSON *json)
 			double x = item_value(item, c->metric);
 			cJSON *f;
 
-			if (is_noise(item)) {
+			if (qr_report_is_noise(item)) {
 				skipped++;
 				continue;
 			}

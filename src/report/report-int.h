@@ -179,6 +179,10 @@ char *qr_dot_text(const char *s, size_t max, int tooltip);
 
 /* ---- gate.c / compare.c ---- */
 
+/* 1 when report.json item (an activations[] entry) is flagged
+ * "cancellation": its float value is rounding noise, so no check or
+ * comparison reads its numbers. */
+int qr_report_is_noise(const struct cJSON *item);
 /* Evaluate g's checks on the report.json tree json: fills each check's
  * results and g->n_failed; returns report.json's "gate" object (new). */
 struct cJSON *qr_report_gate_eval(struct qr_gate *g, const struct cJSON *json);
