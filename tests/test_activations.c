@@ -523,6 +523,26 @@ out:
 	return a;
 }
 
+/* run_data on one fixture pair of tests/data/activations with dims[0]
+ * seeded LCG samples (the models, paths and data are freed here). */
+static struct qr_analysis *
+run_fixtures(const char *ffile, const char *qfile, const int64_t dims[3],
+	     uint32_t seed, enum qr_status *st, struct qr_diag *d)
+{
+	char *fp = fixture_path(ffile), *qp = fixture_path(qfile);
+	const char *const q[] = { qp };
+	struct qr_tensor *x = lcg_data(dims, seed);
+	struct qr_analysis *a = NULL;
+
+	*st = QR_EUSAGE;
+	if (x != NULL)
+		a = run_data(fp, q, 1, x, st, d);
+	qr_tensor_free(x);
+	free(fp);
+	free(qp);
+	return a;
+}
+
 static const struct qr_act_pair *
 act_pair(const struct qr_analysis *a, size_t cand, const char *tensor)
 {
@@ -865,19 +885,14 @@ static void
 test_attention_run(void)
 {
 	static const int64_t dims[3] = { 8, 4, 6 };
-	char *qp = fixture_path("attn_qdq.onnx");
-	char *fp = fixture_path("attn_float.onnx");
-	const char *const q[] = { qp };
-	struct qr_tensor *x = lcg_data(dims, 12345);
-	struct qr_analysis *a = NULL;
+	struct qr_analysis *a;
 	struct qr_diag d = { 0 };
 	const struct qr_act_pair *p;
 	enum qr_status st;
 	size_t i, full = 0;
 
-	if (x == NULL)
-		goto out;
-	a = run_data(fp, q, 1, x, &st, &d);
+	a = run_fixtures("attn_float.onnx", "attn_qdq.onnx", dims, 12345, &st,
+			 &d);
 	ok(st == QR_OK && a != NULL, "attention: float vs qdq runs (%s)",
 	   d.msg);
 	if (a == NULL)
@@ -903,9 +918,6 @@ test_attention_run(void)
 out:
 	qr_diag_clear(&d);
 	qr_analysis_free(a);
-	qr_tensor_free(x);
-	free(qp);
-	free(fp);
 }
 
 /* Two LayerNorms in a row: the second one's first mean averages rows the
@@ -917,19 +929,14 @@ static void
 test_cancellation(void)
 {
 	static const int64_t dims[3] = { 8, 4, 8 };
-	char *qp = fixture_path("lnln_qdq.onnx");
-	char *fp = fixture_path("lnln_float.onnx");
-	const char *const q[] = { qp };
-	struct qr_tensor *x = lcg_data(dims, 777);
-	struct qr_analysis *a = NULL;
+	struct qr_analysis *a;
 	struct qr_diag d = { 0 };
 	const struct qr_act_pair *p, *b, *w;
 	enum qr_status st;
 	size_t i, n_cancel = 0;
 
-	if (x == NULL)
-		goto out;
-	a = run_data(fp, q, 1, x, &st, &d);
+	a = run_fixtures("lnln_float.onnx", "lnln_qdq.onnx", dims, 777, &st,
+			 &d);
 	ok(st == QR_OK && a != NULL, "two LayerNorms: float vs qdq runs (%s)",
 	   d.msg);
 	if (a == NULL)
@@ -968,9 +975,6 @@ test_cancellation(void)
 out:
 	qr_diag_clear(&d);
 	qr_analysis_free(a);
-	qr_tensor_free(x);
-	free(qp);
-	free(fp);
 }
 
 /* ONNX Runtime's dynamic quantization: the uint8 input of
@@ -1008,18 +1012,12 @@ static void
 test_layout(void)
 {
 	static const int64_t dims[3] = { 3, 4, 6 };
-	char *ap = fixture_path("layout_a.onnx");
-	char *bp = fixture_path("layout_b.onnx");
-	const char *const q[] = { bp };
-	struct qr_tensor *x = lcg_data(dims, 99);
-	struct qr_analysis *a = NULL;
+	struct qr_analysis *a;
 	struct qr_diag d = { 0 };
 	const struct qr_act_pair *r, *y, *in;
 	enum qr_status st;
 
-	if (x == NULL)
-		goto out;
-	a = run_data(ap, q, 1, x, &st, &d);
+	a = run_fixtures("layout_a.onnx", "layout_b.onnx", dims, 99, &st, &d);
 	ok(st == QR_OK && a != NULL, "layout: both models run (%s)", d.msg);
 	if (a == NULL)
 		goto out;
@@ -1038,9 +1036,6 @@ test_layout(void)
 out:
 	qr_diag_clear(&d);
 	qr_analysis_free(a);
-	qr_tensor_free(x);
-	free(ap);
-	free(bp);
 }
 
 /* A16W8 as ONNX Runtime writes it: com.microsoft Q/DQ with uint16
@@ -1126,18 +1121,13 @@ static void
 test_name_shift(void)
 {
 	static const int64_t dims[3] = { 4, 5, 16 };
-	char *fp = fixture_path("mha_fold.onnx");
-	char *qp = fixture_path("mha_nofold.onnx");
-	const char *const q[] = { qp };
-	struct qr_tensor *x = lcg_data(dims, 777);
-	struct qr_analysis *a = NULL;
+	struct qr_analysis *a;
 	struct qr_diag d = { 0 };
 	enum qr_status st;
 	size_t i, exact = 0, tr = 0, tr_struct = 0;
 
-	if (x == NULL)
-		goto out;
-	a = run_data(fp, q, 1, x, &st, &d);
+	a = run_fixtures("mha_fold.onnx", "mha_nofold.onnx", dims, 777, &st,
+			 &d);
 	ok(st == QR_OK && a != NULL, "two exports of one attention module "
 	   "run (%s)", d.msg);
 	if (a == NULL)
@@ -1161,9 +1151,6 @@ test_name_shift(void)
 out:
 	qr_diag_clear(&d);
 	qr_analysis_free(a);
-	qr_tensor_free(x);
-	free(fp);
-	free(qp);
 }
 
 int
