@@ -514,6 +514,175 @@ test_qgemm(void)
 	       want_f, 4);
 }
 
+/* ---- DequantizeLinear: 4-bit and blocked (opset 21) ---- */
+
+static void
+test_dequantize_blocked(void)
+{
+	/* uint4 [4, 2], blocks of 2 rows along axis 0: rows 0-1 take scale
+	 * and zero point row 0, rows 2-3 row 1; y = (x - zp) * scale */
+	static const uint8_t x[] = {1, 15, 3, 0, 8, 7, 2, 9};
+	static const uint8_t zp[] = {1, 0, 8, 4};
+	static const float sc[] = {0.5f, 1.0f, 0.25f, 2.0f};
+	static const float want[] = {0, 15, 1, 0, 0, 6, -1.5f, 10};
+	/* int4 [2, 5], blocks of 2 along the last axis (3 per row, the
+	 * last one short), no zero point */
+	static const int8_t x1[] = {-8, 7, 1, -1, 3, 0, 2, -3, 5, 6};
+	static const float sc1[] = {0.5f, 2.0f, 1.0f, 1.0f, 0.25f, 4.0f};
+	static const float want1[] = {-4, 3.5f, 2, -2, 3, 0, 2, -0.75f,
+				      1.25f, 24};
+	/* int4 per axis 1, no blocks */
+	static const int8_t x2[] = {-8, 7, 1, -1};
+	static const float sc2[] = {0.5f, 2.0f};
+	static const int8_t zp2[] = {-1, 1};
+	static const float want2[] = {-3.5f, 12, 1, -4};
+	static const int64_t d0[] = {4, 2}, d1[] = {2, 5}, d2[] = {2, 2};
+	struct qr_attr at[] = {a_int("axis", 0), a_int("block_size", 2)};
+	struct qr_attr at1[] = {a_int("axis", -1), a_int("block_size", 2)};
+	struct tin in[] = {
+		{QR_DT_UINT4, 2, {4, 2}, x}, {F32, 2, {2, 2}, sc},
+		{QR_DT_UINT4, 2, {2, 2}, zp},
+	};
+	struct tin in1[] = {
+		{QR_DT_INT4, 2, {2, 5}, x1}, {F32, 2, {2, 3}, sc1},
+	};
+	struct tin in2[] = {
+		{QR_DT_INT4, 2, {2, 2}, x2}, {F32, 1, {2}, sc2},
+		{QR_DT_INT4, 1, {2}, zp2},
+	};
+	struct tin bad[] = {
+		{QR_DT_INT4, 2, {2, 5}, x1}, {F32, 2, {3, 2}, sc1},
+	};
+
+	expect("DequantizeLinear uint4, blocks of 2 along axis 0",
+	       &qr_op_dequantize_linear, in, N_OF(in), at, 2, 2, d0, want, 8);
+	expect("DequantizeLinear int4, blocks of 2 along the last axis",
+	       &qr_op_dequantize_linear, in1, N_OF(in1), at1, 2, 2, d1,
+	       want1, 10);
+	expect("DequantizeLinear int4 per axis", &qr_op_dequantize_linear,
+	       in2, N_OF(in2), NULL, 0, 2, d2, want2, 4);
+	expect_refused("DequantizeLinear blocked scale of the wrong shape",
+		       &qr_op_dequantize_linear, bad, N_OF(bad), at1, 2,
+		       QR_ESHAPE);
+}
+
+/* ---- MatMulNBits ---- */
+
+/*
+ * Codes, scales, zero points and A drawn at random and packed as the
+ * op's comment says (low bits first, each column's blocks in turn, the
+ * short last block padded with 0); Y = A * W computed with numpy from W
+ * = (code - zp) * scale. Scales are powers of two and A small integers,
+ * so every product and sum is exact in float.
+ */
+static void
+test_matmul_nbits(void)
+{
+	/* 4 bits, K 20 (blocks of 16: the second holds 4), N 3, M 2,
+	 * packed zero points (one byte a column: two blocks) */
+	static const uint8_t b[] = {
+		138, 57, 136, 80, 61, 186, 153, 90, 103, 64, 0, 0, 0, 0, 0, 0,
+		28, 163, 133, 30, 173, 184, 126, 184, 177, 15, 0, 0, 0, 0, 0, 0,
+		144, 66, 95, 136, 87, 237, 17, 81, 117, 186, 0, 0, 0, 0, 0, 0};
+	static const float sc[] = {2, 0.25f, 2, 0.5f, 0.5f, 1};
+	static const uint8_t zp[] = {208, 65, 193};
+	static const float a[] = {
+		-1, -1, 1, 1, -1, -3, 1, -3, 0, -1, 3, -3, 1, 0, -2, 2, -2,
+		-3, -3, 2, -3, -3, -2, -2, 1, -3, 0, 1, -1, -3, -3, 1, 1, 1,
+		1, 0, 0, -3, -3, -1};
+	static const float want[] = {-106.5f, -50, 12, -186.75f, -217, -8.5f};
+	/* no zero points (8), g_idx, bias [4, 3] */
+	static const uint8_t bg[] = {
+		39, 49, 45, 20, 242, 114, 67, 30, 198, 123, 0, 0, 0, 0, 0, 0,
+		132, 232, 60, 148, 42, 92, 116, 159, 26, 9, 0, 0, 0, 0, 0, 0};
+	static const float scg[] = {0.25f, 1, 0.25f, 1};
+	static const int32_t gi[] = {1, 0, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0,
+				     1, 1, 0, 1, 0, 1, 0};
+	static const float ag[] = {
+		-2, 1, -2, 0, 2, 1, 3, -2, 2, 2, -3, -3, 1, 1, -1, -3, 2, 3,
+		1, 1, 1, 3, -1, 0, 0, 2, 1, -2, -3, -2, -1, 0, -2, -3, -2, 0,
+		1, 2, 2, -3};
+	static const float bias[] = {4, 3};
+	static const float wantg[] = {29.75f, -14, 2.5f, -7};
+	static const int32_t gbad[] = {1, 0, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0,
+				       1, 1, 0, 1, 0, 1, 2};
+	/* 8 bits, K 16, N 2, M 1 */
+	static const uint8_t b8[] = {
+		97, 226, 149, 162, 250, 238, 29, 170, 7, 222, 158, 76, 203,
+		246, 167, 57, 177, 245, 231, 108, 172, 21, 94, 41, 199, 220,
+		34, 143, 22, 45, 36, 168};
+	static const float sc8[] = {1, 0.25f};
+	static const uint8_t zp8[] = {9, 147};
+	static const float a8[] = {-3, 2, 3, 1, -1, 0, -3, 1, -1, 0, -1, -1,
+				   -3, -1, 2, -3};
+	static const float want8[] = {-258, 151};
+	/* 2 bits, K 32, N 2, M 1, float zero points */
+	static const uint8_t b2[] = {186, 151, 120, 40, 58, 249, 13, 16, 70,
+				     26, 92, 88, 117, 30, 61, 95};
+	static const float sc2[] = {2, 1, 1, 0.5f};
+	static const float zp2[] = {2.5f, 0.5f, 3.5f, 2.5f};
+	static const float a2[] = {
+		-2, 2, 0, 3, 3, -3, 3, 0, 2, 3, -3, 1, -1, -2, 3, -1, 0, -1,
+		2, 2, -1, 1, -2, 3, 1, -1, -2, 0, -2, -1, -1, 0};
+	static const float want2[] = {-4, -22.5f};
+	static const int64_t dy[] = {2, 3}, dyg[] = {2, 2}, dy1[] = {1, 2};
+	struct qr_attr at[] = {a_int("K", 20), a_int("N", 3), a_int("bits", 4),
+			       a_int("block_size", 16)};
+	struct qr_attr atg[] = {a_int("K", 20), a_int("N", 2),
+				a_int("block_size", 16)};
+	struct qr_attr at8[] = {a_int("K", 16), a_int("N", 2), a_int("bits", 8),
+				a_int("block_size", 16)};
+	struct qr_attr at2[] = {a_int("K", 32), a_int("N", 2), a_int("bits", 2),
+				a_int("block_size", 16)};
+	struct qr_attr at3[] = {a_int("K", 20), a_int("N", 3), a_int("bits", 3),
+				a_int("block_size", 16)};
+	struct qr_attr at12[] = {a_int("K", 20), a_int("N", 3),
+				 a_int("block_size", 12)};
+	struct qr_attr atk[] = {a_int("K", 19), a_int("N", 3), a_int("bits", 4),
+				a_int("block_size", 16)};
+	struct tin in[] = {
+		{F32, 2, {2, 20}, a}, {U8, 3, {3, 2, 8}, b}, {F32, 1, {6}, sc},
+		{U8, 1, {3}, zp},
+	};
+	struct tin ing[] = {
+		{F32, 2, {2, 20}, ag}, {U8, 3, {2, 2, 8}, bg},
+		{F32, 1, {4}, scg}, NONE, {S32, 1, {20}, gi},
+		{F32, 1, {2}, bias},
+	};
+	struct tin in8[] = {
+		{F32, 2, {1, 16}, a8}, {U8, 3, {2, 1, 16}, b8},
+		{F32, 1, {2}, sc8}, {U8, 1, {2}, zp8},
+	};
+	struct tin in2[] = {
+		{F32, 2, {1, 32}, a2}, {U8, 3, {2, 2, 4}, b2},
+		{F32, 1, {4}, sc2}, {F32, 1, {4}, zp2},
+	};
+	struct tin ingb[N_OF(ing)];
+
+	expect("MatMulNBits 4 bits, packed zero points, short last block",
+	       &qr_op_matmul_nbits, in, N_OF(in), at, N_OF(at), 2, dy, want,
+	       6);
+	expect("MatMulNBits default zero point 8, g_idx, bias",
+	       &qr_op_matmul_nbits, ing, N_OF(ing), atg, N_OF(atg), 2, dyg,
+	       wantg, 4);
+	expect("MatMulNBits 8 bits", &qr_op_matmul_nbits, in8, N_OF(in8),
+	       at8, N_OF(at8), 2, dy1, want8, 2);
+	expect("MatMulNBits 2 bits, float zero points", &qr_op_matmul_nbits,
+	       in2, N_OF(in2), at2, N_OF(at2), 2, dy1, want2, 2);
+	expect_refused("MatMulNBits bits 3", &qr_op_matmul_nbits, in,
+		       N_OF(in), at3, N_OF(at3), QR_EUNSUPPORTED);
+	expect_refused("MatMulNBits block_size 12", &qr_op_matmul_nbits, in,
+		       N_OF(in), at12, N_OF(at12), QR_EGRAPH);
+	expect_refused("MatMulNBits K 19 against B's 2 blocks of 16",
+		       &qr_op_matmul_nbits, in, N_OF(in), atk, N_OF(atk),
+		       QR_ESHAPE);
+	memcpy(ingb, ing, sizeof ing);
+	ingb[4] = (struct tin){S32, 1, {20}, gbad};
+	expect_refused("MatMulNBits g_idx naming block 2 of 2",
+		       &qr_op_matmul_nbits, ingb, N_OF(ingb), atg, N_OF(atg),
+		       QR_EGRAPH);
+}
+
 /* ---- QLinearConv ---- */
 
 static void
@@ -559,5 +728,7 @@ main(void)
 	test_qlinear_average_pool();
 	test_qgemm();
 	test_qlinear_conv();
+	test_dequantize_blocked();
+	test_matmul_nbits();
 	return done();
 }

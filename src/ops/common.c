@@ -257,11 +257,13 @@ qr_op_get(const struct qr_tensor *t, size_t i)
 	switch (t->dtype) {
 	case QR_DT_FLOAT: return ((const float *)p)[i];
 	case QR_DT_DOUBLE: return ((const double *)p)[i];
-	case QR_DT_INT8: return ((const int8_t *)p)[i];
+	case QR_DT_INT8:
+	case QR_DT_INT4: return ((const int8_t *)p)[i]; /* unpacked at load */
 	case QR_DT_INT16: return ((const int16_t *)p)[i];
 	case QR_DT_INT32: return ((const int32_t *)p)[i];
 	case QR_DT_INT64: return (double)((const int64_t *)p)[i];
 	case QR_DT_UINT8:
+	case QR_DT_UINT4:
 	case QR_DT_BOOL: return ((const uint8_t *)p)[i];
 	case QR_DT_UINT16: return ((const uint16_t *)p)[i];
 	case QR_DT_UINT32: return ((const uint32_t *)p)[i];

@@ -5,9 +5,15 @@
  * MatMulInteger, plus the quantization-parameter and integer matmul
  * helpers of op-conv-int.h.
  *
+ * DequantizeLinear also takes int4/uint4 (opset 21; the loader unpacks
+ * them to a byte each) and blocked scales (block_size: the scale and
+ * zero point are shaped as x except along axis, where each covers
+ * block_size elements), as ONNX Runtime's 4-bit weight-only quantizer
+ * writes them.
+ *
  * Arithmetic is the kernels' (kernels.h): MLAS rounding (half to even)
- * and saturation, int32 accumulation. Refused at check: blocked
- * quantization (block_size), 4-bit and float8 types, float16 inputs.
+ * and saturation, int32 accumulation. Refused at check: QuantizeLinear
+ * with blocks or 4-bit output, float8 types, float16 inputs.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +24,7 @@
 #define Q_DTYPES (QR_DTM(QR_DT_UINT8) | QR_DTM(QR_DT_INT8) | \
 		  QR_DTM(QR_DT_UINT16) | QR_DTM(QR_DT_INT16))
 #define Q8_DTYPES (QR_DTM(QR_DT_UINT8) | QR_DTM(QR_DT_INT8))
+#define Q4_DTYPES (QR_DTM(QR_DT_UINT4) | QR_DTM(QR_DT_INT4))
 
 /* ---- quantization parameters ---- */
 
@@ -98,7 +105,8 @@ qr_op_q_vec(const struct qr_op_call *c, struct qr_diag *d, size_t i_scale,
 				    qr_op_in_name(c, i_scale),
 				    qr_dtype_name(s->dtype),
 				    qr_shape_str(s, b, sizeof b), n);
-	if (z != NULL && (qr_op_qtype(z->dtype) < 0 || z->ndim > 1 ||
+	if (z != NULL && ((qr_op_qtype(z->dtype) < 0 &&
+			   !(Q4_DTYPES & QR_DTM(z->dtype))) || z->ndim > 1 ||
 			  z->n_elem != s->n_elem))
 		return qr_op_errorf(c, d, QR_EGRAPH, "zero point '%s' %s %s "
 				    "must be an integer tensor shaped as its "
@@ -154,15 +162,15 @@ dequant_check(const struct qr_op_call *c, struct qr_diag *d)
 	enum qr_status st;
 
 	if ((st = qr_op_arity(c, d, 2, 3, 1, 1)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 0, Q_DTYPES |
+	    (st = qr_op_want_dtype(c, d, 0, Q_DTYPES | Q4_DTYPES |
 					     QR_DTM(QR_DT_INT32))) != QR_OK ||
 	    (st = qr_op_want_dtype(c, d, 1, QR_DTM_FLOAT)) != QR_OK ||
 	    (st = qr_op_same_dtype(c, d, 0, 2)) != QR_OK)
 		return st;
-	if (qr_op_attr_int(c, "block_size", 0) != 0)
-		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "blocked "
-				    "quantization (block_size) is not "
-				    "supported");
+	if (qr_op_attr_int(c, "block_size", 0) < 0)
+		return qr_op_errorf(c, d, QR_EGRAPH, "block_size %lld must "
+				    "not be negative", (long long)
+				    qr_op_attr_int(c, "block_size", 0));
 	c->out_dtype[0] = QR_DT_FLOAT;
 	return QR_OK;
 }
@@ -231,6 +239,88 @@ q_layout(const struct qr_op_call *c, struct qr_diag *d, size_t *outer,
 	return QR_OK;
 }
 
+/* The kernel type of DequantizeLinear's x: int4 and uint4 are held a
+ * byte each (the loader unpacks them), so they dequantize as 8-bit. */
+static enum qr_qtype
+dq_qtype(int dtype)
+{
+	if (dtype == QR_DT_INT4)
+		return QR_QT_S8;
+	if (dtype == QR_DT_UINT4)
+		return QR_QT_U8;
+	return (enum qr_qtype)qr_op_qtype(dtype);
+}
+
+/*
+ * Blocked DequantizeLinear (opset 21, block_size bs): the scale and zero
+ * point are shaped as x but for axis, where each of ceil(dims[axis] / bs)
+ * entries covers bs elements. Along a last axis a block is one run with
+ * one scale; otherwise each row of x along the inner dims takes a row of
+ * scales.
+ */
+static enum qr_status
+dq_blocked(struct qr_op_call *c, struct qr_diag *d, size_t bs)
+{
+	const struct qr_tensor *x = c->in[0], *s = c->in[1];
+	const struct qr_tensor *z = qr_op_has_in(c, 2) ? c->in[2] : NULL;
+	enum qr_qtype qt = dq_qtype(x->dtype);
+	size_t esz = qr_dtype_size(x->dtype), outer, len, inner, nb, o, a, i;
+	const char *xd = x->data;
+	const float *sc = s->data;
+	float *y = c->out[0]->data;
+	int32_t *zp;
+	enum qr_status st;
+	char b1[128], b2[128];
+	int axis, k, fits;
+
+	if ((st = qr_op_axis(c, d, qr_op_attr_int(c, "axis", 1), x->ndim, 0,
+			     &axis)) != QR_OK)
+		return st;
+	len = (size_t)x->dims[axis];
+	nb = (len + bs - 1) / bs;
+	fits = s->ndim == x->ndim;
+	for (k = 0; fits && k < x->ndim; k++)
+		fits = s->dims[k] == (k == axis ? (int64_t)nb : x->dims[k]);
+	if (!fits)
+		return qr_op_errorf(c, d, QR_ESHAPE, "scale '%s' %s does not "
+				    "block input '%s' %s by %zu along axis %d",
+				    qr_op_in_name(c, 1),
+				    qr_shape_str(s, b1, sizeof b1),
+				    qr_op_in_name(c, 0),
+				    qr_shape_str(x, b2, sizeof b2), bs, axis);
+	if (z != NULL && (z->ndim != s->ndim ||
+			  memcmp(z->dims, s->dims, (size_t)s->ndim *
+				 sizeof *s->dims) != 0))
+		return qr_op_errorf(c, d, QR_ESHAPE, "zero point '%s' %s is "
+				    "not shaped as its scale %s",
+				    qr_op_in_name(c, 2),
+				    qr_shape_str(z, b1, sizeof b1),
+				    qr_shape_str(s, b2, sizeof b2));
+	outer = qr_op_dims_prod(x->dims, 0, axis);
+	inner = qr_op_dims_prod(x->dims, axis + 1, x->ndim);
+	zp = xcalloc(s->n_elem ? s->n_elem : 1, sizeof *zp);
+	for (i = 0; z != NULL && i < z->n_elem; i++)
+		zp[i] = (int32_t)qr_op_get(z, i);
+	for (o = 0; o < outer; o++)
+		for (a = 0; a < len; a++) {
+			size_t row = (o * len + a) * inner;
+			size_t at = (o * nb + a / bs) * inner;
+
+			if (inner == 1) { /* a starts a block */
+				size_t n = len - a < bs ? len - a : bs;
+
+				qr_dequantize_f32(xd + row * esz, qt, 1, 1, n,
+						  sc + at, zp + at, y + row);
+				a += n - 1;
+				continue;
+			}
+			qr_dequantize_f32(xd + row * esz, qt, 1, inner, 1,
+					  sc + at, zp + at, y + row);
+		}
+	free(zp);
+	return QR_OK;
+}
+
 #define QDQ_PAR_MIN 16384 /* elements worth splitting over threads */
 
 /* A per-tensor QuantizeLinear / DequantizeLinear cut into chunks. */
@@ -261,7 +351,7 @@ qdq_task(void *ctx, size_t t, int slot)
 				(char *)c->out[0]->data +
 					lo * qr_dtype_size(c->out[0]->dtype));
 	} else {
-		enum qr_qtype qt = (enum qr_qtype)qr_op_qtype(c->in[0]->dtype);
+		enum qr_qtype qt = dq_qtype(c->in[0]->dtype);
 
 		qr_dequantize_f32((const char *)c->in[0]->data +
 					  lo * qr_dtype_size(c->in[0]->dtype),
@@ -277,7 +367,10 @@ qdq_run(struct qr_op_call *c, struct qr_diag *d, int quantize)
 	float *scale = NULL;
 	int32_t *zp = NULL;
 	enum qr_status st;
+	int64_t bs = quantize ? 0 : qr_op_attr_int(c, "block_size", 0);
 
+	if (bs > 0)
+		return dq_blocked(c, d, (size_t)bs);
 	if ((st = q_layout(c, d, &outer, &axis_len, &inner)) != QR_OK ||
 	    (st = qr_op_q_vec(c, d, 1, 2, axis_len, &scale, &zp)) != QR_OK)
 		goto out;
@@ -292,8 +385,7 @@ qdq_run(struct qr_op_call *c, struct qr_diag *d, int quantize)
 				zp, (enum qr_qtype)qr_op_qtype(c->out[0]->dtype),
 				c->out[0]->data);
 	} else {
-		qr_dequantize_f32(c->in[0]->data,
-				  (enum qr_qtype)qr_op_qtype(c->in[0]->dtype),
+		qr_dequantize_f32(c->in[0]->data, dq_qtype(c->in[0]->dtype),
 				  outer, axis_len, inner, scale, zp,
 				  c->out[0]->data);
 	}
