@@ -364,6 +364,82 @@ out:
 	qr_analysis_free(a);
 }
 
+/*
+ * 4-bit weight-only, as ONNX Runtime's MatMul4BitsQuantizer writes it
+ * (tests/data/make_weightonly_fixtures.py): com.microsoft MatMulNBits
+ * with packed codes and zero points, and the QDQ flavour (uint4
+ * DequantizeLinear, blocks of 32 along axis 0) holding the same numbers.
+ * Expected SQNR and clipped counts from numpy on the fixtures' own bytes.
+ */
+static void
+test_weight_only(void)
+{
+	static const char *const layer[3] = {"/fc1/MatMul", "/fc2/MatMul",
+					     "/head/MatMul"};
+	static const double want[3] = {24.189028, 23.970472, 24.305995};
+	static const size_t clipped[3] = {1019, 854, 100};
+	static const double want8[3] = {48.952181, 48.654079, 49.021845};
+	const char *q[4] = { "../activations/wo_nbits.onnx",
+			     "../activations/wo_dq4.onnx",
+			     "../activations/wo_nbits8.onnx",
+			     "../activations/wo_nbits_sym.onnx" };
+	struct qr_analysis *a = analyse("../activations/wo_float.onnx", q, 4);
+	char what[160];
+	size_t c, i;
+
+	if (!ok(a != NULL && a->n_quant == 4, "weight-only 4-bit analysed"))
+		goto out;
+	for (c = 0; c < 3; c++) {
+		const struct qr_quant_summary *qs = &a->quants[c];
+		const struct qr_quant_layer *l = qs->n_layers == 3 ?
+			&qs->layers[0] : NULL;
+
+		ok(qs->format == QR_QFMT_WEIGHT_ONLY && l &&
+		   l->block_size == 32 && l->axis == 0 &&
+		   l->bits == (c == 2 ? 8 : 4) && !l->act_quantized &&
+		   strcmp(l->weight_dtype, c == 2 ? "uint8" : "uint4") == 0 &&
+		   qs->n_quantized == 3,
+		   "%s: weight-only, 3 layers blocked by 32 along K, %d-bit",
+		   q[c], c == 2 ? 8 : 4);
+		for (i = 0; i < 3; i++) {
+			const struct qr_quant_weight *p = qweight(a, c,
+								  layer[i]);
+
+			ok(p && p->match == QR_MATCH_NAME && p->bits ==
+			   (c == 2 ? 8 : 4) && p->block_size == 32 &&
+			   strcmp(p->granularity, "per-block") == 0 &&
+			   (c == 2 || p->clipped == clipped[i]),
+			   "%s %s: paired by ORT's weight-only name, "
+			   "per-block 32 (clipped %zu)", q[c], layer[i],
+			   p ? p->clipped : 0);
+			snprintf(what, sizeof what, "%s %s weight SQNR", q[c],
+				 layer[i]);
+			ok_near(p ? p->sqnr_db : 0, c == 2 ? want8[i] : want[i],
+				1e-3, what);
+		}
+	}
+	/* 4-bit codes stored two to a byte: fc1's [72, 96] weight is 3456
+	 * bytes of codes, 3 blocks x 96 scales and zero points */
+	ok(qweight(a, 0, "/fc1/MatMul") && qweight(a, 1, "/fc1/MatMul") &&
+	   qweight(a, 0, "/fc1/MatMul")->quant_bytes ==
+		   3456 + 288 * 4 + 144 &&
+	   qweight(a, 1, "/fc1/MatMul")->quant_bytes ==
+		   3456 + 288 * 4 + 144, "4-bit bytes counted packed");
+	/* symmetric as ORT writes it: no zero points stored (8 implied),
+	 * about half the scales negative */
+	ok(qweight(a, 3, "/fc1/MatMul") &&
+	   qweight(a, 3, "/fc1/MatMul")->quant_bytes == 3456 + 288 * 4 &&
+	   a->quants[3].layers[0].zp_min == 8 &&
+	   a->quants[3].layers[0].zp_max == 8 &&
+	   a->quants[3].layers[0].scale_min < 0,
+	   "symmetric: implied zero point 8 not counted as stored bytes");
+	ok_near(qweight(a, 3, "/fc1/MatMul") ?
+		qweight(a, 3, "/fc1/MatMul")->sqnr_db : 0, 23.916006, 1e-3,
+		"symmetric fc1 SQNR with negative scales");
+out:
+	qr_analysis_free(a);
+}
+
 static void
 test_matmul(void)
 {
@@ -433,6 +509,7 @@ main(void)
 	test_net();
 	test_fake_quant();
 	test_matmul();
+	test_weight_only();
 	test_bad_shape();
 	return done();
 }

@@ -126,9 +126,19 @@ struct qr_an_qlayer {
 	const struct qr_tensor_data *zp;    /* its zero point, NULL if none */
 	int axis;                /* quantization axis (per channel) */
 	int per_channel;         /* scale has more than one element */
+	size_t block;            /* > 0: blocked along axis, scale and zp
+				  * shaped as q but for ceil(dims[axis] /
+				  * block) there */
+	int bits;                /* code bits when the dtype's are not them
+				  * (2-bit MatMulNBits codes in uint8), or 0 */
 	int matched;             /* set by the pairing */
 	struct qr_tensor_data *folded; /* q when it is a QuantizeLinear of a
-				  * float constant, computed here (owned) */
+				  * float constant or a MatMulNBits' packed
+				  * codes, computed here (owned) */
+	struct qr_tensor_data *fscale, *fzp; /* a MatMulNBits' scale and
+				  * zero point as blocks over folded (owned) */
+	int zp_implied;          /* fzp holds MatMulNBits' default zero
+				  * point: nothing stored in the model */
 };
 /* Quant summary of candidate g; ql gets the layers pairing can use
  * (heap, *n_ql entries; free with qr_an_qlayers_free). */

@@ -126,6 +126,7 @@ struct qr_quant_layer {
 	int bits;               /* 8, 4, 16 */
 	int per_channel;        /* 1 when scale has more than one element */
 	int axis;               /* quantization axis when per_channel */
+	size_t block_size;      /* > 0: blocks of this many along axis */
 	size_t n_scales;        /* scale elements */
 	double scale_min, scale_max;
 	double zp_min, zp_max;
@@ -160,7 +161,9 @@ struct qr_quant_weight {
 	char *quant_weight;     /* quantized weight name */
 	enum qr_match match;    /* how the pairing was made */
 	char *match_reason;     /* e.g. "name W -> W_quantized" */
-	char *granularity;      /* "per-tensor" or "per-channel" */
+	char *granularity;      /* "per-tensor", "per-channel" or
+				 * "per-block" */
+	size_t block_size;      /* per-block: elements a scale covers */
 	int bits;
 	double sqnr_db;         /* float weight vs dequantized quant weight */
 	size_t clipped;         /* quantized values at qmin or qmax */

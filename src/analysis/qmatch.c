@@ -96,15 +96,17 @@ quant_has_bn(const struct qr_graph *g, size_t i)
 	return 0;
 }
 
-/* Integer range of a quantized dtype. */
+/* Integer range of a quantized dtype, or of bits-bit codes of its
+ * signedness when bits > 0. */
 static void
-qrange(int dtype, double *lo, double *hi)
+qrange(int dtype, int bits, double *lo, double *hi)
 {
-	int bits = qr_dtype_bits(dtype);
 	int uns = dtype == QR_DT_UINT8 || dtype == QR_DT_UINT16 ||
 		  dtype == QR_DT_UINT4 || dtype == QR_DT_UINT32 ||
 		  dtype == QR_DT_UINT64;
 
+	if (bits <= 0)
+		bits = qr_dtype_bits(dtype);
 	if (bits >= 53)
 		bits = 52;
 	if (uns) {
@@ -147,27 +149,38 @@ struct deq_acc {
 
 #define DEQ_CHUNK 1024
 
+/* The float values (q - z) s can stand for without losing range: half a
+ * step past either end. */
+static void
+deq_bounds(float s, float z, float qlo, float qhi, float *lo, float *hi)
+{
+	*lo = (qlo - z) * s - 0.5f * fabsf(s);
+	*hi = (qhi - z) * s + 0.5f * fabsf(s);
+	if (*lo > *hi) {
+		float t = *lo;
+
+		*lo = *hi;
+		*hi = t;
+	}
+}
+
 /*
- * One pass over a run of n weights that share scale s and zero point z
- * (the whole tensor when per tensor): w' = (q - z) s, and the counts.
- * q is converted DEQ_CHUNK elements at a time; the float partial sums of a
+ * One pass over a run of n weights: w' = (q - z) s, and the counts. With
+ * ss 0 the run shares s[0] and z[0] (the whole tensor when per tensor);
+ * with ss 1 element i takes s[i] and z[i] (a row across blocks). q is
+ * converted DEQ_CHUNK elements at a time; the float partial sums of a
  * chunk go into doubles.
  */
 static void
 deq_run(const float *x, const struct qr_tensor_data *q, size_t i0, size_t n,
-	float s, float z, float qlo, float qhi, struct deq_acc *acc)
+	const float *s, const float *z, size_t ss, float qlo, float qhi,
+	struct deq_acc *acc)
 {
-	float lo = (qlo - z) * s - 0.5f * fabsf(s);
-	float hi = (qhi - z) * s + 0.5f * fabsf(s);
+	float lo, hi;
 	float buf[DEQ_CHUNK];
 	size_t i, k, m;
 
-	if (lo > hi) {
-		float t = lo;
-
-		lo = hi;
-		hi = t;
-	}
+	deq_bounds(s[0], z[0], qlo, qhi, &lo, &hi);
 	for (k = 0; k < n; k += m) {
 		float sg = 0, er = 0;
 		size_t nc = 0, nr = 0;
@@ -175,8 +188,11 @@ deq_run(const float *x, const struct qr_tensor_data *q, size_t i0, size_t n,
 		m = n - k < DEQ_CHUNK ? n - k : DEQ_CHUNK;
 		q_chunk(q, i0 + k, m, buf);
 		for (i = 0; i < m; i++) {
-			float v = x[k + i], d = v - (buf[i] - z) * s;
+			size_t at = ss * (k + i);
+			float v = x[k + i], d = v - (buf[i] - z[at]) * s[at];
 
+			if (ss)
+				deq_bounds(s[at], z[at], qlo, qhi, &lo, &hi);
 			nc += (buf[i] <= qlo) | (buf[i] >= qhi);
 			nr += (v < lo) | (v > hi);
 			sg += v * v;
@@ -223,7 +239,7 @@ compare(const struct qr_graph *fg, const struct qr_an_wlayer *fl,
 	const char **bn_name)
 {
 	const struct qr_tensor_data *q = ql->q;
-	size_t outer, C, inner, o, c, nch;
+	size_t outer, C, inner, o, c, nch, nb;
 	const float *w = NULL;
 	float *sc = NULL, *zp = NULL, *bnf = NULL, *own = NULL;
 	const struct qr_node *bn = NULL;
@@ -233,13 +249,22 @@ compare(const struct qr_graph *fg, const struct qr_an_wlayer *fl,
 
 	*bn_folded = 0;
 	qr_an_split(q->dims, q->ndim, ql->axis, &outer, &C, &inner);
-	nch = ql->per_channel ? C : 1;
+	nb = ql->block ? (C + ql->block - 1) / ql->block : C;
+	nch = ql->block ? outer * nb * inner : ql->per_channel ? C : 1;
 	if (ql->scale == NULL) {
 		snprintf(why, why_n, "no scale found for '%s'", q->name);
 		goto out;
 	}
-	if ((ql->scale->n_elem != 1 && ql->scale->n_elem != nch) ||
-	    (ql->zp && ql->zp->n_elem != 1 && ql->zp->n_elem != nch)) {
+	if (ql->block && (ql->scale->n_elem != nch ||
+			  (ql->zp && ql->zp->n_elem != nch))) {
+		snprintf(why, why_n, "scale of '%s' has %zu elements, not %zu "
+			 "blocks of %zu along axis %d", q->name,
+			 ql->scale->n_elem, nch, ql->block, ql->axis);
+		goto out;
+	}
+	if (!ql->block &&
+	    ((ql->scale->n_elem != 1 && ql->scale->n_elem != nch) ||
+	     (ql->zp && ql->zp->n_elem != 1 && ql->zp->n_elem != nch))) {
 		snprintf(why, why_n, "scale of '%s' has %zu elements but axis "
 			 "%d has %zu channels", q->name, ql->scale->n_elem,
 			 ql->axis, C);
@@ -263,17 +288,27 @@ compare(const struct qr_graph *fg, const struct qr_an_wlayer *fl,
 	}
 	sc = broadcast(ql->scale, nch);
 	zp = broadcast(ql->zp, nch);
-	qrange(q->dtype, &dlo, &dhi);
-	if (!ql->per_channel) {
-		deq_run(w, q, 0, q->n_elem, sc[0], zp[0], (float)dlo,
-			(float)dhi, &acc);
+	qrange(q->dtype, ql->bits, &dlo, &dhi);
+	if (ql->block) {
+		for (o = 0; o < outer; o++)
+			for (c = 0; c < C; c++) {
+				size_t i0 = (o * C + c) * inner;
+				size_t at = (o * nb + c / ql->block) * inner;
+
+				deq_run(w + i0, q, i0, inner, sc + at, zp + at,
+					inner > 1, (float)dlo, (float)dhi,
+					&acc);
+			}
+	} else if (!ql->per_channel) {
+		deq_run(w, q, 0, q->n_elem, sc, zp, 0, (float)dlo, (float)dhi,
+			&acc);
 	} else {
 		for (o = 0; o < outer; o++)
 			for (c = 0; c < C; c++) {
 				size_t i0 = (o * C + c) * inner;
 
-				deq_run(w + i0, q, i0, inner, sc[c], zp[c],
-					(float)dlo, (float)dhi, &acc);
+				deq_run(w + i0, q, i0, inner, sc + c, zp + c,
+					0, (float)dlo, (float)dhi, &acc);
 			}
 	}
 	qw->clipped = acc.clipped;
@@ -281,12 +316,21 @@ compare(const struct qr_graph *fg, const struct qr_an_wlayer *fl,
 	qw->sqnr_db = acc.err == 0 ? INFINITY :
 		10.0 * log10(acc.sig / acc.err);
 	qw->n_elem = q->n_elem;
-	qw->bits = qr_dtype_bits(q->dtype);
-	qw->granularity = xstrdup(ql->per_channel ? "per-channel" :
+	qw->bits = ql->bits ? ql->bits : qr_dtype_bits(q->dtype);
+	qw->granularity = xstrdup(ql->block ? "per-block" :
+				  ql->per_channel ? "per-channel" :
 				  "per-tensor");
+	qw->block_size = ql->block;
 	qw->float_bytes = fl->w->nbytes;
-	qw->quant_bytes = q->nbytes + ql->scale->nbytes +
-			  (ql->zp ? ql->zp->nbytes : 0);
+	/* as stored: sub-byte codes (and integer zero points) packed */
+	qw->quant_bytes = (q->n_elem * (size_t)qw->bits + 7) / 8 +
+			  ql->scale->nbytes;
+	if (ql->zp_implied)
+		; /* MatMulNBits' default 2^(bits-1): not stored */
+	else if (ql->zp && qr_an_is_float(ql->zp->dtype))
+		qw->quant_bytes += ql->zp->nbytes;
+	else if (ql->zp)
+		qw->quant_bytes += (ql->zp->n_elem * (size_t)qw->bits + 7) / 8;
 	qw->compression = qw->quant_bytes ?
 		(double)qw->float_bytes / (double)qw->quant_bytes : 0;
 	ok = 1;
@@ -300,9 +344,23 @@ out:
 	return ok;
 }
 
+/* 1 when s is "_Q" or "_DQ_Q" and a bit count: the suffix ONNX
+ * Runtime's weight-only quantizer gives a MatMul weight W (W_Q4 for
+ * MatMulNBits, W_DQ_Q4 for its QDQ flavour). */
+static int
+nbits_suffix(const char *s)
+{
+	if (strncmp(s, "_DQ", 3) == 0)
+		s += 3;
+	if (strncmp(s, "_Q", 2) != 0 || s[2] < '1' || s[2] > '8')
+		return 0;
+	return s[3] == '\0';
+}
+
 /* The name rule that pairs float weight/node with quant layer ql:
- * ORT's "W -> W_quantized", the same weight name, or the same node name.
- * Returns a static description or NULL. */
+ * ORT's "W -> W_quantized" (or W_Q4, W_DQ_Q4 for weight-only 4 bits), the
+ * same weight name, or the same node name. Returns a static description
+ * or NULL. */
 static const char *
 name_rule(const struct qr_an_wlayer *fl, const struct qr_graph *qg,
 	  const struct qr_an_qlayer *ql)
@@ -312,6 +370,8 @@ name_rule(const struct qr_an_wlayer *fl, const struct qr_graph *qg,
 
 	if (strncmp(qn, fw, lf) == 0 && strcmp(qn + lf, "_quantized") == 0)
 		return "ORT weight name";
+	if (strncmp(qn, fw, lf) == 0 && nbits_suffix(qn + lf))
+		return "ORT weight-only name";
 	if (strcmp(qn, fw) == 0)
 		return "same weight name";
 	if (strcmp(qr_graph_node(qg, ql->node)->name, fl->n->name) == 0)

@@ -309,7 +309,8 @@ const_or_fakeq(const struct qr_graph *g, const char *name)
  *                fed without DynamicQuantizeLinear
  *   qdq          a QuantizeLinear on an activation (non-constant input)
  *                feeding a DequantizeLinear
- *   weight-only  DequantizeLinear on constants only
+ *   weight-only  DequantizeLinear on constants only, or com.microsoft
+ *                MatMulNBits
  *   float        none of these
  */
 enum qr_qformat
@@ -333,6 +334,8 @@ qr_an_detect_format(const struct qr_graph *g)
 			intops = 1;
 		else if (is_int_compute(nd))
 			qop = 1;
+		else if (strcmp(op, "MatMulNBits") == 0)
+			wdq = 1;
 		else if (strcmp(op, "DequantizeLinear") == 0 && nd->n_in > 0) {
 			const struct qr_node *p = producer(g, nd->in[0]);
 
@@ -521,12 +524,114 @@ qr_an_qlayers_free(struct qr_an_qlayer *ql, size_t n_ql)
 {
 	size_t i;
 
-	for (i = 0; ql != NULL && i < n_ql; i++)
-		if (ql[i].folded != NULL) {
-			free((void *)ql[i].folded->data);
-			free(ql[i].folded);
-		}
+	for (i = 0; ql != NULL && i < n_ql; i++) {
+		struct qr_tensor_data *own[3] = {ql[i].folded, ql[i].fscale,
+						 ql[i].fzp};
+		size_t k;
+
+		for (k = 0; k < 3; k++)
+			if (own[k] != NULL) {
+				free((void *)own[k]->data);
+				free(own[k]);
+			}
+	}
 	free(ql);
+}
+
+/* A zeroed heap tensor named name, dtype, [d0][d1]. */
+static struct qr_tensor_data *
+own_2d(const char *name, int dtype, size_t d0, size_t d1)
+{
+	struct qr_tensor_data *t = xcalloc(1, sizeof *t);
+
+	t->name = name;
+	t->dtype = dtype;
+	t->ndim = 2;
+	t->dims[0] = (int64_t)d0;
+	t->dims[1] = (int64_t)d1;
+	t->n_elem = d0 * d1;
+	t->nbytes = t->n_elem * qr_dtype_size(dtype);
+	t->data = xcalloc(t->nbytes ? t->nbytes : 1, 1);
+	return t;
+}
+
+/*
+ * The weight of a com.microsoft MatMulNBits n as the blocked
+ * DequantizeLinear of ONNX Runtime's QDQ flavour holds it, so pairing and
+ * measuring see one layout: codes [K][N] (uint4 for 4 bits, else uint8
+ * with ql->bits), scales and zero points [k_blocks][N], blocks of
+ * block_size along axis 0. Zero points are float when the node's are,
+ * and 2^(bits-1) when it has none. 0 when B, the scales or zero points are
+ * not constants of the sizes the attributes give, or a g_idx input
+ * reorders rows (GPTQ act order: no block layout holds that).
+ */
+static int
+fold_nbits(const struct qr_graph *g, const struct qr_node *n,
+	   struct qr_an_qlayer *ql)
+{
+	size_t k = (size_t)qr_node_attr_int(n, "K", 0);
+	size_t nn = (size_t)qr_node_attr_int(n, "N", 0);
+	int64_t bits = qr_node_attr_int(n, "bits", 4);
+	size_t bs = (size_t)qr_node_attr_int(n, "block_size", 0);
+	const struct qr_tensor_data *b = in_const(g, n, 1);
+	const struct qr_tensor_data *sc = in_const(g, n, 2);
+	const struct qr_tensor_data *zp = in_const(g, n, 3);
+	size_t kb, blob, zrow, i, j;
+	uint8_t *q;
+	float *s, *z;
+
+	if ((bits != 2 && bits != 4 && bits != 8) || k == 0 || nn == 0 ||
+	    bs < 16 || b == NULL || sc == NULL ||
+	    b->dtype != QR_DT_UINT8 || !qr_an_is_float(sc->dtype) ||
+	    (n->n_in > 3 && n->in[3][0] && zp == NULL) ||
+	    (n->n_in > 4 && n->in[4][0]))
+		return 0;
+	kb = (k + bs - 1) / bs;
+	blob = bs * (size_t)bits / 8;
+	zrow = (kb * (size_t)bits + 7) / 8;
+	if (b->n_elem != nn * kb * blob || sc->n_elem != nn * kb ||
+	    (zp && !(zp->dtype == QR_DT_UINT8 && zp->n_elem == nn * zrow) &&
+	     !(qr_an_is_float(zp->dtype) && zp->n_elem == nn * kb)))
+		return 0;
+	ql->folded = own_2d(b->name, bits == 4 ? QR_DT_UINT4 : QR_DT_UINT8,
+			    k, nn);
+	ql->fscale = own_2d(sc->name, QR_DT_FLOAT, kb, nn);
+	ql->fzp = own_2d(zp ? zp->name : sc->name, zp && zp->dtype !=
+			 QR_DT_UINT8 ? QR_DT_FLOAT : QR_DT_UINT8, kb, nn);
+	q = (uint8_t *)ql->folded->data;
+	s = (float *)ql->fscale->data;
+	for (j = 0; j < nn; j++) {
+		const uint8_t *col = (const uint8_t *)b->data + j * kb * blob;
+
+		for (i = 0; i < k; i++)
+			q[i * nn + j] = (uint8_t)qr_packed_code(
+				col + i / bs * blob, i % bs, (unsigned)bits);
+		for (i = 0; i < kb; i++) {
+			size_t at = i * nn + j;
+			unsigned zc = 1u << (bits - 1);
+
+			s[at] = (float)qr_tensor_get(sc, j * kb + i);
+			if (zp && zp->dtype == QR_DT_UINT8)
+				zc = qr_packed_code((const uint8_t *)zp->data +
+						    j * zrow, i,
+						    (unsigned)bits);
+			if (ql->fzp->dtype == QR_DT_FLOAT) {
+				z = (float *)ql->fzp->data;
+				z[at] = (float)qr_tensor_get(zp, j * kb + i);
+			} else {
+				((uint8_t *)ql->fzp->data)[at] = (uint8_t)zc;
+			}
+		}
+	}
+	ql->q = ql->folded;
+	ql->scale = ql->fscale;
+	ql->zp = ql->fzp;
+	ql->zp_implied = zp == NULL;
+	ql->axis = 0;
+	ql->block = bs;
+	ql->bits = bits == 4 ? 0 : (int)bits;
+	ql->family = QR_AN_FAM_MATMUL;
+	return 1;
 }
 
 /* Quantized-layer description of node n, or 0 when it is not one. */
@@ -562,6 +667,11 @@ find_qlayer(const struct qr_graph *g, size_t i, struct qr_an_qlayer *ql,
 	} else if (strcmp(op, "QAttention") == 0) {
 		wi = 1, si = 4, zi = 7;
 		ql->family = QR_AN_FAM_MATMUL;
+	} else if (strcmp(op, "MatMulNBits") == 0) {
+		if (!fold_nbits(g, n, ql))
+			return 0;
+		*act = n->n_in > 0 && act_quantized(g, n->in[0]);
+		goto found;
 	} else if (is_default_domain(n->domain) && n->n_in > 1 &&
 		   (strcmp(op, "Conv") == 0 || strcmp(op, "ConvTranspose") == 0 ||
 		    strcmp(op, "Gemm") == 0 || strcmp(op, "MatMul") == 0)) {
@@ -584,6 +694,9 @@ find_qlayer(const struct qr_graph *g, size_t i, struct qr_an_qlayer *ql,
 		if (ax < 0)
 			ax += q->ndim;
 		ql->axis = (int)ax;
+		if (qr_node_attr_int(dq, "block_size", 0) > 0)
+			ql->block = (size_t)qr_node_attr_int(dq, "block_size",
+							     0);
 		ql->family = op[0] == 'C' ? (op[4] == '\0' ? QR_AN_FAM_CONV :
 					     QR_AN_FAM_CONVT) :
 			QR_AN_FAM_MATMUL;
@@ -707,9 +820,10 @@ qr_an_quant_summary(const struct qr_graph *g, const char *path,
 			l->op = xstrdup(n->op_type);
 			l->weight = xstrdup(ql.q->name);
 			l->weight_dtype = xstrdup(qr_dtype_name(ql.q->dtype));
-			l->bits = qr_dtype_bits(ql.q->dtype);
+			l->bits = ql.bits ? ql.bits : qr_dtype_bits(ql.q->dtype);
 			l->per_channel = ql.per_channel;
 			l->axis = ql.axis;
+			l->block_size = ql.block;
 			l->n_scales = ql.scale ? ql.scale->n_elem : 0;
 			minmax(ql.scale, &l->scale_min, &l->scale_max);
 			if (ql.zp)
@@ -720,7 +834,7 @@ qr_an_quant_summary(const struct qr_graph *g, const char *path,
 			v = xreallocarray(v, nv + 1, sizeof *v);
 			v[nv++] = ql;
 		}
-		if (is_int_compute(n)) {
+		if (is_int_compute(n) || op_is(n, "MatMulNBits")) {
 			act = 1;
 		} else if (is_float_compute(n) && !is_dyn_helper(g, n)) {
 			act = 0;

@@ -299,6 +299,16 @@ enum qr_qtype {
 void qr_quantize_f32(const float *x, size_t outer, size_t axis_len,
 		     size_t inner, const float *scale, const int32_t *zp,
 		     enum qr_qtype t, void *y);
+/* Code j of a run of bits-bit codes (1 to 8) packed low bits first, as
+ * com.microsoft MatMulNBits stores its weights and zero points. */
+static inline unsigned
+qr_packed_code(const uint8_t *p, size_t j, unsigned bits)
+{
+	size_t bit = j * bits;
+
+	return (unsigned)(p[bit / 8] >> (bit % 8)) & ((1u << bits) - 1);
+}
+
 /* DequantizeLinear, same layout: y = (float)(x - zp) * scale. */
 void qr_dequantize_f32(const void *x, enum qr_qtype t, size_t outer,
 		       size_t axis_len, size_t inner, const float *scale,

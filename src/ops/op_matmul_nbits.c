@@ -126,15 +126,6 @@ nbits_check(const struct qr_op_call *c, struct qr_diag *d)
 	return QR_OK;
 }
 
-/* Code j of a run packed low bits first. */
-static unsigned
-code_at(const uint8_t *p, size_t j, size_t bits)
-{
-	size_t bit = j * bits;
-
-	return (unsigned)(p[bit / 8] >> (bit % 8)) & ((1u << bits) - 1);
-}
-
 /* W [K][N] from B, the scales, zero points and g_idx; QR_EGRAPH when a
  * g_idx entry names no block. */
 static enum qr_status
@@ -160,14 +151,16 @@ nbits_dequant(const struct qr_op_call *c, struct qr_diag *d,
 		for (k = 0; k < g->k; k++) {
 			size_t blk = gi ? (size_t)gi[k] : k / g->bs;
 			size_t at = n * g->kb + blk;
-			float q = (float)code_at(col + k / g->bs * g->blob,
-						 k % g->bs, g->bits);
+			float q = (float)qr_packed_code(
+				col + k / g->bs * g->blob, k % g->bs,
+				(unsigned)g->bits);
 			float zp = zdef;
 
 			if (z != NULL && z->dtype == QR_DT_UINT8)
-				zp = (float)code_at((const uint8_t *)z->data +
-						    n * g->zp_row, blk,
-						    g->bits);
+				zp = (float)qr_packed_code(
+					(const uint8_t *)z->data +
+						n * g->zp_row,
+					blk, (unsigned)g->bits);
 			else if (z != NULL)
 				zp = ((const float *)z->data)[at];
 			w[k * g->n + n] = (q - zp) * sc[at];

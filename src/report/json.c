@@ -152,6 +152,10 @@ qweight_json(const struct qr_quant_weight *q)
 	add_str(o, "match", qr_match_name(q->match));
 	add_str(o, "match_reason", q->match_reason);
 	add_str(o, "granularity", q->granularity);
+	if (q->block_size)
+		cJSON_AddNumberToObject(o, "block_size", (double)q->block_size);
+	else
+		cJSON_AddNullToObject(o, "block_size");
 	cJSON_AddNumberToObject(o, "bits", q->bits);
 	add_num(o, "sqnr_db", q->sqnr_db);
 	cJSON_AddNumberToObject(o, "clipped", (double)q->clipped);
@@ -181,12 +185,17 @@ quant_summary_json(const struct qr_quant_summary *s, size_t index)
 		add_str(x, "weight", l->weight);
 		add_str(x, "weight_dtype", l->weight_dtype);
 		cJSON_AddNumberToObject(x, "bits", l->bits);
-		add_str(x, "granularity",
+		add_str(x, "granularity", l->block_size ? "per-block" :
 			l->per_channel ? "per-channel" : "per-tensor");
-		if (l->per_channel)
+		if (l->per_channel || l->block_size)
 			cJSON_AddNumberToObject(x, "axis", l->axis);
 		else
 			cJSON_AddNullToObject(x, "axis");
+		if (l->block_size)
+			cJSON_AddNumberToObject(x, "block_size",
+						(double)l->block_size);
+		else
+			cJSON_AddNullToObject(x, "block_size");
 		cJSON_AddNumberToObject(x, "scales", (double)l->n_scales);
 		add_num(x, "scale_min", l->scale_min);
 		add_num(x, "scale_max", l->scale_max);

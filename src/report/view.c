@@ -665,7 +665,11 @@ pair_view(const struct qr_analysis *a, const struct qr_quant_weight *q,
 	set_str(o, "quant_weight", q->quant_weight);
 	set_str(o, "match", qr_match_name(q->match));
 	set_str(o, "match_reason", q->match_reason);
-	set_str(o, "granularity", q->granularity);
+	if (q->block_size)
+		set_fmt(o, "granularity", "%s (%zu)", q->granularity,
+			q->block_size);
+	else
+		set_str(o, "granularity", q->granularity);
 	cJSON_AddNumberToObject(o, "bits", q->bits);
 	set_sqnr(o, "sqnr", q->sqnr_db);
 	set_str(o, "sqnr_class", sqnr_class(q->sqnr_db));
@@ -763,7 +767,10 @@ quant_view(struct chart_ctx *cc, const struct qr_analysis *a, size_t k,
 		set_str(x, "weight", l->weight);
 		set_str(x, "dtype", l->weight_dtype);
 		cJSON_AddNumberToObject(x, "bits", l->bits);
-		if (l->per_channel)
+		if (l->block_size)
+			set_fmt(x, "granularity", "per-block (%zu along axis "
+				"%d)", l->block_size, l->axis);
+		else if (l->per_channel)
 			set_fmt(x, "granularity", "per-channel (axis %d)",
 				l->axis);
 		else

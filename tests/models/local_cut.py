@@ -48,17 +48,27 @@ INT_TYPES = {
 }
 
 
+def array(t):
+    """The tensor's values, or None for an element type this onnx cannot
+    read (INT4/UINT4 weights to onnx 1.12; only activations' scales and
+    zero points are read, and a 4-bit one is then "no scale")."""
+    try:
+        return numpy_helper.to_array(t)
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
 def main():
     qpath, rpath, k, out_model, out_json = sys.argv[1:6]
     k = int(k)
     m = onnx.load(qpath)
     g = m.graph
-    consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    consts = {t.name: array(t) for t in g.initializer}
     for n in g.node:
         if n.op_type == "Constant" and n.output:
             for a in n.attribute:
                 if a.name == "value":
-                    consts[n.output[0]] = numpy_helper.to_array(a.t)
+                    consts[n.output[0]] = array(a.t)
     prod, pos = {}, {}
     cons = {}
     for i, n in enumerate(g.node):
@@ -87,7 +97,7 @@ def main():
         members.setdefault(find(t), []).append(t)
 
     def params_from(n, i_s, i_z):
-        if i_s >= len(n.input) or n.input[i_s] not in consts:
+        if i_s >= len(n.input) or consts.get(n.input[i_s]) is None:
             return None
         s = consts[n.input[i_s]].reshape(-1)
         z = None
