@@ -591,21 +591,31 @@ test_matmul_nbits(void)
 		-3, -3, 2, -3, -3, -2, -2, 1, -3, 0, 1, -1, -3, -3, 1, 1, 1,
 		1, 0, 0, -3, -3, -1};
 	static const float want[] = {-106.5f, -50, 12, -186.75f, -217, -8.5f};
-	/* no zero points (8), g_idx, bias [4, 3] */
+	/* no zero points (8), bias [4, 3] */
 	static const uint8_t bg[] = {
 		39, 49, 45, 20, 242, 114, 67, 30, 198, 123, 0, 0, 0, 0, 0, 0,
 		132, 232, 60, 148, 42, 92, 116, 159, 26, 9, 0, 0, 0, 0, 0, 0};
 	static const float scg[] = {0.25f, 1, 0.25f, 1};
-	static const int32_t gi[] = {1, 0, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0,
-				     1, 1, 0, 1, 0, 1, 0};
 	static const float ag[] = {
 		-2, 1, -2, 0, 2, 1, 3, -2, 2, 2, -3, -3, 1, 1, -1, -3, 2, 3,
 		1, 1, 1, 3, -1, 0, 0, 2, 1, -2, -3, -2, -1, 0, -2, -3, -2, 0,
 		1, 2, 2, -3};
 	static const float bias[] = {4, 3};
-	static const float wantg[] = {29.75f, -14, 2.5f, -7};
-	static const int32_t gbad[] = {1, 0, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0,
-				       1, 1, 0, 1, 0, 1, 2};
+	static const float wantg[] = {25.25f, -28.25f, 20.5f, 11.75f};
+	/* accuracy_level 4 on the first case's weights: A quantized to
+	 * int8 per block of 16 (s = max|a| / 127; q = a / s rounded half to
+	 * even: 2.5 -> 2, -3.5 -> -4, 0.5 -> 0 in row 0 block 0 (s 1);
+	 * -1.25 / 0.5 -> -2, 0.75 / 0.5 -> 2 in block 1 (s 0.5); row 1's
+	 * block 0 all zeros, its block 1 s = 4 / 127). The float path gives
+	 * 260.75, -330.625, -413.125, 1.25, 16, 1. */
+	static const float a4[] = {
+		127, 2.5f, -3.5f, 0.5f, 10, -20, 7.25f, 1, 0, 0, -1, 3, -127,
+		4, 5, 6, 63.5f, -1.25f, 2, 0.75f,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, -2, 3, -4};
+	static const float want4[] = {239.75f, -347.75f, -418.5f,
+				      1.291338562965393f, 15.889763832092285f,
+				      1.039370059967041f};
+	static const int32_t gi[20] = {0};
 	/* 8 bits, K 16, N 2, M 1 */
 	static const uint8_t b8[] = {
 		97, 226, 149, 162, 250, 238, 29, 170, 7, 222, 158, 76, 203,
@@ -640,14 +650,20 @@ test_matmul_nbits(void)
 				 a_int("block_size", 12)};
 	struct qr_attr atk[] = {a_int("K", 19), a_int("N", 3), a_int("bits", 4),
 				a_int("block_size", 16)};
+	struct qr_attr at4[] = {a_int("K", 20), a_int("N", 3), a_int("bits", 4),
+				a_int("block_size", 16),
+				a_int("accuracy_level", 4)};
 	struct tin in[] = {
 		{F32, 2, {2, 20}, a}, {U8, 3, {3, 2, 8}, b}, {F32, 1, {6}, sc},
 		{U8, 1, {3}, zp},
 	};
 	struct tin ing[] = {
 		{F32, 2, {2, 20}, ag}, {U8, 3, {2, 2, 8}, bg},
-		{F32, 1, {4}, scg}, NONE, {S32, 1, {20}, gi},
-		{F32, 1, {2}, bias},
+		{F32, 1, {4}, scg}, NONE, NONE, {F32, 1, {2}, bias},
+	};
+	struct tin in4[] = {
+		{F32, 2, {2, 20}, a4}, {U8, 3, {3, 2, 8}, b}, {F32, 1, {6}, sc},
+		{U8, 1, {3}, zp},
 	};
 	struct tin in8[] = {
 		{F32, 2, {1, 16}, a8}, {U8, 3, {2, 1, 16}, b8},
@@ -662,7 +678,7 @@ test_matmul_nbits(void)
 	expect("MatMulNBits 4 bits, packed zero points, short last block",
 	       &qr_op_matmul_nbits, in, N_OF(in), at, N_OF(at), 2, dy, want,
 	       6);
-	expect("MatMulNBits default zero point 8, g_idx, bias",
+	expect("MatMulNBits default zero point 8, bias",
 	       &qr_op_matmul_nbits, ing, N_OF(ing), atg, N_OF(atg), 2, dyg,
 	       wantg, 4);
 	expect("MatMulNBits 8 bits", &qr_op_matmul_nbits, in8, N_OF(in8),
@@ -676,11 +692,13 @@ test_matmul_nbits(void)
 	expect_refused("MatMulNBits K 19 against B's 2 blocks of 16",
 		       &qr_op_matmul_nbits, in, N_OF(in), atk, N_OF(atk),
 		       QR_ESHAPE);
+	expect("MatMulNBits accuracy_level 4: A quantized to int8 per block",
+	       &qr_op_matmul_nbits, in4, N_OF(in4), at4, N_OF(at4), 2, dy,
+	       want4, 6);
 	memcpy(ingb, ing, sizeof ing);
-	ingb[4] = (struct tin){S32, 1, {20}, gbad};
-	expect_refused("MatMulNBits g_idx naming block 2 of 2",
-		       &qr_op_matmul_nbits, ingb, N_OF(ingb), atg, N_OF(atg),
-		       QR_EGRAPH);
+	ingb[4] = (struct tin){S32, 1, {20}, gi};
+	expect_refused("MatMulNBits with g_idx", &qr_op_matmul_nbits, ingb,
+		       N_OF(ingb), atg, N_OF(atg), QR_EUNSUPPORTED);
 }
 
 /* ---- QLinearConv ---- */

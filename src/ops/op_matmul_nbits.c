@@ -10,17 +10,27 @@
  * (column, block), [N * k_blocks]. zero_points, optional: codes packed
  * the same way, each column's starting on a fresh byte ([N][ceil(k_blocks
  * * bits / 8)]), or floats shaped as the scales; absent means
- * 2^(bits - 1). g_idx, optional int32 [K]: the block whose scale and zero
- * point row k takes (GPTQ with reordered rows); bias, optional [N].
+ * 2^(bits - 1). bias, optional [N]. g_idx (deprecated; ONNX Runtime 1.30
+ * gives results neither layout explains even for the identity order) is
+ * refused.
  *
- * W is dequantized to float [K][N] once when B, the scales, zero points
- * and g_idx are constants (at prepare, else at each run), and the product
- * goes through qr_sgemm. ONNX Runtime's CPU kernels sum in their own
- * blocked order, so values agree with its to rounding, not bit for bit.
- * With accuracy_level 4 ONNX Runtime also quantizes A to int8 inside the
- * kernel; qreport multiplies in float at every level, so what it reports
- * for such a model is the error of the weights alone.
+ * accuracy_level picks the arithmetic, as ONNX Runtime's x86-64 CPU
+ * kernels do (checked against onnxruntime-node 1.30 for 2, 4 and 8 bits,
+ * blocks of 16 to 256, a short last block):
+ *   0 to 3  float: W is dequantized once (at prepare when B, the scales
+ *           and zero points are constants, else at each run) and the
+ *           product goes through qr_sgemm. ONNX Runtime sums in its own
+ *           order: values agree to rounding, not bit for bit.
+ *   4       int8 activations: each row of A is quantized per block of
+ *           block_size along K, symmetric, scale max|a| / 127, round half
+ *           to even; each block's integer dot product with (code - zero
+ *           point) is scaled by both scales and the blocks summed. The
+ *           error this adds to A is part of what ONNX Runtime computes, so
+ *           it is part of the report's numbers. With float zero points
+ *           ONNX Runtime stays in float, and so does qreport.
  */
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,10 +42,14 @@ struct nbits_geom {
 	size_t k, n, bits, bs;  /* K, N, bits, block_size */
 	size_t kb, blob;        /* blocks per column, bytes per block */
 	size_t zp_row;          /* bytes of packed zero points per column */
+	int int8_a;             /* accuracy_level 4 with integer zero points:
+				 * A quantized to int8 per block */
 };
 
+/* W when B, the scales and zero points are constants, or NULLs. */
 struct nbits_state {
-	float *w;               /* dequantized [K][N] when constant, or NULL */
+	float *w;               /* float path: dequantized [K][N] */
+	int16_t *wq;            /* int8 path: code - zero point, [N][K] */
 };
 
 static enum qr_status
@@ -65,6 +79,8 @@ nbits_geom(const struct qr_op_call *c, struct qr_diag *d,
 	g->kb = (g->k + g->bs - 1) / g->bs;
 	g->blob = g->bs * g->bits / 8;
 	g->zp_row = (g->kb * g->bits + 7) / 8;
+	g->int8_a = qr_op_attr_int(c, "accuracy_level", 0) >= 4 &&
+		    qr_op_dtype(c, 3) != QR_DT_FLOAT;
 	return QR_OK;
 }
 
@@ -98,8 +114,6 @@ nbits_sizes(const struct qr_op_call *c, struct qr_diag *d,
 	    (st = want_elems(c, d, 2, g->n * g->kb)) != QR_OK ||
 	    (qr_op_has_in(c, 3) &&
 	     (st = want_elems(c, d, 3, zn)) != QR_OK) ||
-	    (qr_op_has_in(c, 4) &&
-	     (st = want_elems(c, d, 4, g->k)) != QR_OK) ||
 	    (qr_op_has_in(c, 5) &&
 	     (st = want_elems(c, d, 5, g->n)) != QR_OK))
 		return st;
@@ -118,55 +132,115 @@ nbits_check(const struct qr_op_call *c, struct qr_diag *d)
 	    (st = qr_op_want_dtype(c, d, 2, QR_DTM_FLOAT)) != QR_OK ||
 	    (st = qr_op_want_dtype(c, d, 3, QR_DTM(QR_DT_UINT8) |
 				   QR_DTM_FLOAT)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 4, QR_DTM(QR_DT_INT32))) != QR_OK ||
 	    (st = qr_op_want_dtype(c, d, 5, QR_DTM_FLOAT)) != QR_OK ||
 	    (st = nbits_geom(c, d, &g)) != QR_OK)
 		return st;
+	if (qr_op_has_in(c, 4))
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "g_idx '%s' "
+				    "(reordered rows) is not supported",
+				    qr_op_in_name(c, 4));
 	c->out_dtype[0] = QR_DT_FLOAT;
 	return QR_OK;
 }
 
-/* W [K][N] from B, the scales, zero points and g_idx; QR_EGRAPH when a
- * g_idx entry names no block. */
-static enum qr_status
-nbits_dequant(const struct qr_op_call *c, struct qr_diag *d,
-	      const struct nbits_geom *g, float *w)
+/* Zero point of column n, block blk. */
+static float
+zero_point(const struct qr_op_call *c, const struct nbits_geom *g, size_t n,
+	   size_t blk)
 {
-	const uint8_t *b = c->in[1]->data;
-	const float *sc = c->in[2]->data;
 	const struct qr_tensor *z = qr_op_has_in(c, 3) ? c->in[3] : NULL;
-	const int32_t *gi = qr_op_has_in(c, 4) ? c->in[4]->data : NULL;
-	float zdef = (float)(1u << (g->bits - 1));
+
+	if (z == NULL)
+		return (float)(1u << (g->bits - 1));
+	if (z->dtype == QR_DT_UINT8)
+		return (float)qr_packed_code((const uint8_t *)z->data +
+					     n * g->zp_row, blk,
+					     (unsigned)g->bits);
+	return ((const float *)z->data)[n * g->kb + blk];
+}
+
+/* Code of column n, row k. */
+static unsigned
+code(const struct qr_op_call *c, const struct nbits_geom *g, size_t n,
+     size_t k)
+{
+	const uint8_t *col = (const uint8_t *)c->in[1]->data +
+			     n * g->kb * g->blob;
+
+	return qr_packed_code(col + k / g->bs * g->blob, k % g->bs,
+			      (unsigned)g->bits);
+}
+
+/* Float path: W [K][N] = (code - zero point) * scale. */
+static void
+dequant_f32(const struct qr_op_call *c, const struct nbits_geom *g, float *w)
+{
+	const float *sc = c->in[2]->data;
 	size_t n, k;
 
-	for (k = 0; gi != NULL && k < g->k; k++)
-		if (gi[k] < 0 || (size_t)gi[k] >= g->kb)
-			return qr_op_errorf(c, d, QR_EGRAPH, "g_idx '%s' "
-					    "entry %zu is %d, not a block "
-					    "below %zu", qr_op_in_name(c, 4),
-					    k, (int)gi[k], g->kb);
-	for (n = 0; n < g->n; n++) {
-		const uint8_t *col = b + n * g->kb * g->blob;
-
+	for (n = 0; n < g->n; n++)
 		for (k = 0; k < g->k; k++) {
-			size_t blk = gi ? (size_t)gi[k] : k / g->bs;
-			size_t at = n * g->kb + blk;
-			float q = (float)qr_packed_code(
-				col + k / g->bs * g->blob, k % g->bs,
-				(unsigned)g->bits);
-			float zp = zdef;
+			size_t at = n * g->kb + k / g->bs;
 
-			if (z != NULL && z->dtype == QR_DT_UINT8)
-				zp = (float)qr_packed_code(
-					(const uint8_t *)z->data +
-						n * g->zp_row,
-					blk, (unsigned)g->bits);
-			else if (z != NULL)
-				zp = ((const float *)z->data)[at];
-			w[k * g->n + n] = (q - zp) * sc[at];
+			w[k * g->n + n] = ((float)code(c, g, n, k) -
+					   zero_point(c, g, n, k / g->bs)) *
+					  sc[at];
+		}
+}
+
+/* int8 path: wq [N][K] = code - zero point (integer zero points). */
+static void
+dequant_int(const struct qr_op_call *c, const struct nbits_geom *g,
+	    int16_t *wq)
+{
+	size_t n, k;
+
+	for (n = 0; n < g->n; n++)
+		for (k = 0; k < g->k; k++)
+			wq[n * g->k + k] = (int16_t)((int)code(c, g, n, k) -
+				(int)zero_point(c, g, n, k / g->bs));
+}
+
+/*
+ * Y [m][N] with A quantized to int8 per block (accuracy_level 4): for
+ * each row and block, s = max|a| / 127, q = a * (127 / max|a|) rounded
+ * half to even (0 when the block is all zeros); the block adds
+ * (float)(sum q * wq) * s * scale to each output.
+ */
+static void
+gemm_int8_a(const struct nbits_geom *g, size_t m, const float *a,
+	    const int16_t *wq, const float *sc, float *y)
+{
+	int8_t *qa = xmalloc(g->bs);
+	size_t i, b, j, k;
+
+	for (i = 0; i < m; i++) {
+		const float *ar = a + i * g->k;
+		float *yr = y + i * g->n;
+
+		memset(yr, 0, g->n * sizeof *yr);
+		for (b = 0; b < g->kb; b++) {
+			size_t k0 = b * g->bs;
+			size_t len = g->k - k0 < g->bs ? g->k - k0 : g->bs;
+			float amax = 0, s, inv;
+
+			for (k = 0; k < len; k++)
+				amax = fmaxf(amax, fabsf(ar[k0 + k]));
+			s = amax / 127.0f;
+			inv = amax != 0 ? 127.0f / amax : 0.0f;
+			for (k = 0; k < len; k++)
+				qa[k] = (int8_t)nearbyintf(ar[k0 + k] * inv);
+			for (j = 0; j < g->n; j++) {
+				const int16_t *w = wq + j * g->k + k0;
+				int64_t acc = 0;
+
+				for (k = 0; k < len; k++)
+					acc += (int32_t)qa[k] * w[k];
+				yr[j] += (float)acc * (s * sc[j * g->kb + b]);
+			}
 		}
 	}
-	return QR_OK;
+	free(qa);
 }
 
 /* Whether input i is known at prepare (or absent). */
@@ -187,10 +261,16 @@ nbits_prepare(struct qr_op_call *c, struct qr_diag *d)
 	if ((s = nbits_geom(c, d, &g)) != QR_OK ||
 	    (s = nbits_sizes(c, d, &g)) != QR_OK)
 		return s;
-	if (!known(c, 1) || !known(c, 2) || !known(c, 3) || !known(c, 4))
+	if (!known(c, 1) || !known(c, 2) || !known(c, 3))
 		return QR_OK;
-	st->w = xreallocarray(NULL, g.k * g.n, sizeof *st->w);
-	return nbits_dequant(c, d, &g, st->w);
+	if (g.int8_a) {
+		st->wq = xreallocarray(NULL, g.k * g.n, sizeof *st->wq);
+		dequant_int(c, &g, st->wq);
+	} else {
+		st->w = xreallocarray(NULL, g.k * g.n, sizeof *st->w);
+		dequant_f32(c, &g, st->w);
+	}
+	return QR_OK;
 }
 
 static void
@@ -198,8 +278,10 @@ nbits_release(void *state)
 {
 	struct nbits_state *st = state;
 
-	if (st != NULL)
+	if (st != NULL) {
 		free(st->w);
+		free(st->wq);
+	}
 	free(st);
 }
 
@@ -230,35 +312,47 @@ nbits_run(struct qr_op_call *c, struct qr_diag *d)
 {
 	const struct nbits_state *st = c->state;
 	struct qr_tensor *y = c->out[0];
+	const float *a = c->in[0]->data;
 	const float *bias = qr_op_has_in(c, 5) ? c->in[5]->data : NULL;
-	struct qr_sgemm_plan plan;
 	struct nbits_geom g;
 	size_t m, i, j;
-	float *w = st ? st->w : NULL, *own = NULL, *yd = y->data;
-	void *ws;
+	float *yd = y->data;
 	enum qr_status s;
 
 	if ((s = nbits_geom(c, d, &g)) != QR_OK)
 		return s;
 	if (y->n_elem == 0)
 		return QR_OK;
-	if (w == NULL) {
-		w = own = xreallocarray(NULL, g.k * g.n, sizeof *w);
-		if ((s = nbits_dequant(c, d, &g, w)) != QR_OK) {
-			free(own);
-			return s;
-		}
-	}
 	m = y->n_elem / g.n;
-	qr_sgemm_plan(m, g.n, g.k, 0, g.n, g.n, &plan);
-	ws = xmalloc(qr_sgemm_workspace());
-	qr_sgemm(&plan, m, g.n, g.k, c->in[0]->data, g.k, w, g.n, 0, yd, g.n,
-		 0, ws);
+	if (g.int8_a) {
+		int16_t *own = NULL;
+		const int16_t *wq = st ? st->wq : NULL;
+
+		if (wq == NULL) {
+			wq = own = xreallocarray(NULL, g.k * g.n, sizeof *own);
+			dequant_int(c, &g, own);
+		}
+		gemm_int8_a(&g, m, a, wq, c->in[2]->data, yd);
+		free(own);
+	} else {
+		struct qr_sgemm_plan plan;
+		float *own = NULL;
+		const float *w = st ? st->w : NULL;
+		void *ws = xmalloc(qr_sgemm_workspace());
+
+		if (w == NULL) {
+			w = own = xreallocarray(NULL, g.k * g.n, sizeof *own);
+			dequant_f32(c, &g, own);
+		}
+		qr_sgemm_plan(m, g.n, g.k, 0, g.n, g.n, &plan);
+		qr_sgemm(&plan, m, g.n, g.k, a, g.k, w, g.n, 0, yd, g.n, 0,
+			 ws);
+		free(ws);
+		free(own);
+	}
 	for (i = 0; bias != NULL && i < m; i++)
 		for (j = 0; j < g.n; j++)
 			yd[i * g.n + j] += bias[j];
-	free(ws);
-	free(own);
 	return QR_OK;
 }
 

@@ -44,6 +44,9 @@ for tests/ort_weightonly.sh and the C tests:
                      [N, k_blocks, 32] (one code a byte, padding 0),
                      W_zero_points uint8 [N*k_blocks] (one a byte);
                      asymmetric RTN as below with 255 for 15
+  wo_nbits_al4.onnx  wo_nbits.onnx with accuracy_level 4: ONNX Runtime's
+                     CPU kernel then quantizes A to int8 per block of 32
+                     (the weights, and their numbers, are wo_nbits')
   wo_nbits_fzp.onnx  MatMulNBits 4-bit whose W_zero_points is float
                      [N*k_blocks], shaped and indexed like the scales (as
                      HQQ writes it): zp = -lo/s unrounded (float32), q =
@@ -70,6 +73,7 @@ qmax (15; 255 for wo_nbits8), the padding not counted:
   wo_nbits_sym  /fc2/MatMul  onnx::MatMul_29  sqnr 23.774075 clipped 1051
   wo_nbits_sym  /head/MatMul onnx::MatMul_30  sqnr 23.782931 clipped 107
   wo_dq4        (the same as wo_nbits)
+  wo_nbits_al4  (the same as wo_nbits)
   wo_nbits8     /fc1/MatMul  onnx::MatMul_28  sqnr 48.952181 clipped 603
   wo_nbits8     /fc2/MatMul  onnx::MatMul_29  sqnr 48.654079 clipped 460
   wo_nbits8     /head/MatMul onnx::MatMul_30  sqnr 49.021845 clipped 61
@@ -265,9 +269,11 @@ def quantize(kind):
                  nbits_zp(zp.astype(np.uint8), bits))
             g.initializer.append(numpy_helper.from_array(
                 z, wn + "_zero_points"))
+        extra = {"accuracy_level": 4} if kind == "nbits_al4" else {}
         new_nodes.append(helper.make_node(
             "MatMulNBits", ins, [node.output[0]], name=node.name + tag,
-            domain="com.microsoft", K=k, N=n, bits=bits, block_size=BLOCK))
+            domain="com.microsoft", K=k, N=n, bits=bits, block_size=BLOCK,
+            **extra))
     del g.node[:]
     g.node.extend(new_nodes)
     keep = [t for t in g.initializer if t.name not in drop]
@@ -284,7 +290,8 @@ def quantize(kind):
 
 
 expected = []
-for kind in ("nbits", "nbits_sym", "dq4", "nbits8", "nbits_fzp"):
+for kind in ("nbits", "nbits_sym", "dq4", "nbits8", "nbits_fzp",
+             "nbits_al4"):
     qm, lines = quantize(kind)
     onnx.save(qm, os.path.join(OUT, "wo_%s.onnx" % kind))
     expected.extend(lines)
