@@ -25,7 +25,7 @@ $PY -c "import onnx, numpy" 2>/dev/null ||
 fx="$top_srcdir/tests/data/activations"
 work=$(mktemp -d /tmp/qr-dyn-XXXXXX)
 trap 'rm -rf "$work"' EXIT INT TERM
-echo "1..3"
+echo "1..9"
 $PY -c "
 import numpy as np, os, sys
 rng = np.random.RandomState(5)
@@ -73,3 +73,58 @@ if grep -q "^ok 2 - c <-> c" "$work/ort" && grep -q "^ok 5 - m <-> m" "$work/ort
 else
 	echo "not ok 3 - dynamic: the conv or the MatMul pair is missing from ONNX Runtime's check"
 fi
+
+# The same quantization after ONNX Runtime's optimiser fused it
+# (tests/data/make_ort_fused.js): dyn_fused's MatMul and bias are one
+# com.microsoft DynamicQuantizeMatMul; dyn2's two MatMuls share one
+# DynamicQuantizeLinear (dyn2_quant, as quantize_dynamic writes it), which
+# the optimiser turns into two MatMulIntegerToFloat (dyn2_fused). Each
+# report pairs the layers' float outputs by name, and its numbers equal
+# ONNX Runtime's. n: the TAP number of the first of two lines.
+fused() {
+	fm=$1 qm=$2 want=$3 n=$4
+	samples=$work/samples
+	[ "$fm" = dyn2_float ] && samples=$work/samples2
+	rm -rf "$work/rep2"
+	"$QREPORT" --float "$fx/$fm.onnx" --quant "$fx/$qm.onnx" \
+		--data "$samples" -o "$work/rep2" --quiet 2>"$work/err2"
+	rc=$?
+	got=$($PY -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(" ".join(p["tensor"] + "=" + p["quant_tensor"] + ":" + p["match"]
+               for p in r["activations"]))' "$work/rep2/report.json" 2>&1)
+	if [ $rc -eq 0 ] && [ "$got" = "$want" ]; then
+		echo "ok $n - $qm: every layer's float output paired by name ($want)"
+	else
+		echo "not ok $n - $qm: exit $rc, pairs '$got' $(head -c 300 "$work/err2")"
+	fi
+	n=$((n + 1))
+	if $PY "$top_srcdir/tests/models/expose_all.py" "$fx/$fm.onnx" \
+		"$work/f2.onnx" &&
+	   $PY "$top_srcdir/tests/models/expose_all.py" "$fx/$qm.onnx" \
+		"$work/q2.onnx" &&
+	   $PY "$top_srcdir/tests/models/local_cut.py" "$fx/$qm.onnx" \
+		"$work/rep2/report.json" 0 "$work/l2.onnx" "$work/l2.json" &&
+	   node "$top_srcdir/bench/activations_ort.js" "$work/rep2/report.json" \
+		"$work/f2.onnx" "$work/q2.onnx" "$samples" \
+		--local "$work/l2.onnx" "$work/l2.json" >"$work/ort2" 2>&1; then
+		echo "ok $n - $qm: cosine and SQNR, cumulative and local, within 1e-4 of ONNX Runtime"
+	else
+		echo "not ok $n - $qm: differs from ONNX Runtime (or could not be run there)"
+		sed 's/^/# /' "$work/ort2"
+	fi
+	tail -1 "$work/ort2"
+}
+$PY -c "
+import numpy as np, os, sys
+rng = np.random.RandomState(6)
+os.makedirs(sys.argv[1])
+for i in range(6):
+    np.save(os.path.join(sys.argv[1], 's%d.npy' % i),
+            rng.randn(1, 4, 16).astype(np.float32))
+" "$work/samples2" || { echo "Bail out! could not write samples"; exit 1; }
+fused dyn_float dyn_fused "x=x:name c=c:name r=r:name out=out:name" 4
+fused dyn2_float dyn2_quant \
+	"x=x:name ma=ma:name a=a:name b=b:name out=out:name" 6
+fused dyn2_float dyn2_fused "x=x:name a=a:name b=b:name out=out:name" 8

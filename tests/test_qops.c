@@ -701,6 +701,46 @@ test_matmul_nbits(void)
 		       N_OF(ingb), atg, N_OF(atg), QR_EUNSUPPORTED);
 }
 
+/* ---- MatMulIntegerToFloat, DynamicQuantizeMatMul ---- */
+
+static void
+test_matmul_integer_to_float(void)
+{
+	static const uint8_t a[] = {1, 2, 3, 4, 5, 6}, az = 1;
+	static const int8_t b[] = {1, -1, 2, 0, -3, 4};
+	static const float as = 0.5f, bs[] = {0.25f, 0.5f}, bias[] = {1, -2};
+	/* (A - 1) B = [[-4, 8], [-4, 17]], times 0.5 * [0.25, 0.5], + bias */
+	static const float want[] = {0.5f, 0, 0.5f, 2.25f};
+	/* A = [-51, 0, 204]: DynamicQuantizeLinear gives scale 255 / 255 =
+	 * 1 and zero point 51, so (q - 51) = A; A B = [-663, 867], times
+	 * 1 * 0.5, + [1, 1] */
+	static const float af[] = {-51, 0, 204}, bs1 = 0.5f, bias1[] = {1, 1};
+	static const float want1[] = {-330.5f, 434.5f};
+	static const int64_t dims[] = {2, 2}, dims1[] = {1, 2};
+	struct tin in[] = {
+		{U8, 2, {2, 3}, a}, {S8, 2, {3, 2}, b}, SCALAR(F32, &as),
+		{F32, 1, {2}, bs}, SCALAR(U8, &az), NONE, {F32, 1, {2}, bias},
+	};
+	struct tin in1[] = {
+		{F32, 2, {1, 3}, af}, {S8, 2, {3, 2}, b}, SCALAR(F32, &bs1),
+		NONE, {F32, 1, {2}, bias1},
+	};
+	struct tin bad[] = {
+		{U8, 2, {2, 3}, a}, {S8, 2, {3, 2}, b}, SCALAR(F32, &as),
+		{F32, 1, {3}, af}, SCALAR(U8, &az),
+	};
+
+	expect("MatMulIntegerToFloat per-column scales, zero point, bias",
+	       &qr_op_matmul_integer_to_float, in, N_OF(in), NULL, 0, 2, dims,
+	       want, 4);
+	expect("DynamicQuantizeMatMul: A quantized as DynamicQuantizeLinear",
+	       &qr_op_dynamic_quantize_matmul, in1, N_OF(in1), NULL, 0, 2,
+	       dims1, want1, 2);
+	expect_refused("MatMulIntegerToFloat with 3 scales for 2 columns",
+		       &qr_op_matmul_integer_to_float, bad, N_OF(bad), NULL, 0,
+		       QR_EGRAPH);
+}
+
 /* ---- QLinearConv ---- */
 
 static void
@@ -748,5 +788,6 @@ main(void)
 	test_qlinear_conv();
 	test_dequantize_blocked();
 	test_matmul_nbits();
+	test_matmul_integer_to_float();
 	return done();
 }

@@ -10,9 +10,9 @@
  * (column, block), [N * k_blocks]. zero_points, optional: codes packed
  * the same way, each column's starting on a fresh byte ([N][ceil(k_blocks
  * * bits / 8)]), or floats shaped as the scales; absent means
- * 2^(bits - 1). bias, optional [N]. g_idx (deprecated; ONNX Runtime 1.30
- * gives results neither layout explains even for the identity order) is
- * refused.
+ * 2^(bits - 1). bias, optional [N]. Refused: g_idx (deprecated; ONNX
+ * Runtime 1.30 gives results neither layout explains even for the
+ * identity order) and weight_prepacked (B in one CPU kernel's layout).
  *
  * accuracy_level picks the arithmetic, as ONNX Runtime's x86-64 CPU
  * kernels do (checked against onnxruntime-node 1.30 for 2, 4 and 8 bits,
@@ -139,6 +139,10 @@ nbits_check(const struct qr_op_call *c, struct qr_diag *d)
 		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "g_idx '%s' "
 				    "(reordered rows) is not supported",
 				    qr_op_in_name(c, 4));
+	if (qr_op_attr_int(c, "weight_prepacked", 0) != 0)
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "weights prepacked "
+				    "for one CPU's kernel (weight_prepacked) "
+				    "are not supported");
 	c->out_dtype[0] = QR_DT_FLOAT;
 	return QR_OK;
 }

@@ -61,6 +61,11 @@ and tests/test_cli.c:
                     ("cquant_scaled_output"), Add of the Reshaped bias
                     under the conv's name "c"; the same for the MatMul
                     through MatMulInteger, whose scaled Mul keeps "m"
+  dyn2_float.onnx   x [1,4,16] -> MatMul [16,8] "ma" -> Add (bias) "a";
+                    x -> MatMul [16,8] "b"; a * b "out"
+  dyn2_quant.onnx   the same dynamically quantized, one
+                    DynamicQuantizeLinear of x feeding both
+                    MatMulIntegers (quantize_dynamic's layout)
 
     /usr/bin/python3 tests/data/make_activation_fixtures.py
 """
@@ -326,3 +331,58 @@ m = helper.make_model(qg, opset_imports=[helper.make_opsetid("", 13)],
 m.ir_version = 7
 onnx.checker.check_model(m)
 onnx.save(m, os.path.join(OUT, "dyn_quant.onnx"))
+
+# One DynamicQuantizeLinear feeding two MatMulIntegers (an attention
+# block's projections share their input): ONNX Runtime's optimiser then
+# fuses each into MatMulIntegerToFloat instead of DynamicQuantizeMatMul
+# (tests/data/make_ort_fused.js)
+WA = rng.normal(0, 0.3, (16, 8)).astype(np.float32)
+WB = rng.normal(0, 0.3, (16, 8)).astype(np.float32)
+BA = rng.normal(0, 0.1, (8,)).astype(np.float32)
+fl = helper.make_graph(
+    [helper.make_node("MatMul", ["x", "WA"], ["ma"], name="mma"),
+     helper.make_node("Add", ["ma", "BA"], ["a"], name="adda"),
+     helper.make_node("MatMul", ["x", "WB"], ["b"], name="mmb"),
+     helper.make_node("Mul", ["a", "b"], ["out"], name="mul")],
+    "dyn2", [helper.make_tensor_value_info("x", F, [1, 4, 16])],
+    [helper.make_tensor_value_info("out", F, [1, 4, 8])],
+    [numpy_helper.from_array(WA, "WA"), numpy_helper.from_array(WB, "WB"),
+     numpy_helper.from_array(BA, "BA")])
+m = helper.make_model(fl, opset_imports=[helper.make_opsetid("", 13)],
+                      producer_name="qreport-fixtures", producer_version="1")
+m.ir_version = 7
+onnx.save(m, os.path.join(OUT, "dyn2_float.onnx"))
+nodes = [helper.make_node("DynamicQuantizeLinear", ["x"],
+                          ["x_quantized", "x_scale", "x_zero_point"],
+                          name="x_QuantizeLinear")]
+inits = []
+for w, arr, out in (("WA", WA, "ma"), ("WB", WB, "b")):
+    q, sc, zp = u8(arr)
+    nodes += [
+        helper.make_node("MatMulInteger", ["x_quantized", w + "_quantized",
+                                           "x_zero_point", w + "_zero_point"],
+                         [out + "_output_quantized"], name=out + "_quant"),
+        helper.make_node("Cast", [out + "_output_quantized"],
+                         [out + "_output_quantized_cast_output"],
+                         name=out + "_output_quantized_cast", to=F),
+        helper.make_node("Mul", ["x_scale", w + "_scale"],
+                         [out + "_quant_scales_mul:0"],
+                         name=out + "_quant_scales_mul"),
+        helper.make_node("Mul", [out + "_output_quantized_cast_output",
+                                 out + "_quant_scales_mul:0"],
+                         [out], name=out + "_quant_output_scale_mul")]
+    inits += [numpy_helper.from_array(q, w + "_quantized"),
+              numpy_helper.from_array(np.array(sc, np.float32), w + "_scale"),
+              numpy_helper.from_array(np.array(zp, np.uint8),
+                                      w + "_zero_point")]
+nodes += [helper.make_node("Add", ["ma", "BA"], ["a"], name="adda"),
+          helper.make_node("Mul", ["a", "b"], ["out"], name="mul")]
+qg = helper.make_graph(
+    nodes, "dyn2", [helper.make_tensor_value_info("x", F, [1, 4, 16])],
+    [helper.make_tensor_value_info("out", F, [1, 4, 8])],
+    inits + [numpy_helper.from_array(BA, "BA")])
+m = helper.make_model(qg, opset_imports=[helper.make_opsetid("", 13)],
+                      producer_name="qreport-fixtures", producer_version="1")
+m.ir_version = 7
+onnx.checker.check_model(m)
+onnx.save(m, os.path.join(OUT, "dyn2_quant.onnx"))
