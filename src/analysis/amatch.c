@@ -916,9 +916,38 @@ try_pair(struct ctx *c, size_t ft, size_t qt, const char *why)
 	fuse_activation(c, ft);
 }
 
+/* Whether compute node n adds its bias itself (Gemm's C, Conv's B,
+ * QLinearConv's and QGemm's bias). */
+static int
+adds_bias(const struct qr_node *n)
+{
+	size_t i = is_op(n, "Gemm") || is_op(n, "Conv") ||
+		   is_op(n, "ConvTranspose") ? 2 :
+		   is_op(n, "QLinearConv") ? 8 : is_op(n, "QGemm") ? 6 : NONE;
+
+	return i != NONE && i < n->n_in && n->in[i][0] != '\0';
+}
+
+/* The Add that alone reads float tensor ft and adds a constant to it
+ * (a bias), or NULL. */
+static const struct qr_node *
+bias_add(struct ctx *c, size_t ft)
+{
+	const struct qr_node *a = sole_consumer(&c->f, ft, "Add", NULL);
+	size_t k;
+
+	for (k = 0; a != NULL && k < 2 && k < a->n_in; k++)
+		if (strcmp(a->in[k], c->f.t.v[ft]) != 0 &&
+		    weight_const(c->f.g, a->in[k]) != NULL)
+			return a;
+	return NULL;
+}
+
 /* Align the compute ops (LCS on family + weight shape) and pair their
  * outputs, the float one taken after a BatchNormalization the candidate
- * folded. */
+ * folded, or after a bias Add the candidate's op does itself (a MatMul
+ * and Add that ONNX Runtime's optimiser, run by quant_pre_process,
+ * fused into a Gemm: its output holds the bias, the MatMul's does not). */
 static void
 match_compute(struct ctx *c)
 {
@@ -941,7 +970,7 @@ match_compute(struct ctx *c)
 			const struct qr_node *qn = qr_graph_node(c->q.g, qc[j].node);
 			size_t ft = names_find(&c->f.t, fn->out[0]);
 			size_t qt = names_find(&c->q.t, qn->out[0]);
-			const struct qr_node *bn;
+			const struct qr_node *bn, *ba = NULL;
 
 			while (ft != NONE &&
 			       (bn = sole_consumer(&c->f, ft,
@@ -950,15 +979,19 @@ match_compute(struct ctx *c)
 			       !class_has_consumer(&c->q, find(&c->q, qt),
 						   "BatchNormalization", NULL))
 				ft = names_find(&c->f.t, bn->out[0]);
+			if (ft != NONE && adds_bias(qn) && !adds_bias(fn) &&
+			    (ba = bias_add(c, ft)) != NULL)
+				ft = names_find(&c->f.t, ba->out[0]);
 			if (fc[i].w != NULL)
 				qr_an_dims_buf(fc[i].w->dims, fc[i].w->ndim,
 					       shape, sizeof shape);
 			else
 				snprintf(shape, sizeof shape, "none");
 			snprintf(why, sizeof why,
-				 "%s op #%zu of both graphs (weight %s): %s ~ %s",
+				 "%s op #%zu of both graphs (weight %s): %s ~ %s%s",
 				 qr_an_family_name(fc[i].family), ++k, shape,
-				 fn->name, qn->name);
+				 fn->name, qn->name, ba ? " (with the float bias "
+				 "Add, which the candidate's op includes)" : "");
 			try_pair(c, ft, qt, why);
 			i++;
 			j++;

@@ -14,6 +14,10 @@
 //   dyn2_fused.onnx  from dyn2_quant.onnx: one DynamicQuantizeLinear
 //                    feeding two MatMulIntegerToFloat ("a" with the bias
 //                    Add folded in, "b")
+//   tfm_ortopt.onnx  from tfm_float.onnx (tests/data/make_fused_fixtures.py):
+//                    FusedMatMul, com.microsoft Gelu
+//   fz_ortopt.onnx   from fz_float.onnx: SimplifiedLayerNormalization,
+//                    SkipLayerNormalization, com.microsoft Gelu
 'use strict';
 const path = require('path');
 const ort = require(path.join(__dirname, '..', 'ort', 'node_modules',
@@ -22,7 +26,8 @@ const ort = require(path.join(__dirname, '..', 'ort', 'node_modules',
 const dir = path.join(__dirname, 'activations');
 (async () => {
 	for (const [src, dst] of [['dyn_quant', 'dyn_fused'],
-		['dyn2_quant', 'dyn2_fused']]) {
+		['dyn2_quant', 'dyn2_fused'], ['tfm_float', 'tfm_ortopt'],
+		['fz_float', 'fz_ortopt']]) {
 		await ort.InferenceSession.create(path.join(dir, src + '.onnx'), {
 			graphOptimizationLevel: 'extended',
 			optimizedModelFilePath: path.join(dir, dst + '.onnx'),
