@@ -431,6 +431,12 @@ def _op(node, ins, a):
         return [np.squeeze(x, axis=axes)]
     if t == "Concat":
         return [np.concatenate([np.atleast_1d(i) for i in ins], axis=a["axis"])]
+    if t == "Split":
+        ax = a.get("axis", 0)
+        sizes = ins[1] if len(ins) > 1 and ins[1] is not None else None
+        if sizes is None:
+            return list(np.split(x, len(node.output), axis=ax))
+        return list(np.split(x, np.cumsum([int(v) for v in sizes])[:-1], axis=ax))
     if t == "Reshape":
         shape = [int(v) for v in ins[1]]
         shape = [x.shape[i] if s == 0 else s for i, s in enumerate(shape)]
@@ -458,6 +464,16 @@ def _op(node, ins, a):
         for st, en, ax, sp in zip(starts, ends, axes, steps):
             sl[int(ax)] = slice(int(st), int(en), int(sp))
         return [x[tuple(sl)]]
+    if t == "LayerNormalization":
+        ax = a.get("axis", -1) % x.ndim
+        red = tuple(range(ax, x.ndim))
+        xd = x.astype(np.float64)
+        mu = xd.mean(axis=red, keepdims=True)
+        var = ((xd - mu) ** 2).mean(axis=red, keepdims=True)
+        y = (xd - mu) / np.sqrt(var + a.get("epsilon", 1e-5)) * ins[1]
+        if len(ins) > 2 and ins[2] is not None:
+            y = y + ins[2]
+        return [y.astype(np.float32)]
     if t == "Softmax":
         ax = a.get("axis", -1)
         e = np.exp(x - x.max(axis=ax, keepdims=True))

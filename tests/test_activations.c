@@ -1076,6 +1076,29 @@ test_bias_fused(void)
 	   "the fused Gemm is paired with the float bias Add's output");
 	ok(low == 0 && a->n_act_pairs > 20, "every one of %zu pairs above "
 	   "100 dB (%zu below)", a->n_act_pairs, low);
+	qr_analysis_free(a);
+	/* the same graph quantized QDQ (tfm_pre_qdq.onnx), as a QDQ model
+	 * made after quant_pre_process is: no MatMul output is compared
+	 * with a Gemm's (once 6 pairs at 0.8-14.7 dB, flagged, and the
+	 * verdicts "born at /proj/MatMul", "worst local 0.8 dB") */
+	a = run_fixtures("tfm_float.onnx", "tfm_pre_qdq.onnx", dims, 7, &st,
+			 &d);
+	ok(st == QR_OK && a != NULL, "QDQ of the basic-optimised graph runs "
+	   "(%s)", d.msg);
+	if (a == NULL)
+		goto out;
+	low = 0;
+	for (i = 0; i < a->n_act_pairs; i++)
+		low += strstr(a->act_tensors[a->act_pairs[i].tensor].name,
+			      "MatMul_output") != NULL &&
+		       strstr(a->act_pairs[i].quant_tensor, "gemm") != NULL;
+	qkv = act_pair(a, 0, "/qkv/Add_output_0");
+	ok(low == 0 && qkv && qkv->sqnr_db > 30 && qkv->flags == 0 &&
+	   a->act_runs[0].worst_local >= 0 &&
+	   a->act_pairs[a->act_runs[0].worst_local].local_sqnr_db > 25,
+	   "QDQ: the qkv Gemm read after its bias (%.1f dB), no MatMul "
+	   "output against a Gemm (%zu), worst local error above 25 dB",
+	   qkv ? qkv->sqnr_db : NAN, low);
 out:
 	qr_diag_clear(&d);
 	qr_analysis_free(a);

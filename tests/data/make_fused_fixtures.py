@@ -5,6 +5,7 @@ float fusions of src/ops/op_fused.c, and one hand-made model of the rest.
 
     /usr/bin/python3 tests/data/make_fused_fixtures.py
     node tests/data/make_ort_fused.js
+    /usr/bin/python3 tests/data/make_fused_fixtures.py --qdq
 
   tfm_float.onnx  a PyTorch (torch.onnx.export, opset 17) attention block,
                   x [1,16,32]: LayerNorm, qkv Linear, 4 heads, softmax
@@ -21,6 +22,11 @@ float fusions of src/ops/op_fused.c, and one hand-made model of the rest.
                   Gelu(approximate tanh) -> BiasGelu(b1) -> FastGelu(b2)
                   -> SkipSimplifiedLayerNormalization(skip x, gamma,
                   bias b3; epsilon 1e-6) -> Gelu -> y
+  tfm_pre_qdq.onnx  (--qdq) tfm_basic.onnx, ORT's "basic" optimisation of
+                  tfm_float.onnx (what quant_pre_process does), quantized
+                  QDQ by samples/qdq_quantize.py (8 seeded calibration
+                  inputs): its Linears are Gemms that add their bias, where
+                  tfm_float.onnx adds it after the MatMul
 """
 import os
 
@@ -120,6 +126,22 @@ def msops():
     onnx.save(m, os.path.join(OUT, "msops.onnx"))
 
 
-export(Block, "tfm_float.onnx", 0)
-export(Fz, "fz_float.onnx", 1)
-msops()
+def pre_qdq():
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    "..", "..", "samples"))
+    import qdq_quantize as qq
+    rng = np.random.RandomState(0)
+    m = qq.prepare(onnx.load(os.path.join(OUT, "tfm_basic.onnx")))
+    calib = [{"x": rng.randn(1, 16, 32).astype(np.float32)} for _ in range(8)]
+    onnx.save(qq.quantize_qdq(m, calib), os.path.join(OUT, "tfm_pre_qdq.onnx"))
+
+
+if __name__ == "__main__":
+    import sys
+    if "--qdq" in sys.argv[1:]:
+        pre_qdq()
+    else:
+        export(Block, "tfm_float.onnx", 0)
+        export(Fz, "fz_float.onnx", 1)
+        msops()

@@ -18,6 +18,10 @@
 //                    FusedMatMul, com.microsoft Gelu
 //   fz_ortopt.onnx   from fz_float.onnx: SimplifiedLayerNormalization,
 //                    SkipLayerNormalization, com.microsoft Gelu
+//   tfm_basic.onnx   from tfm_float.onnx at level "basic", as
+//                    quant_pre_process optimises before quantizing: each
+//                    Linear's MatMul + Add is one Gemm between Reshapes
+//                    (make_fused_fixtures.py --qdq quantizes it)
 'use strict';
 const path = require('path');
 const ort = require(path.join(__dirname, '..', 'ort', 'node_modules',
@@ -34,4 +38,9 @@ const dir = path.join(__dirname, 'activations');
 		});
 		console.log('wrote', dst + '.onnx');
 	}
+	await ort.InferenceSession.create(path.join(dir, 'tfm_float.onnx'), {
+		graphOptimizationLevel: 'basic',
+		optimizedModelFilePath: path.join(dir, 'tfm_basic.onnx'),
+	});
+	console.log('wrote tfm_basic.onnx');
 })().catch((e) => { console.error(e.message); process.exit(1); });
