@@ -586,10 +586,14 @@ fold_nbits(const struct qr_graph *g, const struct qr_node *n,
 	    (n->n_in > 3 && n->in[3][0] && zp == NULL) ||
 	    (n->n_in > 4 && n->in[4][0]))
 		return 0;
+	if (k > ((size_t)1 << 31) || nn > ((size_t)1 << 31) ||
+	    bs > 65536)
+		return 0;
 	kb = (k + bs - 1) / bs;
 	blob = bs * (size_t)bits / 8;
 	zrow = (kb * (size_t)bits + 7) / 8;
-	if (b->n_elem != nn * kb * blob || sc->n_elem != nn * kb ||
+	if (b->n_elem / blob / kb != nn || b->n_elem != nn * kb * blob ||
+	    sc->n_elem != nn * kb ||
 	    (zp && !(zp->dtype == QR_DT_UINT8 && zp->n_elem == nn * zrow) &&
 	     !(qr_an_is_float(zp->dtype) && zp->n_elem == nn * kb)))
 		return 0;

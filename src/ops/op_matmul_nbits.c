@@ -42,6 +42,7 @@ struct nbits_geom {
 	size_t k, n, bits, bs;  /* K, N, bits, block_size */
 	size_t kb, blob;        /* blocks per column, bytes per block */
 	size_t zp_row;          /* bytes of packed zero points per column */
+	size_t nb, nb_bytes, nk; /* N * kb, N * kb * blob, N * K (checked) */
 	int int8_a;             /* accuracy_level 4 with integer zero points:
 				 * A quantized to int8 per block */
 };
@@ -79,6 +80,11 @@ nbits_geom(const struct qr_op_call *c, struct qr_diag *d,
 	g->kb = (g->k + g->bs - 1) / g->bs;
 	g->blob = g->bs * g->bits / 8;
 	g->zp_row = (g->kb * g->bits + 7) / 8;
+	if (qr_mul_overflow(g->n, g->kb, &g->nb) ||
+	    qr_mul_overflow(g->nb, g->blob, &g->nb_bytes) ||
+	    qr_mul_overflow(g->n, g->k, &g->nk))
+		return qr_op_errorf(c, d, QR_EGRAPH, "K %zu and N %zu are too "
+				    "large", g->k, g->n);
 	g->int8_a = qr_op_attr_int(c, "accuracy_level", 0) >= 4 &&
 		    qr_op_dtype(c, 3) != QR_DT_FLOAT;
 	return QR_OK;
@@ -105,13 +111,13 @@ nbits_sizes(const struct qr_op_call *c, struct qr_diag *d,
 	    const struct nbits_geom *g)
 {
 	enum qr_status st;
-	size_t zn = g->n * g->kb;
+	size_t zn = g->nb;
 
 	if (qr_op_has_in(c, 3) && c->in[3] != NULL &&
 	    c->in[3]->dtype == QR_DT_UINT8)
-		zn = g->n * g->zp_row;
-	if ((st = want_elems(c, d, 1, g->n * g->kb * g->blob)) != QR_OK ||
-	    (st = want_elems(c, d, 2, g->n * g->kb)) != QR_OK ||
+		zn = g->n * g->zp_row; /* <= nb */
+	if ((st = want_elems(c, d, 1, g->nb_bytes)) != QR_OK ||
+	    (st = want_elems(c, d, 2, g->nb)) != QR_OK ||
 	    (qr_op_has_in(c, 3) &&
 	     (st = want_elems(c, d, 3, zn)) != QR_OK) ||
 	    (qr_op_has_in(c, 5) &&
