@@ -238,8 +238,15 @@ gemm_int8_a(const struct nbits_geom *g, size_t m, const float *a,
 				amax = fmaxf(amax, fabsf(ar[k0 + k]));
 			s = amax / 127.0f;
 			inv = amax != 0 ? 127.0f / amax : 0.0f;
-			for (k = 0; k < len; k++)
-				qa[k] = (int8_t)nearbyintf(ar[k0 + k] * inv);
+			for (k = 0; k < len; k++) {
+				float v = ar[k0 + k] * inv;
+
+				/* a NaN or Inf in the block: its scale is
+				 * not finite and carries that to y */
+				qa[k] = v != v ? 0 : v >= 127.0f ? 127 :
+					v <= -127.0f ? -127 :
+					(int8_t)nearbyintf(v);
+			}
 			for (j = 0; j < g->n; j++) {
 				const int16_t *w = wq + j * g->k + k0;
 				int64_t acc = 0;
