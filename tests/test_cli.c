@@ -671,6 +671,31 @@ check_ci(const char *fmodel, const char *qmodel)
 		free(lf);
 	}
 
+	/* 4-bit weight-only (MatMulNBits, asymmetric as ORT writes it):
+	 * shown per block; its codes at 0 or 15 (1019 of fc1's 6912, by
+	 * design with 16 levels over each block's range) are not a clipping
+	 * warning, as no weight fell outside its block's range */
+	{
+		char *wf = src("tests/data/activations/wo_float.onnx");
+		char *wq = src("tests/data/activations/wo_nbits.onnx");
+		char *wout = tmp("wo"), *wmodel = tmp("wo/model.html");
+		char *wquant = tmp("wo/quant.html");
+
+		rc = run((const char *[]){"--float", wf, "--quant", wq, "-o",
+					  wout, "--samples", "2", "--quiet",
+					  NULL});
+		ok(rc == 0 && file_has(wmodel, "per-block (32 along axis 0)") &&
+		   file_has(wquant, "per-block (32)"),
+		   "weight-only: exit %d, granularity per block of 32", rc);
+		ok(file_has(wquant, "class=\"num \">1,019 <span"),
+		   "weight-only: 1,019 codes at a limit, not a clipping warning");
+		free(wquant);
+		free(wmodel);
+		free(wout);
+		free(wq);
+		free(wf);
+	}
+
 	/* malformed expressions: exit 1, one line, no report */
 	check_bad("--fail-if without an operator",
 		  (const char *[]){"--float", fmodel, "-o", bad, "--fail-if",

@@ -675,10 +675,13 @@ pair_view(const struct qr_analysis *a, const struct qr_quant_weight *q,
 	set_str(o, "sqnr_class", sqnr_class(q->sqnr_db));
 	set_count(o, "clipped", q->clipped);
 	/* Symmetric scales put each slice's largest weight at the limit, so
-	 * about one value per channel is by design; warn beyond that. */
+	 * about one value per channel is by design; warn beyond that. With
+	 * 4-bit blocks a sixth of the codes sit at a limit by design (16
+	 * levels over each block's own range): warn only when values fell
+	 * outside the range (out_of_range). */
 	set_str(o, "clipped_class",
-		q->clipped > 2 * channels &&
-				q->clipped * 100 > q->n_elem
+		q->block_size ? (q->out_of_range * 100 > q->n_elem ? "warn" : "")
+		: q->clipped > 2 * channels && q->clipped * 100 > q->n_elem
 			? "warn" : "");
 	set_count(o, "elements", q->n_elem);
 	set_bytes(o, "float_bytes", q->float_bytes);
