@@ -151,6 +151,22 @@ qr_op_want_dtype(const struct qr_op_call *c, struct qr_diag *d, size_t i,
 			    qr_op_in_name(c, i), qr_dtype_name(dt));
 }
 
+/* Every given input is float (QR_EUNSUPPORTED otherwise); every output
+ * is float. */
+enum qr_status
+qr_op_all_float(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st;
+	size_t i;
+
+	for (i = 0; i < c->n_in; i++)
+		if ((st = qr_op_want_dtype(c, d, i, QR_DTM_FLOAT)) != QR_OK)
+			return st;
+	for (i = 0; i < c->n_out; i++)
+		c->out_dtype[i] = QR_DT_FLOAT;
+	return QR_OK;
+}
+
 /* Inputs i and j, when both known, must share a dtype (QR_EGRAPH). */
 enum qr_status
 qr_op_same_dtype(const struct qr_op_call *c, struct qr_diag *d, size_t i,

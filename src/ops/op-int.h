@@ -92,6 +92,9 @@ int qr_op_has_attr(const struct qr_op_call *c, const char *name);
 enum qr_status qr_op_want_dtype(const struct qr_op_call *c,
 				struct qr_diag *d, size_t i,
 				unsigned long long mask);
+/* Every given input float (QR_EUNSUPPORTED naming it otherwise), every
+ * output float: the check of the float-only ops. */
+enum qr_status qr_op_all_float(const struct qr_op_call *c, struct qr_diag *d);
 /* Inputs i and j must have the same dtype when both are known
  * (QR_EGRAPH otherwise). */
 enum qr_status qr_op_same_dtype(const struct qr_op_call *c,

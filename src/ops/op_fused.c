@@ -314,16 +314,10 @@ static enum qr_status
 skip_check(const struct qr_op_call *c, struct qr_diag *d)
 {
 	enum qr_status st;
-	size_t i;
 
 	if ((st = qr_op_arity(c, d, 3, 5, 1, 4)) != QR_OK)
 		return st;
-	for (i = 0; i < c->n_in; i++)
-		if ((st = qr_op_want_dtype(c, d, i, QR_DTM_FLOAT)) != QR_OK)
-			return st;
-	for (i = 0; i < c->n_out; i++)
-		c->out_dtype[i] = QR_DT_FLOAT;
-	return QR_OK;
+	return qr_op_all_float(c, d);
 }
 
 static enum qr_status
@@ -430,14 +424,9 @@ sln_check(const struct qr_op_call *c, struct qr_diag *d)
 {
 	enum qr_status st;
 
-	if ((st = qr_op_arity(c, d, 2, 2, 1, 2)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 0, QR_DTM_FLOAT)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 1, QR_DTM_FLOAT)) != QR_OK)
+	if ((st = qr_op_arity(c, d, 2, 2, 1, 2)) != QR_OK)
 		return st;
-	c->out_dtype[0] = QR_DT_FLOAT;
-	if (c->n_out > 1)
-		c->out_dtype[1] = QR_DT_FLOAT;
-	return QR_OK;
+	return qr_op_all_float(c, d);
 }
 
 static enum qr_status

@@ -18,21 +18,6 @@
 #include "kernels/kernels.h"
 #include "ops/op-int.h"
 
-/* Every given input is float; output 0 is float. */
-static enum qr_status
-all_float(const struct qr_op_call *c, struct qr_diag *d)
-{
-	enum qr_status st;
-	size_t i;
-
-	for (i = 0; i < c->n_in; i++)
-		if ((st = qr_op_want_dtype(c, d, i, QR_DTM_FLOAT)) != QR_OK)
-			return st;
-	for (i = 0; i < c->n_out; i++)
-		c->out_dtype[i] = QR_DT_FLOAT;
-	return QR_OK;
-}
-
 /* Input i must be 1-D of n elements. */
 static enum qr_status
 want_vec(const struct qr_op_call *c, struct qr_diag *d, size_t i, int64_t n)
@@ -62,7 +47,7 @@ bn_check(const struct qr_op_call *c, struct qr_diag *d)
 	enum qr_status st;
 
 	if ((st = qr_op_arity(c, d, 5, 5, 1, 5)) != QR_OK ||
-	    (st = all_float(c, d)) != QR_OK)
+	    (st = qr_op_all_float(c, d)) != QR_OK)
 		return st;
 	if (c->opset >= 14 && qr_op_attr_int(c, "training_mode", 0))
 		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "training_mode=1 "
@@ -125,7 +110,7 @@ in_check(const struct qr_op_call *c, struct qr_diag *d)
 
 	if ((st = qr_op_arity(c, d, 3, 3, 1, 1)) != QR_OK)
 		return st;
-	return all_float(c, d);
+	return qr_op_all_float(c, d);
 }
 
 static enum qr_status
@@ -174,7 +159,7 @@ ln_check(const struct qr_op_call *c, struct qr_diag *d)
 		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "stash_type %lld is "
 				    "not supported", (long long)qr_op_attr_int(
 				    c, "stash_type", 1));
-	return all_float(c, d);
+	return qr_op_all_float(c, d);
 }
 
 static enum qr_status
@@ -297,7 +282,7 @@ lrn_check(const struct qr_op_call *c, struct qr_diag *d)
 	enum qr_status st;
 
 	if ((st = qr_op_arity(c, d, 1, 1, 1, 1)) != QR_OK ||
-	    (st = all_float(c, d)) != QR_OK)
+	    (st = qr_op_all_float(c, d)) != QR_OK)
 		return st;
 	if (qr_op_attr_int(c, "size", 0) < 1)
 		return qr_op_errorf(c, d, QR_EGRAPH, "size must be >= 1");
@@ -366,7 +351,7 @@ mvn_check(const struct qr_op_call *c, struct qr_diag *d)
 
 	if ((st = qr_op_arity(c, d, 1, 1, 1, 1)) != QR_OK)
 		return st;
-	return all_float(c, d);
+	return qr_op_all_float(c, d);
 }
 
 /* red[i] = 1 for the axes normalised over (default 0, 2, 3). */
