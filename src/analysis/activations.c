@@ -27,6 +27,22 @@
  * written by one kind of task in sample order (float: per-channel
  * ranges; cumulative: cum, histograms, saturation, outputs; local: loc),
  * so the results do not depend on which lane ran what.
+ *
+ * That pipeline keeps two samples' compared float tensors whole, which
+ * is little for a CNN (resnet18: 19 MB a sample) and too much for a
+ * transformer (vit_b_16: 523 MB). So the first sample always goes "in
+ * step": the float run and every candidate run of the sample at once,
+ * one thread each, a candidate run waiting in its hook for a float
+ * tensor not made yet, and each float tensor freed as soon as the last
+ * run that reads it has. The float run may keep STEP_AHEAD bytes ahead
+ * of the slowest reader, then waits until a reader catches up, or
+ * until some reader waits for it (so neither waits for the other
+ * forever, whatever the two graphs' orders). Only as many threads
+ * compute at once as there are lanes (the others wait for a lane).
+ * When the first sample's tensors came to at most opts.pipe_bytes, the
+ * other samples take the pipeline; otherwise they go in step too. The
+ * two ways compute the same things in the same order per accumulator,
+ * so the results are the same bits.
  */
 #include "analysis/analysis-int.h"
 
@@ -48,6 +64,7 @@
 #define CANCEL_RATIO 1e-5        /* float RMS / inputs' RMS: a cancellation */
 
 #define SLOTS 2                  /* samples in flight (double buffer) */
+#define STEP_AHEAD ((size_t)32 << 20) /* float bytes kept ahead, in step */
 
 /* A float tensor compared by some candidate. */
 struct ftens {
@@ -127,6 +144,8 @@ struct cand {
 	size_t next[2];          /* next sample of the cumulative / local
 				  * task */
 	int busy[2];             /* that task is running */
+	unsigned *uses;          /* per ftens: reads by one run (hook
+				  * entries and compared inputs) */
 };
 
 /* One sample in flight: the inputs (copied, the feed reuses its own)
@@ -164,6 +183,15 @@ struct ctx {
 	enum qr_status partial;  /* QR_EPARTIAL once a candidate failed */
 	size_t done, running;    /* progress: runs done, models running */
 	struct qr_diag *d;       /* the caller's; the float task's only */
+	/* in step (slot 0 only), under mu */
+	int step;                /* this sample goes in step */
+	unsigned *refs;          /* per ftens: runs yet to read it */
+	size_t held;             /* bytes of float tensors held */
+	size_t sample_bytes;     /* bytes of this sample's float tensors */
+	int f_end;               /* the float run of the sample has ended */
+	int waiting;             /* runs waiting for a float tensor */
+	int active;              /* candidate threads still running */
+	int lanes_free;          /* threads that may compute now */
 };
 
 /* What one run's hook works with (one per task: lanes run at once). */
@@ -174,6 +202,8 @@ struct hctx {
 	size_t s;                /* slot */
 	float *scratch;          /* quant values of one tensor */
 	size_t scratch_cap;
+	unsigned *left;          /* in step: per ftens, reads left in this
+				  * run; NULL in the pipeline */
 };
 
 static float *
@@ -238,23 +268,155 @@ out_slot(const struct qr_node *n, const char *name)
 }
 
 /* Copy t into f's buffer of slot s and add it to the statistics (float
- * tasks only, in sample order). */
-static void
+ * tasks only, in sample order). Returns 1 when taken; the caller then
+ * shows it to the candidate runs (ft_ready). */
+static int
 ft_take(struct ftens *f, size_t s, const struct qr_tensor *t)
 {
 	grow(&f->buf[s], &f->cap[s], t->n_elem);
 	if (!qr_as_to_float(t, NULL, f->buf[s]))
-		return;
+		return 0;
 	f->n[s] = t->n_elem;
 	f->ndim[s] = t->ndim;
 	memcpy(f->dims[s], t->dims, sizeof f->dims[s]);
-	f->have[s] = 1;
 	if (!f->seen) {
 		f->shape = qr_an_dims_str(t->dims, t->ndim);
 		f->seen = 1;
 	}
 	qr_as_chan_add(&f->chan, f->buf[s], t->dims, t->ndim);
 	f->n_values += t->n_elem;
+	return 1;
+}
+
+/* ---- in step ---- */
+
+/* Wait on cv once without holding a lane, then take a lane back.
+ * Under mu. */
+static void
+wait_off_lane(struct ctx *c)
+{
+	c->lanes_free++;
+	pthread_cond_broadcast(&c->cv);
+	pthread_cond_wait(&c->cv, &c->mu);
+	while (c->lanes_free == 0)
+		pthread_cond_wait(&c->cv, &c->mu);
+	c->lanes_free--;
+}
+
+/* Take a lane (under mu). */
+static void
+lane_take(struct ctx *c)
+{
+	while (c->lanes_free == 0)
+		pthread_cond_wait(&c->cv, &c->mu);
+	c->lanes_free--;
+}
+
+/* Give the lane back (under mu). */
+static void
+lane_give(struct ctx *c)
+{
+	c->lanes_free++;
+	pthread_cond_broadcast(&c->cv);
+}
+
+/* Free float tensor i of the sample once shown and read by every run
+ * (under mu). */
+static void
+ft_drop(struct ctx *c, size_t i)
+{
+	struct ftens *f = &c->ft[i];
+
+	if (!f->have[0] || f->buf[0] == NULL)
+		return;
+	c->held -= f->cap[0] * sizeof *f->buf[0];
+	free(f->buf[0]);
+	f->buf[0] = NULL;
+	f->cap[0] = 0;
+	pthread_cond_broadcast(&c->cv);
+}
+
+/* Float tensor i of slot s was taken: the pipeline reads it once the
+ * float task is over; in step it is shown to the candidate runs now,
+ * and the float run then keeps no more than STEP_AHEAD bytes ahead of
+ * them (float thread only). */
+static void
+ft_ready(struct ctx *c, size_t s, size_t i)
+{
+	struct ftens *f = &c->ft[i];
+
+	if (!c->step) {
+		f->have[s] = 1;
+		return;
+	}
+	pthread_mutex_lock(&c->mu);
+	f->have[0] = 1;
+	c->held += f->cap[0] * sizeof *f->buf[0];
+	c->sample_bytes += f->n[0] * sizeof *f->buf[0];
+	if (c->refs[i] == 0)
+		ft_drop(c, i);
+	pthread_cond_broadcast(&c->cv);
+	while (c->held > STEP_AHEAD && c->waiting == 0 && c->active > 0)
+		wait_off_lane(c);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* In step: wait until float tensor i of the sample is shown (i == NONE:
+ * until the float run ends) or the float run has ended. Returns nonzero
+ * when the sample is given up (the float run failed). */
+static int
+step_wait(struct hctx *h, size_t i)
+{
+	struct ctx *c = h->c;
+	int r;
+
+	if (h->left == NULL)
+		return 0;
+	pthread_mutex_lock(&c->mu);
+	if ((i == NONE || !c->ft[i].have[0]) && !c->f_end) {
+		c->waiting++;
+		while ((i == NONE || !c->ft[i].have[0]) && !c->f_end)
+			wait_off_lane(c);
+		c->waiting--;
+	}
+	r = c->stop != QR_OK;
+	pthread_mutex_unlock(&c->mu);
+	return r;
+}
+
+/* In step: run h has read float tensor i once more; the last read of
+ * the last run frees it. */
+static void
+step_read(struct hctx *h, size_t i)
+{
+	struct ctx *c = h->c;
+
+	if (h->left == NULL || h->left[i] == 0 || --h->left[i] > 0)
+		return;
+	pthread_mutex_lock(&c->mu);
+	if (--c->refs[i] == 0)
+		ft_drop(c, i);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* In step: run h has ended (done or failed); what it did not read it
+ * never will. */
+static void
+step_end(struct hctx *h)
+{
+	struct ctx *c = h->c;
+	size_t i;
+
+	if (h->left == NULL)
+		return;
+	pthread_mutex_lock(&c->mu);
+	for (i = 0; i < c->n_ft; i++)
+		if (h->left[i] > 0) {
+			h->left[i] = 0;
+			if (--c->refs[i] == 0)
+				ft_drop(c, i);
+		}
+	pthread_mutex_unlock(&c->mu);
 }
 
 static int
@@ -268,8 +430,9 @@ float_hook(const struct qr_node *node, struct qr_tensor *const *outs,
 	for (k = c->fmap.start[ni]; k < c->fmap.start[ni + 1]; k++) {
 		const struct hook_ent *e = &c->fmap.ent[k];
 
-		if (e->slot < n_outs && outs[e->slot] != NULL)
-			ft_take(&c->ft[e->pair], h->s, outs[e->slot]);
+		if (e->slot < n_outs && outs[e->slot] != NULL &&
+		    ft_take(&c->ft[e->pair], h->s, outs[e->slot]))
+			ft_ready(c, h->s, e->pair);
 	}
 	return 0;
 }
@@ -346,35 +509,47 @@ compare(struct hctx *h, struct cpair *p, struct qr_tensor *t)
 	}
 }
 
+/* One hook entry: compare, and in the local run put the float value in
+ * the candidate's tensor. */
+static void
+hook_one(struct hctx *h, const struct hook_ent *e,
+	 struct qr_tensor *const *outs, size_t n_outs)
+{
+	struct cpair *p = &h->q->pairs[e->pair];
+	struct ftens *f = &h->c->ft[p->ft];
+	struct qr_tensor *t;
+
+	if (e->slot >= n_outs || (t = outs[e->slot]) == NULL)
+		return;
+	if (e->also < 0)
+		compare(h, p, t);
+	if (!h->local || !f->have[h->s] || t->n_elem != f->n[h->s] ||
+	    !same_layout(f->dims[h->s], f->ndim[h->s], t))
+		return;
+	if (e->also < 0)
+		qr_as_from_float(t, p->qp.n ? &p->qp : NULL, f->buf[h->s]);
+	else
+		qr_as_from_float(t, p->also_qp[e->also].n
+				 ? &p->also_qp[e->also] : NULL,
+				 f->buf[h->s]);
+}
+
 static int
 cand_hook(const struct qr_node *node, struct qr_tensor *const *outs,
 	  size_t n_outs, void *user)
 {
 	struct hctx *h = user;
-	struct ctx *c = h->c;
 	struct cand *q = h->q;
 	size_t ni = (size_t)(node - q->m->graph.nodes), k;
 
 	for (k = q->map.start[ni]; k < q->map.start[ni + 1]; k++) {
 		const struct hook_ent *e = &q->map.ent[k];
-		struct cpair *p = &q->pairs[e->pair];
-		struct ftens *f = &c->ft[p->ft];
-		struct qr_tensor *t;
+		size_t fi = q->pairs[e->pair].ft;
 
-		if (e->slot >= n_outs || (t = outs[e->slot]) == NULL)
-			continue;
-		if (e->also < 0)
-			compare(h, p, t);
-		if (!h->local || !f->have[h->s] || t->n_elem != f->n[h->s] ||
-		    !same_layout(f->dims[h->s], f->ndim[h->s], t))
-			continue;
-		if (e->also < 0)
-			qr_as_from_float(t, p->qp.n ? &p->qp : NULL,
-					 f->buf[h->s]);
-		else
-			qr_as_from_float(t, p->also_qp[e->also].n
-					 ? &p->also_qp[e->also] : NULL,
-					 f->buf[h->s]);
+		if (step_wait(h, fi))
+			return QR_EPARTIAL;
+		hook_one(h, e, outs, n_outs);
+		step_read(h, fi);
 	}
 	return 0;
 }
@@ -480,6 +655,11 @@ cand_setup(struct ctx *c, struct cand *q)
 		}
 	}
 	map_build(&q->map, qr_graph_n_nodes(q->g), node, ent, n);
+	q->uses = xcalloc(c->n_ft + 1, sizeof *q->uses);
+	for (i = 0; i < n; i++)
+		q->uses[q->pairs[ent[i].pair].ft]++;
+	for (i = 0; i < q->n_pre; i++)
+		q->uses[q->pairs[q->pre[i]].ft]++;
 	free(node);
 	free(ent);
 	no = c->fm->graph.n_output < q->m->graph.n_output
@@ -504,6 +684,7 @@ cand_free(struct cand *q)
 	}
 	free(q->pairs);
 	free(q->pre);
+	free(q->uses);
 	for (i = 0; i < q->n_outs; i++) {
 		free(q->outs[i].cos);
 		free(q->outs[i].sqnr);
@@ -660,6 +841,10 @@ run_cand(struct ctx *c, struct cand *q, int local, size_t s,
 	h.q = q;
 	h.local = local;
 	h.s = s;
+	if (c->step) {
+		h.left = xcalloc(c->n_ft + 1, sizeof *h.left);
+		memcpy(h.left, q->uses, c->n_ft * sizeof *h.left);
+	}
 	for (i = 0; i < sl->n_ins; i++) {
 		alias[i] = *sl->ins[i];
 		alias[i].owned = 0;
@@ -675,33 +860,36 @@ run_cand(struct ctx *c, struct cand *q, int local, size_t s,
 		for (j = 0; j < sl->n_ins; j++)
 			if (strcmp(alias[j].name, p->am->q) == 0)
 				compare(&h, p, &alias[j]);
+		step_read(&h, p->ft);
 	}
 	st = qr_exec_run(e, ptr, sl->n_ins, cand_hook, &h, d);
-	if (st == QR_OK && !local)
+	step_end(&h);
+	if (st == QR_OK && !local && !step_wait(&h, NONE))
 		compare_outputs(q, sl);
+	free(h.left);
 	free(h.scratch);
 	free(ptr);
 	free(alias);
 	return st;
 }
 
-/* The float task: read the next sample into slot s, run the float model
- * and keep its matched tensors and outputs there. *eof is set when the
- * feed has no more samples. Runs alone on the caller's diag. */
+/* Read the next sample into slot s and take the float tensors that are
+ * graph inputs (float thread only). *eof is set when the feed has no
+ * more samples; *name gets the sample's name (the feed's, good until its
+ * next call). */
 static enum qr_status
-run_float(struct ctx *c, size_t s, int *eof)
+sample_read(struct ctx *c, size_t s, int *eof, const char **name)
 {
-	struct qr_analysis *a = c->a;
 	struct slot *sl = &c->slot[s];
-	struct qr_tensor *const *ins = NULL, *const *fo;
-	struct hctx h = {0};
-	const char *name = NULL, *const *fnames;
-	size_t n_ins = 0, nf, nfi, i, j;
+	struct qr_tensor *const *ins = NULL;
+	const char *const *fnames;
+	size_t n_ins = 0, nfi, i, j;
 	int label = -1;
 	enum qr_status st;
 
 	*eof = 0;
-	st = c->o->next(c->o->user, &ins, &n_ins, &label, &name, c->d);
+	*name = NULL;
+	st = c->o->next(c->o->user, &ins, &n_ins, &label, name, c->d);
 	if (st != QR_OK)
 		return st;
 	if (n_ins == 0) {
@@ -725,12 +913,28 @@ run_float(struct ctx *c, size_t s, int *eof)
 	for (i = 0; i < n_ins; i++) {
 		size_t fi = ins[i]->name ? ft_find(c, ins[i]->name) : NONE;
 
-		if (fi != NONE && c->ft[fi].node < 0)
-			ft_take(&c->ft[fi], s, sl->ins[i]);
+		if (fi != NONE && c->ft[fi].node < 0 &&
+		    ft_take(&c->ft[fi], s, sl->ins[i]))
+			ft_ready(c, s, fi);
 	}
+	return QR_OK;
+}
+
+/* Run the float model on the sample read into slot s and keep its
+ * outputs there (float thread only, on the caller's diag). */
+static enum qr_status
+float_run(struct ctx *c, size_t s, const char *name)
+{
+	struct qr_analysis *a = c->a;
+	struct slot *sl = &c->slot[s];
+	struct qr_tensor *const *fo;
+	struct hctx h = {0};
+	enum qr_status st;
+	size_t nf, i;
+
 	h.c = c;
 	h.s = s;
-	st = qr_exec_run(c->fe, ins, n_ins, float_hook, &h, c->d);
+	st = qr_exec_run(c->fe, sl->ins, sl->n_ins, float_hook, &h, c->d);
 	if (st != QR_OK) {
 		if (st == QR_EUSAGE || st == QR_ESHAPE)
 			return st;
@@ -745,8 +949,21 @@ run_float(struct ctx *c, size_t s, int *eof)
 	strv_add(&a->data.sample_names, &a->data.samples, name);
 	a->data.labels = xreallocarray(a->data.labels, a->data.samples,
 				       sizeof *a->data.labels);
-	a->data.labels[a->data.samples - 1] = label;
+	a->data.labels[a->data.samples - 1] = sl->label;
 	return QR_OK;
+}
+
+/* The float task of the pipeline: the next sample into slot s, through
+ * the float model. */
+static enum qr_status
+run_float(struct ctx *c, size_t s, int *eof)
+{
+	const char *name;
+	enum qr_status st = sample_read(c, s, eof, &name);
+
+	if (st != QR_OK || *eof)
+		return st;
+	return float_run(c, s, name);
 }
 
 /* A unit of work for a lane. */
@@ -782,10 +999,6 @@ pick(struct ctx *c)
 
 		for (r = 0; r < 2; r++) {
 			if (!q->ran || q->busy[r] || q->next[r] >= c->f_done)
-				continue;
-			if (r == 1 && q->el == q->e && q->busy[0])
-				continue;
-			if (r == 0 && q->el == q->e && q->busy[1])
 				continue;
 			t.kind = 2;
 			t.q = q;
@@ -936,6 +1149,143 @@ lane(void *arg)
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mu);
 	return NULL;
+}
+
+/* A candidate run of a sample in step, on a thread of its own. */
+struct step_task {
+	struct ctx *c;
+	struct cand *q;
+	int local;
+	int thread;              /* runs on th (else on the caller's) */
+	pthread_t th;
+	enum qr_status st;
+	struct qr_diag d;
+	double seconds;
+};
+
+static void *
+step_thread(void *arg)
+{
+	struct step_task *t = arg;
+	struct ctx *c = t->c;
+	double t0;
+
+	pthread_mutex_lock(&c->mu);
+	lane_take(c);
+	pthread_mutex_unlock(&c->mu);
+	t0 = qr_now();
+	t->st = run_cand(c, t->q, t->local, 0, &t->d);
+	t->seconds = qr_now() - t0;
+	pthread_mutex_lock(&c->mu);
+	if (t->thread)
+		c->active--;
+	lane_give(c);
+	pthread_mutex_unlock(&c->mu);
+	return NULL;
+}
+
+/*
+ * The next sample in step (slot 0): every candidate run starts on its
+ * own thread, the float model runs on this one, and each float tensor
+ * lives from the float hook that makes it to the last candidate hook
+ * that reads it. A run whose thread cannot start runs after the float
+ * one (its tensors are then kept whole). Bookkeeping as the pipeline's
+ * lanes do it. Returns the float side's status.
+ */
+static enum qr_status
+step_sample(struct ctx *c, int *eof)
+{
+	struct step_task *t;
+	const char *name;
+	enum qr_status st;
+	size_t n = 0, i, k;
+	int r;
+
+	c->step = 1;
+	c->f_end = 0;
+	c->held = c->sample_bytes = 0;
+	c->waiting = c->active = 0;
+	t = xcalloc(2 * c->n_c + 1, sizeof *t);
+	memset(c->refs, 0, c->n_ft * sizeof *c->refs);
+	for (k = 0; k < c->n_c; k++) {
+		if (!c->c[k].ran)
+			continue;
+		for (r = 0; r < 2; r++) {
+			t[n].c = c;
+			t[n].q = &c->c[k];
+			t[n].local = r;
+			n++;
+		}
+		for (i = 0; i < c->n_ft; i++)
+			c->refs[i] += c->c[k].uses[i] ? 2 : 0;
+	}
+	st = sample_read(c, 0, eof, &name);
+	if (st == QR_OK && !*eof) {
+		for (i = 0; i < n; i++) {
+			pthread_mutex_lock(&c->mu);
+			c->active++;
+			pthread_mutex_unlock(&c->mu);
+			t[i].thread = pthread_create(&t[i].th, NULL,
+						     step_thread, &t[i]) == 0;
+			if (!t[i].thread) {
+				pthread_mutex_lock(&c->mu);
+				c->active--;
+				pthread_mutex_unlock(&c->mu);
+			}
+		}
+		pthread_mutex_lock(&c->mu);
+		lane_take(c);
+		pthread_mutex_unlock(&c->mu);
+		st = float_run(c, 0, name);
+		pthread_mutex_lock(&c->mu);
+		c->f_end = 1;
+		if (st != QR_OK)
+			c->stop = st;
+		lane_give(c);
+		pthread_mutex_unlock(&c->mu);
+		for (i = 0; i < n; i++) {
+			if (t[i].thread)
+				pthread_join(t[i].th, NULL);
+			else
+				step_thread(&t[i]);
+		}
+	}
+	if (st == QR_OK && !*eof) {
+		c->running = 1;
+		for (k = 0; k < c->n_c; k++)
+			c->running += c->c[k].ran;
+		c->next_f++;
+		c->f_done++;
+		progress(c);
+		for (i = 0; i < n; i++) {
+			struct cand *q = t[i].q;
+
+			q->seconds += t[i].seconds;
+			if (t[i].st != QR_OK && q->ran) {
+				q->why = take_error(&t[i].d);
+				q->ran = 0;
+				c->partial = QR_EPARTIAL;
+			}
+			if (q->ran)
+				q->next[t[i].local] = c->f_done;
+			else
+				q->next[0] = q->next[1] = (size_t)-1 / 2;
+			/* one progress step per candidate and sample */
+			if (t[i].local && q->ran)
+				progress(c);
+		}
+	}
+	for (i = 0; i < n; i++)
+		qr_diag_clear(&t[i].d);
+	for (i = 0; i < c->n_ft; i++) {
+		free(c->ft[i].buf[0]);
+		c->ft[i].buf[0] = NULL;
+		c->ft[i].cap[0] = 0;
+	}
+	c->held = 0;
+	c->step = 0;
+	free(t);
+	return st;
 }
 
 /* ---- results ---- */
@@ -1319,8 +1669,9 @@ qr_analysis_run_data(struct qr_analysis *a, const struct qr_model *fmodel,
 	struct ctx c;
 	struct qr_exec_opts eo = {0}, fast;
 	enum qr_status st = QR_OK;
-	size_t i, k, s;
-	int lanes, helper = 0;
+	size_t i, k, s, pipe_bytes = o->pipe_bytes ? o->pipe_bytes
+							 : QR_ACT_PIPE_BYTES;
+	int lanes, helper = 0, eof = 0;
 	pthread_t th;
 	double t0 = qr_now(), *rms;
 
@@ -1390,21 +1741,37 @@ qr_analysis_run_data(struct qr_analysis *a, const struct qr_model *fmodel,
 			c.partial = QR_EPARTIAL;
 			continue;
 		}
-		q->el = q->e;
+		/* the local run has its own executor: in step, and in the
+		 * pipeline with two lanes, it runs beside the cumulative one */
 		fast.share = q->e; /* the dequantized weights, once */
-		if (lanes > 1 && qr_exec_new(quant[k], &fast, &q->el, d) != QR_OK)
-			q->el = q->e; /* it loaded once: cannot fail now */
+		if (qr_exec_new(quant[k], &fast, &q->el, d) != QR_OK) {
+			q->why = take_error(d);
+			c.partial = QR_EPARTIAL;
+			continue;
+		}
 		q->ran = 1;
 	}
 	collect_ftens(&c);
+	c.refs = xcalloc(c.n_ft + 1, sizeof *c.refs);
 	for (k = 0; k < n_quant; k++)
 		cand_setup(&c, &c.c[k]);
 
-	if (lanes > 1 && pthread_create(&th, NULL, lane, &c) == 0)
-		helper = 1;
-	lane(&c);
-	if (helper)
-		pthread_join(th, NULL);
+	/* the first sample in step; the others too if it was big */
+	c.lanes_free = lanes;
+	st = step_sample(&c, &eof);
+	while (st == QR_OK && !eof && c.sample_bytes > pipe_bytes)
+		st = step_sample(&c, &eof);
+	if (st != QR_OK) {
+		c.stop = st;
+	} else if (eof) {
+		c.eof = 1;
+	} else {
+		if (lanes > 1 && pthread_create(&th, NULL, lane, &c) == 0)
+			helper = 1;
+		lane(&c);
+		if (helper)
+			pthread_join(th, NULL);
+	}
 	st = c.stop;
 	if (st != QR_OK)
 		goto out;
@@ -1434,6 +1801,7 @@ out:
 		qr_as_chan_free(&c.ft[i].chan);
 	}
 	free(c.ft);
+	free(c.refs);
 	for (s = 0; s < SLOTS; s++)
 		slot_clear(&c.slot[s]);
 	map_free(&c.fmap);

@@ -419,6 +419,9 @@ typedef enum qr_status (*qr_sample_fn)(void *user,
 /* Called after each model run: done of total (samples x models). */
 typedef void (*qr_progress_fn)(size_t done, size_t total, void *user);
 
+/* Default of qr_act_opts.pipe_bytes. */
+#define QR_ACT_PIPE_BYTES ((size_t)64 << 20)
+
 struct qr_act_opts {
 	qr_sample_fn next;       /* the data */
 	void *user;              /* for next */
@@ -435,6 +438,10 @@ struct qr_act_opts {
 	int exact;               /* 1: local runs sum in ONNX Runtime's
 				  * order too (else any order: Winograd
 				  * convs) */
+	size_t pipe_bytes;       /* a sample's compared float tensors up to
+				  * this many bytes are kept whole, two
+				  * samples in flight; above it the runs go
+				  * in step (0: QR_ACT_PIPE_BYTES) */
 	qr_progress_fn progress; /* may be NULL */
 	void *progress_user;
 };

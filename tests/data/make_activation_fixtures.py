@@ -2,6 +2,11 @@
 """Make the fixture of tests/data/activations/ for tests/test_activations.c
 and tests/test_cli.c:
 
+  run_fails.onnx    samples/digits_qdq.onnx with one node more: a Reshape
+                    of conv3's output to [7, -1] (its 2048 values do not
+                    divide by 7), as a second graph output. It passes
+                    every check at load and fails at run time, in the
+                    middle of the graph, on every sample.
   unsupported.onnx  a float model qreport's engine cannot run: a 1x1 Conv
                     (so the weight analysis has a layer) followed by an
                     Einsum, which the engine does not implement.
@@ -386,3 +391,16 @@ m = helper.make_model(qg, opset_imports=[helper.make_opsetid("", 13)],
 m.ir_version = 7
 onnx.checker.check_model(m)
 onnx.save(m, os.path.join(OUT, "dyn2_quant.onnx"))
+
+
+# a candidate that fails in the middle of each run
+m = onnx.load(os.path.join(os.path.dirname(os.path.dirname(OUT)), "..",
+                           "samples", "digits_qdq.onnx"))
+m.graph.initializer.append(numpy_helper.from_array(
+    np.array([7, -1], np.int64), "bad_shape"))
+m.graph.node.append(helper.make_node(
+    "Reshape", ["/relu3/Relu_output_0", "bad_shape"], ["bad_reshape"],
+    name="bad_reshape"))
+m.graph.output.append(helper.make_tensor_value_info("bad_reshape", F, [7, "n"]))
+onnx.checker.check_model(m)
+onnx.save(m, os.path.join(OUT, "run_fails.onnx"))
