@@ -819,9 +819,6 @@ dq_hook(const struct qr_node *node, struct qr_tensor *const *outs, size_t n,
 	return 0;
 }
 
-/* An executor made with opts.share borrows the values the other folded at
- * load (dequantized weights) rather than holding copies; its runs are the
- * same bits. */
 /* Whether candidate qa of a and candidate qb of b have the same numbers,
  * bit for bit: pairs, histograms, outputs; and a and b the same float
  * statistics. */
@@ -943,6 +940,9 @@ out:
 	qr_diag_clear(&d);
 }
 
+/* An executor made with opts.share borrows the values the other folded at
+ * load (dequantized weights) rather than holding copies; its runs are the
+ * same bits. */
 static void
 test_fold_share(struct qr_tensor *data)
 {
@@ -1002,6 +1002,90 @@ out:
 	qr_exec_free(a);
 	qr_onnx_free(m);
 	qr_onnx_free(m2);
+	qr_diag_clear(&d);
+}
+
+/* What a hook saw: outputs of Transpose and QuantizeLinear nodes, given
+ * or NULL. */
+struct trim_seen {
+	size_t given, null;
+};
+
+static int
+trim_hook(const struct qr_node *node, struct qr_tensor *const *outs,
+	  size_t n_outs, void *user)
+{
+	struct trim_seen *s = user;
+
+	if (n_outs > 0 && (strcmp(node->op_type, "Transpose") == 0 ||
+			   strcmp(node->op_type, "QuantizeLinear") == 0)) {
+		if (outs[0] != NULL)
+			s->given++;
+		else
+			s->null++;
+	}
+	return 0;
+}
+
+/*
+ * opts.trim_folds on mha_nofold_qdq.onnx, where each weight goes
+ * Transpose -> QuantizeLinear -> DequantizeLinear at load: the first two
+ * are freed (the hook gets NULL), the DequantizeLinear kept; an executor
+ * sharing the trimmed one trims alike; every output has the same bits.
+ */
+static void
+test_fold_trim(void)
+{
+	char *path = fixture_path("mha_nofold_qdq.onnx");
+	struct qr_model *m = load(path);
+	struct qr_exec *a = NULL, *b = NULL, *c = NULL;
+	struct qr_exec_opts o = { 0 };
+	struct qr_diag d = { 0 };
+	struct qr_tensor *in = NULL, *const *oa, *const *ob, *const *oc;
+	struct trim_seen sa = { 0 }, sb = { 0 }, sc = { 0 };
+	int64_t dims[3] = { 1, 5, 16 };
+	size_t i, na, nb, nc;
+
+	if (!ok(m != NULL && qr_exec_new(m, NULL, &a, &d) == QR_OK,
+		"mha_nofold_qdq loads (%s)", d.msg))
+		goto out;
+	o.trim_folds = 1;
+	ok(qr_exec_new(m, &o, &b, &d) == QR_OK, "trimmed executor");
+	o.share = b;
+	o.any_order = 1;
+	ok(qr_exec_new(m, &o, &c, &d) == QR_OK,
+	   "trimmed executor sharing the trimmed one's values");
+	if (!ok(qr_tensor_new(QR_DT_FLOAT, 3, dims, &in, &d) == QR_OK,
+		"input"))
+		goto out;
+	in->name = "input";
+	for (i = 0; i < in->n_elem; i++)
+		((float *)in->data)[i] = (float)((i * 7919) % 61) / 30.0f - 1;
+	if (!ok(b && c && qr_exec_run(a, &in, 1, trim_hook, &sa, &d) == QR_OK &&
+		qr_exec_run(b, &in, 1, trim_hook, &sb, &d) == QR_OK &&
+		qr_exec_run(c, &in, 1, trim_hook, &sc, &d) == QR_OK,
+		"all three run (%s)", d.msg))
+		goto out;
+	ok(sa.null == 0 && sb.null == 4 && sc.null == 4 &&
+	   sb.given + sb.null == sa.given && sc.given == sb.given,
+	   "the weights' Transpose and QuantizeLinear outputs are freed: "
+	   "%zu of %zu such outputs (%zu when shared), none untrimmed",
+	   sb.null, sa.given, sc.null);
+	oa = qr_exec_outputs(a, &na);
+	ob = qr_exec_outputs(b, &nb);
+	oc = qr_exec_outputs(c, &nc);
+	ok(na == 1 && nb == 1 && nc == 1 && oa[0]->nbytes == ob[0]->nbytes &&
+	   memcmp(oa[0]->data, ob[0]->data, oa[0]->nbytes) == 0 &&
+	   oa[0]->nbytes == oc[0]->nbytes &&
+	   memcmp(oa[0]->data, oc[0]->data, oa[0]->nbytes) == 0,
+	   "trimmed or not, shared or not: the output has the same bits");
+out:
+	qr_tensor_free(in);
+	qr_exec_free(c);
+	qr_exec_free(b);
+	qr_exec_free(a);
+	qr_onnx_free(m);
+	free(path);
 	qr_diag_clear(&d);
 }
 
@@ -1372,6 +1456,7 @@ main(void)
 		test_lanes(data);
 		test_step(data);
 		test_fold_share(data);
+		test_fold_trim();
 		test_qdq16(data);
 	}
 	qr_tensor_free(data);

@@ -35,9 +35,10 @@
  * one thread each, a candidate run waiting in its hook for a float
  * tensor not made yet, and each float tensor freed as soon as the last
  * run that reads it has. The float run may keep STEP_AHEAD bytes ahead
- * of the slowest reader, then waits until a reader catches up, or
- * until some reader waits for it (so neither waits for the other
- * forever, whatever the two graphs' orders). Only as many threads
+ * of the slowest reader, then waits while some reader runs (one that
+ * runs reads and frees, or comes to wait too): when every reader waits
+ * for the float run it goes on, so none waits forever, whatever the
+ * graphs' orders. Only as many threads
  * compute at once as there are lanes (the others wait for a lane).
  * When the first sample's tensors came to at most opts.pipe_bytes, the
  * other samples take the pipeline; otherwise they go in step too. The
@@ -51,6 +52,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "graph/graph.h"
 #include "graph/tensor.h"
@@ -267,13 +270,50 @@ out_slot(const struct qr_node *n, const char *name)
 	return NONE;
 }
 
-/* Copy t into f's buffer of slot s and add it to the statistics (float
- * tasks only, in sample order). Returns 1 when taken; the caller then
- * shows it to the candidate runs (ft_ready). */
-static int
-ft_take(struct ftens *f, size_t s, const struct qr_tensor *t)
+/*
+ * Pages for n floats, *cap set to the floats they hold. In step a
+ * sample's float tensors come and go by the hundred; from malloc, glibc
+ * soon serves blocks that size from its heap (its mmap threshold rises
+ * with each large free) and keeps what is freed there: vit_b_16's peak
+ * grew by 590 MB in the first sample. Mapped pages go back at once.
+ */
+static float *
+step_map(size_t n, size_t *cap)
 {
-	grow(&f->buf[s], &f->cap[s], t->n_elem);
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t page = pg > 0 ? (size_t)pg : 4096;
+	size_t bytes = n > (SIZE_MAX - page) / sizeof(float) ? 0
+		: (n * sizeof(float) + page - 1) / page * page;
+	void *p = bytes ? mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+			: MAP_FAILED;
+
+	if (p == MAP_FAILED)
+		qr_fatal("out of memory mapping %zu floats", n);
+	*cap = bytes / sizeof(float);
+	return p;
+}
+
+static void
+step_unmap(float *p, size_t cap)
+{
+	if (p != NULL)
+		munmap(p, cap * sizeof *p);
+}
+
+/* Copy t into f's buffer of slot s and add it to the statistics (float
+ * tasks only, in sample order). mapped: in step, where each buffer is
+ * new pages (step_map). Returns 1 when taken; the caller then shows it
+ * to the candidate runs (ft_ready). */
+static int
+ft_take(struct ftens *f, size_t s, const struct qr_tensor *t, int mapped)
+{
+	if (mapped) {
+		QR_ASSERT(f->buf[s] == NULL); /* one producer per sample */
+		f->buf[s] = step_map(t->n_elem, &f->cap[s]);
+	} else {
+		grow(&f->buf[s], &f->cap[s], t->n_elem);
+	}
 	if (!qr_as_to_float(t, NULL, f->buf[s]))
 		return 0;
 	f->n[s] = t->n_elem;
@@ -330,7 +370,7 @@ ft_drop(struct ctx *c, size_t i)
 	if (!f->have[0] || f->buf[0] == NULL)
 		return;
 	c->held -= f->cap[0] * sizeof *f->buf[0];
-	free(f->buf[0]);
+	step_unmap(f->buf[0], f->cap[0]);
 	f->buf[0] = NULL;
 	f->cap[0] = 0;
 	pthread_cond_broadcast(&c->cv);
@@ -356,7 +396,7 @@ ft_ready(struct ctx *c, size_t s, size_t i)
 	if (c->refs[i] == 0)
 		ft_drop(c, i);
 	pthread_cond_broadcast(&c->cv);
-	while (c->held > STEP_AHEAD && c->waiting == 0 && c->active > 0)
+	while (c->held > STEP_AHEAD && c->waiting < c->active)
 		wait_off_lane(c);
 	pthread_mutex_unlock(&c->mu);
 }
@@ -431,7 +471,7 @@ float_hook(const struct qr_node *node, struct qr_tensor *const *outs,
 		const struct hook_ent *e = &c->fmap.ent[k];
 
 		if (e->slot < n_outs && outs[e->slot] != NULL &&
-		    ft_take(&c->ft[e->pair], h->s, outs[e->slot]))
+		    ft_take(&c->ft[e->pair], h->s, outs[e->slot], c->step))
 			ft_ready(c, h->s, e->pair);
 	}
 	return 0;
@@ -914,7 +954,7 @@ sample_read(struct ctx *c, size_t s, int *eof, const char **name)
 		size_t fi = ins[i]->name ? ft_find(c, ins[i]->name) : NONE;
 
 		if (fi != NONE && c->ft[fi].node < 0 &&
-		    ft_take(&c->ft[fi], s, sl->ins[i]))
+		    ft_take(&c->ft[fi], s, sl->ins[i], c->step))
 			ft_ready(c, s, fi);
 	}
 	return QR_OK;
@@ -1278,7 +1318,7 @@ step_sample(struct ctx *c, int *eof)
 	for (i = 0; i < n; i++)
 		qr_diag_clear(&t[i].d);
 	for (i = 0; i < c->n_ft; i++) {
-		free(c->ft[i].buf[0]);
+		step_unmap(c->ft[i].buf[0], c->ft[i].cap[0]);
 		c->ft[i].buf[0] = NULL;
 		c->ft[i].cap[0] = 0;
 	}
@@ -1704,6 +1744,7 @@ qr_analysis_run_data(struct qr_analysis *a, const struct qr_model *fmodel,
 	 */
 	lanes = o->n_threads >= 2 ? 2 : 1;
 	eo.n_threads = o->n_threads / lanes > 0 ? o->n_threads / lanes : 1;
+	eo.trim_folds = 1; /* folded constants are never activations */
 	/*
 	 * A local run of its own may sum float convs in any order
 	 * (Winograd): each node's error is measured from the float model's

@@ -53,6 +53,13 @@ struct qr_exec_opts {
 				  * instead of computing and holding its
 				  * own (it must outlive this one), or
 				  * NULL */
+	int trim_folds;          /* 1: after load, free the values folded
+				  * at load that only other folded nodes
+				  * read (a weight's Transpose and
+				  * QuantizeLinear before its
+				  * DequantizeLinear): the hook then gets
+				  * NULL in their place. An executor
+				  * sharing this one's values trims alike */
 	const char *const *keep; /* tensors kept alive after a run, readable
 				  * with qr_exec_tensor_get (may be NULL) */
 	size_t n_keep;           /* entries in keep */

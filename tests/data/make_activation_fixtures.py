@@ -24,6 +24,10 @@ and tests/test_cli.c:
                     one Transpose more per weight, so every later
                     /a/Transpose_N names another tensor than in
                     mha_fold.onnx (the same values otherwise)
+  mha_nofold_qdq.onnx  mha_nofold.onnx by samples/qdq_quantize.py: each
+                    weight goes Transpose -> QuantizeLinear ->
+                    DequantizeLinear, all constant (as torchvision's
+                    vit_b_16 exported that way)
   twin_a.onnx       x [1,4,6] read by two Gathers (indices 0 and 1 on axis
                     1) and two Transposes (perms [0,2,1] and [2,1,0])
                     whose outputs are summed pairwise
@@ -188,6 +192,11 @@ for name, kw in (("mha_fold.onnx", {}),
     torch.onnx.export(mha, torch.zeros(1, 5, 16), os.path.join(OUT, name),
                       opset_version=13, input_names=["input"],
                       output_names=["logits"], **kw)
+rng = np.random.RandomState(0)
+onnx.save(qq.quantize_qdq(onnx.load(os.path.join(OUT, "mha_nofold.onnx")),
+                          [rng.randn(1, 5, 16).astype(np.float32)
+                           for _ in range(8)]),
+          os.path.join(OUT, "mha_nofold_qdq.onnx"))
 
 
 # twins: same op, same input, different attribute or constant
