@@ -1006,9 +1006,11 @@ out:
 }
 
 /* What a hook saw: outputs of Transpose and QuantizeLinear nodes, given
- * or NULL. */
+ * or NULL; and the nodes in the order run (up to 256). */
 struct trim_seen {
 	size_t given, null;
+	const struct qr_node *order[256];
+	size_t n;
 };
 
 static int
@@ -1017,6 +1019,8 @@ trim_hook(const struct qr_node *node, struct qr_tensor *const *outs,
 {
 	struct trim_seen *s = user;
 
+	if (s->n < 256)
+		s->order[s->n++] = node;
 	if (n_outs > 0 && (strcmp(node->op_type, "Transpose") == 0 ||
 			   strcmp(node->op_type, "QuantizeLinear") == 0)) {
 		if (outs[0] != NULL)
@@ -1027,24 +1031,89 @@ trim_hook(const struct qr_node *node, struct qr_tensor *const *outs,
 	return 0;
 }
 
+/* Whether node b reads an output of node a. */
+static int
+reads(const struct qr_node *b, const struct qr_node *a)
+{
+	size_t i, j;
+
+	for (i = 0; i < b->n_in; i++)
+		for (j = 0; j < a->n_out; j++)
+			if (b->in[i][0] && strcmp(b->in[i], a->out[j]) == 0)
+				return 1;
+	return 0;
+}
+
+/* Of the nodes run (seen), the DequantizeLinear ones that read
+ * constants only (through Transpose and QuantizeLinear): how many, and
+ * how many ran right before a node that reads them (or before the
+ * DequantizeLinear of the bias that node also reads). */
+static void
+dq_just_in_time(const struct qr_model *m, const struct trim_seen *seen,
+		size_t *n_dq, size_t *jit)
+{
+	const struct qr_graph_data *g = &m->graph;
+	size_t i, j, k;
+
+	*n_dq = *jit = 0;
+	for (i = 0; i + 1 < seen->n; i++) {
+		const struct qr_node *nd = seen->order[i];
+		int konly = 1;
+
+		if (strcmp(nd->op_type, "DequantizeLinear") != 0)
+			continue;
+		/* walk input 0 up through Q and Transpose to an initializer */
+		for (k = 0; konly && nd != NULL && k < 4; k++) {
+			const char *x = nd->in[0];
+			const struct qr_node *p = NULL;
+
+			for (j = 0; j < g->n_init; j++)
+				if (strcmp(g->inits[j].name, x) == 0)
+					break;
+			if (j < g->n_init)
+				break;
+			for (j = 0; j < g->n_node && p == NULL; j++)
+				if (g->nodes[j].n_out &&
+				    strcmp(g->nodes[j].out[0], x) == 0)
+					p = &g->nodes[j];
+			konly = p != NULL &&
+				(strcmp(p->op_type, "QuantizeLinear") == 0 ||
+				 strcmp(p->op_type, "Transpose") == 0);
+			nd = p;
+		}
+		if (!konly || k == 4)
+			continue;
+		(*n_dq)++;
+		*jit += reads(seen->order[i + 1], seen->order[i]) ||
+			(i + 2 < seen->n &&
+			 strcmp(seen->order[i + 1]->op_type,
+				"DequantizeLinear") == 0 &&
+			 reads(seen->order[i + 2], seen->order[i]));
+	}
+}
+
 /*
  * opts.trim_folds on mha_nofold_qdq.onnx, where each weight goes
  * Transpose -> QuantizeLinear -> DequantizeLinear at load: the first two
  * are freed (the hook gets NULL), the DequantizeLinear kept; an executor
- * sharing the trimmed one trims alike; every output has the same bits.
+ * sharing the trimmed one trims alike. With opts.fold_max too small to
+ * fold anything, those chains run at each run, each just before the
+ * node that reads it (not all at the start, where the quantizer wrote
+ * them). Every output has the same bits.
  */
 static void
 test_fold_trim(void)
 {
 	char *path = fixture_path("mha_nofold_qdq.onnx");
 	struct qr_model *m = load(path);
-	struct qr_exec *a = NULL, *b = NULL, *c = NULL;
+	struct qr_exec *a = NULL, *b = NULL, *c = NULL, *x = NULL, *y = NULL;
 	struct qr_exec_opts o = { 0 };
 	struct qr_diag d = { 0 };
 	struct qr_tensor *in = NULL, *const *oa, *const *ob, *const *oc;
-	struct trim_seen sa = { 0 }, sb = { 0 }, sc = { 0 };
+	struct qr_tensor *const *ox, *const *oy;
+	static struct trim_seen sa, sb, sc, sx, sy;
 	int64_t dims[3] = { 1, 5, 16 };
-	size_t i, na, nb, nc;
+	size_t i, na, nb, nc, nx, ny, n_dq, jit;
 
 	if (!ok(m != NULL && qr_exec_new(m, NULL, &a, &d) == QR_OK,
 		"mha_nofold_qdq loads (%s)", d.msg))
@@ -1055,6 +1124,13 @@ test_fold_trim(void)
 	o.any_order = 1;
 	ok(qr_exec_new(m, &o, &c, &d) == QR_OK,
 	   "trimmed executor sharing the trimmed one's values");
+	o.share = NULL;
+	o.any_order = 0;
+	o.fold_max = 1;
+	ok(qr_exec_new(m, &o, &x, &d) == QR_OK, "executor folding nothing");
+	o.share = x;
+	ok(qr_exec_new(m, &o, &y, &d) == QR_OK,
+	   "executor sharing the one folding nothing");
 	if (!ok(qr_tensor_new(QR_DT_FLOAT, 3, dims, &in, &d) == QR_OK,
 		"input"))
 		goto out;
@@ -1066,6 +1142,23 @@ test_fold_trim(void)
 		qr_exec_run(c, &in, 1, trim_hook, &sc, &d) == QR_OK,
 		"all three run (%s)", d.msg))
 		goto out;
+	ok(x && y && qr_exec_run(x, &in, 1, trim_hook, &sx, &d) == QR_OK &&
+	   qr_exec_run(y, &in, 1, trim_hook, &sy, &d) == QR_OK,
+	   "both run (%s)", d.msg);
+	ok(sx.null == 0 && sx.given == sa.given && sy.null == 0,
+	   "folding nothing: every weight's chain runs (%zu outputs given)",
+	   sx.given);
+	dq_just_in_time(m, &sx, &n_dq, &jit);
+	ok(n_dq >= 3 && jit == n_dq, "each weight's DequantizeLinear runs "
+	   "right before the node that reads it: %zu of %zu", jit, n_dq);
+	ox = x ? qr_exec_outputs(x, &nx) : NULL;
+	oy = y ? qr_exec_outputs(y, &ny) : NULL;
+	oa = qr_exec_outputs(a, &na);
+	ok(ox && oy && nx == 1 && ny == 1 && na == 1 &&
+	   ox[0]->nbytes == oa[0]->nbytes && oy[0]->nbytes == oa[0]->nbytes &&
+	   memcmp(ox[0]->data, oa[0]->data, oa[0]->nbytes) == 0 &&
+	   memcmp(oy[0]->data, oa[0]->data, oa[0]->nbytes) == 0,
+	   "folded or not: the output has the same bits");
 	ok(sa.null == 0 && sb.null == 4 && sc.null == 4 &&
 	   sb.given + sb.null == sa.given && sc.given == sb.given,
 	   "the weights' Transpose and QuantizeLinear outputs are freed: "
@@ -1081,6 +1174,8 @@ test_fold_trim(void)
 	   "trimmed or not, shared or not: the output has the same bits");
 out:
 	qr_tensor_free(in);
+	qr_exec_free(y);
+	qr_exec_free(x);
 	qr_exec_free(c);
 	qr_exec_free(b);
 	qr_exec_free(a);

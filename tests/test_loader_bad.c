@@ -401,6 +401,76 @@ check_float_formats(void)
 	   "dtype helpers");
 }
 
+/* n floats of t are first + step * i. */
+static int
+ramp_is(const struct qr_tensor_data *t, size_t n, float first, float step)
+{
+	const float *f = t != NULL ? t->data : NULL;
+	size_t i;
+
+	if (t == NULL || t->dtype != QR_DT_FLOAT || t->n_elem != n ||
+	    t->nbytes != n * sizeof(float))
+		return 0;
+	for (i = 0; i < n; i++)
+		if (f[i] != first + step * (float)i) {
+			diag("%s[%zu] = %g", t->name, i, f[i]);
+			return 0;
+		}
+	return 1;
+}
+
+/*
+ * Large raw_data is copied in apart from the rest of the message (so a
+ * model is not held twice while it loads); protobuf's rules must still
+ * hold: a field given twice counts the last time, a message field given
+ * twice is merged. From a file (mapped) and from a buffer alike.
+ */
+static void
+check_lean(void)
+{
+	static const char *const files[] = {
+		"raw_twice_small.onnx", "raw_twice_big.onnx", "two_graphs.onnx",
+	};
+	struct qr_diag d = {0};
+	size_t k, way;
+
+	for (k = 0; k < 3; k++) {
+		for (way = 0; way < 2; way++) {
+			char *path = xasprintf("%s%s", DATA, files[k]);
+			struct qr_model *m = NULL;
+			char *buf = NULL;
+			size_t len = 0;
+			int good;
+
+			if (way == 0)
+				qr_onnx_load(path, &m, &d);
+			else if (qr_read_file(path, &buf, &len, &d) == QR_OK)
+				qr_onnx_load_buffer(buf, len, files[k], NULL,
+						    &m, &d);
+			if (k == 0)
+				good = m && m->graph.n_init == 1 &&
+				       ramp_is(init(m, "w"), 4, 1, 1);
+			else if (k == 1)
+				good = m && m->graph.n_init == 1 &&
+				       ramp_is(init(m, "w"), 2048, 0, 1);
+			else
+				good = m && m->graph.n_init == 2 &&
+				       m->graph.n_node == 1 &&
+				       ramp_is(init(m, "w"), 2048, 0, 1) &&
+				       ramp_is(init(m, "v"), 2048, 0, 2);
+			ok(good, "%s from a %s: %s", files[k],
+			   way ? "buffer" : "file",
+			   k == 0 ? "raw_data twice, the last (small) counts" :
+			   k == 1 ? "raw_data twice, the last (large) counts" :
+			   "two graph fields merged: both initializers");
+			qr_onnx_free(m);
+			free(buf);
+			free(path);
+		}
+	}
+	qr_diag_clear(&d);
+}
+
 int
 main(void)
 {
@@ -421,5 +491,6 @@ main(void)
 	check_const();
 	check_buffers();
 	check_float_formats();
+	check_lean();
 	return done();
 }

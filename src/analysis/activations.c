@@ -207,6 +207,8 @@ struct hctx {
 	size_t scratch_cap;
 	unsigned *left;          /* in step: per ftens, reads left in this
 				  * run; NULL in the pipeline */
+	double waited;           /* in step: seconds spent waiting for the
+				  * float run */
 };
 
 static float *
@@ -414,10 +416,13 @@ step_wait(struct hctx *h, size_t i)
 		return 0;
 	pthread_mutex_lock(&c->mu);
 	if ((i == NONE || !c->ft[i].have[0]) && !c->f_end) {
+		double t0 = qr_now();
+
 		c->waiting++;
 		while ((i == NONE || !c->ft[i].have[0]) && !c->f_end)
 			wait_off_lane(c);
 		c->waiting--;
+		h->waited += qr_now() - t0;
 	}
 	r = c->stop != QR_OK;
 	pthread_mutex_unlock(&c->mu);
@@ -862,10 +867,11 @@ slot_clear(struct slot *sl)
 
 /* Run candidate q's cumulative (local 0) or local run on the sample in
  * slot s. The inputs are renamed to the candidate's graph inputs by
- * position. d is the task's own. */
+ * position. d is the task's own. *waited (in step) gets the seconds the
+ * run waited for the float one. */
 static enum qr_status
 run_cand(struct ctx *c, struct cand *q, int local, size_t s,
-	 struct qr_diag *d)
+	 struct qr_diag *d, double *waited)
 {
 	struct slot *sl = &c->slot[s];
 	struct qr_exec *e = local ? q->el : q->e;
@@ -908,6 +914,7 @@ run_cand(struct ctx *c, struct cand *q, int local, size_t s,
 		compare_outputs(q, sl);
 	free(h.left);
 	free(h.scratch);
+	*waited = h.waited;
 	free(ptr);
 	free(alias);
 	return st;
@@ -1126,7 +1133,7 @@ lane(void *arg)
 	for (;;) {
 		struct task t = pick(c);
 		enum qr_status st;
-		double t0;
+		double t0, waited;
 		size_t k;
 		int eof;
 
@@ -1165,7 +1172,7 @@ lane(void *arg)
 		pthread_mutex_unlock(&c->mu);
 		memset(&qd, 0, sizeof qd);
 		t0 = qr_now();
-		st = run_cand(c, t.q, t.local, t.sample % SLOTS, &qd);
+		st = run_cand(c, t.q, t.local, t.sample % SLOTS, &qd, &waited);
 		pthread_mutex_lock(&c->mu);
 		t.q->seconds += qr_now() - t0;
 		if (st != QR_OK) {
@@ -1208,14 +1215,14 @@ step_thread(void *arg)
 {
 	struct step_task *t = arg;
 	struct ctx *c = t->c;
-	double t0;
+	double t0, waited;
 
 	pthread_mutex_lock(&c->mu);
 	lane_take(c);
 	pthread_mutex_unlock(&c->mu);
 	t0 = qr_now();
-	t->st = run_cand(c, t->q, t->local, 0, &t->d);
-	t->seconds = qr_now() - t0;
+	t->st = run_cand(c, t->q, t->local, 0, &t->d, &waited);
+	t->seconds = qr_now() - t0 - waited;
 	pthread_mutex_lock(&c->mu);
 	if (t->thread)
 		c->active--;

@@ -183,6 +183,198 @@ wire_depth_ok(const uint8_t *buf, size_t len,
 	}
 }
 
+/* ---- unpacking without a second copy of the weights ---- */
+
+#define STRIP_MIN 4096 /* raw_data this long is copied in on its own */
+
+/* An initializer's raw_data left out of the message unpacked. */
+struct raw_ref {
+	size_t init;             /* index among the graph's initializers */
+	size_t off, len;         /* its bytes in the original message */
+};
+
+/* strip_msg's work. */
+struct strip {
+	const uint8_t *base;     /* the original message */
+	uint8_t *out;            /* the copy written, NULL when sizing */
+	size_t n_init;           /* initializers written so far */
+	struct raw_ref *ref;
+	size_t n_ref;
+};
+
+static size_t
+put_varint(uint8_t *dst, uint64_t v)
+{
+	size_t n = 0;
+
+	do {
+		uint8_t b = v & 0x7f;
+
+		v >>= 7;
+		if (dst != NULL)
+			dst[n] = b | (v ? 0x80 : 0);
+		n++;
+	} while (v);
+	return n;
+}
+
+/*
+ * Copy the message [p, end) at level 0 (ModelProto), 1 (its graph) or 2
+ * (an initializer) to s->out + at (or only size it when s->out is NULL),
+ * leaving out every initializer's raw_data of STRIP_MIN bytes or more
+ * (written empty and listed in s->ref). Returns the bytes of the copy, or
+ * SIZE_MAX for a message the walk does not follow (groups, truncation).
+ */
+static size_t
+strip_msg(struct strip *s, int level, const uint8_t *p, const uint8_t *end,
+	  size_t at)
+{
+	size_t n = 0, sub;
+	long pend = -1;          /* level 2: the raw_data left out, if last */
+	size_t pend_off = 0, pend_len = 0;
+
+	while (p < end) {
+		const uint8_t *f = p;
+		uint64_t key, v;
+		int into;
+
+		if (wire_varint(&p, end, &key) != 0)
+			return SIZE_MAX;
+		switch (key & 7) {
+		case 0:
+			if (wire_varint(&p, end, &v) != 0)
+				return SIZE_MAX;
+			break;
+		case 1:
+		case 5:
+			if ((size_t)(end - p) < ((key & 7) == 1 ? 8u : 4u))
+				return SIZE_MAX;
+			p += (key & 7) == 1 ? 8 : 4;
+			break;
+		case 2:
+			if (wire_varint(&p, end, &v) != 0 ||
+			    v > (uint64_t)(end - p))
+				return SIZE_MAX;
+			into = (level == 0 && key >> 3 == 7) ||
+			       (level == 1 && key >> 3 == 5);
+			if (into) {
+				const uint8_t *q = p;
+				uint8_t *out = s->out;
+				size_t hd;
+
+				s->out = NULL; /* sizing it first */
+				sub = strip_msg(s, level + 1, q, q + v, 0);
+				s->out = out;
+				if (sub == SIZE_MAX)
+					return SIZE_MAX;
+				hd = put_varint(NULL, key) + put_varint(NULL, sub);
+				if (s->out != NULL) {
+					uint8_t *o = s->out + at + n;
+
+					o += put_varint(o, key);
+					put_varint(o, sub);
+					if (strip_msg(s, level + 1, q, q + v,
+						      at + n + hd) != sub)
+						return SIZE_MAX;
+					if (level == 1)
+						s->n_init++;
+				}
+				n += hd + sub;
+				p += v;
+				continue;
+			}
+			if (level == 2 && key >> 3 == 9) {
+				pend = -1;
+				if (v >= STRIP_MIN) {
+					pend = 1;
+					pend_off = (size_t)(p - s->base);
+					pend_len = (size_t)v;
+					p += v;
+					if (s->out != NULL) {
+						uint8_t *o = s->out + at + n;
+
+						o += put_varint(o, key);
+						put_varint(o, 0);
+					}
+					n += put_varint(NULL, key) + 1;
+					continue;
+				}
+			}
+			p += v;
+			break;
+		default: /* groups */
+			return SIZE_MAX;
+		}
+		if (s->out != NULL)
+			memcpy(s->out + at + n, f, (size_t)(p - f));
+		n += (size_t)(p - f);
+	}
+	if (pend > 0 && s->out != NULL) {
+		s->ref = xreallocarray(s->ref, s->n_ref + 1, sizeof *s->ref);
+		s->ref[s->n_ref].init = s->n_init;
+		s->ref[s->n_ref].off = pend_off;
+		s->ref[s->n_ref].len = pend_len;
+		s->n_ref++;
+	}
+	return n;
+}
+
+/*
+ * Unpack buf as a ModelProto without holding the weights twice.
+ * protobuf-c copies every bytes field it unpacks, so a mapped 346 MB
+ * model took 692 MB while it was read. Here the initializers' large
+ * raw_data is left out of a copy of the message, which is unpacked, and
+ * copied in afterwards one tensor at a time; with a mapped file (map not
+ * NULL) each tensor's pages are given back once copied. A message the
+ * walk does not follow is unpacked as it is, for protobuf-c to judge.
+ */
+static Onnx__ModelProto *
+unpack_lean(const uint8_t *buf, size_t len, const struct qr_map *map)
+{
+	struct strip s = {0};
+	Onnx__ModelProto *pb = NULL;
+	size_t n, i;
+
+	s.base = buf;
+	n = strip_msg(&s, 0, buf, buf + len, 0);
+	if (n == SIZE_MAX || n == len)
+		return onnx__model_proto__unpack(NULL, len, buf);
+	s.out = xmalloc(n);
+	if (strip_msg(&s, 0, buf, buf + len, 0) == n)
+		pb = onnx__model_proto__unpack(NULL, n, s.out);
+	free(s.out);
+	for (i = 0; pb != NULL && i < s.n_ref; i++) {
+		const struct raw_ref *r = &s.ref[i];
+		const Onnx__TensorProto *tp;
+
+		if (pb->graph == NULL || r->init >= pb->graph->n_initializer)
+			break;
+		tp = pb->graph->initializer[r->init];
+		if (!tp->has_raw_data || tp->raw_data.len != 0)
+			break;
+	}
+	if (pb == NULL || i < s.n_ref) {
+		/* not what the walk expected: the plain way */
+		if (pb != NULL)
+			onnx__model_proto__free_unpacked(pb, NULL);
+		free(s.ref);
+		return onnx__model_proto__unpack(NULL, len, buf);
+	}
+	for (i = 0; i < s.n_ref; i++) {
+		const struct raw_ref *r = &s.ref[i];
+		Onnx__TensorProto *tp = pb->graph->initializer[r->init];
+
+		free(tp->raw_data.data);
+		tp->raw_data.data = xmalloc(r->len);
+		memcpy(tp->raw_data.data, buf + r->off, r->len);
+		tp->raw_data.len = r->len;
+		if (map != NULL)
+			qr_map_drop(map, r->off, r->len);
+	}
+	free(s.ref);
+	return pb;
+}
+
 /* "ai.onnx" and "" both name the default domain; we store "". */
 static const char *
 norm_domain(const char *dom)
@@ -928,15 +1120,11 @@ out:
 	return st;
 }
 
-/*
- * Decode len bytes as a ModelProto and convert it. name is used in
- * messages; base_dir (may be NULL) resolves external data. The model file's
- * bytes are not needed afterwards: protobuf-c copies what it keeps.
- */
-enum qr_status
-qr_onnx_load_buffer(const void *buf, size_t len, const char *name,
-		    const char *base_dir, struct qr_model **out,
-		    struct qr_diag *d)
+/* qr_onnx_load_buffer; map: buf is that mapped file (unpack_lean). */
+static enum qr_status
+load_buffer(const void *buf, size_t len, const struct qr_map *map,
+	    const char *name, const char *base_dir, struct qr_model **out,
+	    struct qr_diag *d)
 {
 	struct qr_model_priv *p = xcalloc(1, sizeof *p);
 	struct load_ctx c = {0};
@@ -965,7 +1153,7 @@ qr_onnx_load_buffer(const void *buf, size_t len, const char *name,
 			       MAX_WIRE_DEPTH);
 		goto out;
 	}
-	pb = onnx__model_proto__unpack(NULL, len, buf);
+	pb = unpack_lean(buf, len, map);
 	p->pb = pb;
 	if (pb == NULL) {
 		st = qr_errorf(d, QR_EFORMAT, "file '%s': not an ONNX model "
@@ -1012,6 +1200,19 @@ out:
 }
 
 /*
+ * Decode len bytes as a ModelProto and convert it. name is used in
+ * messages; base_dir (may be NULL) resolves external data. The model file's
+ * bytes are not needed afterwards: what the model keeps is copied.
+ */
+enum qr_status
+qr_onnx_load_buffer(const void *buf, size_t len, const char *name,
+		    const char *base_dir, struct qr_model **out,
+		    struct qr_diag *d)
+{
+	return load_buffer(buf, len, NULL, name, base_dir, out, d);
+}
+
+/*
  * Load the model at path. External data resolves in path's folder. The
  * caller frees the model with qr_onnx_free. Statuses: see onnx.h.
  */
@@ -1027,7 +1228,7 @@ qr_onnx_load(const char *path, struct qr_model **out, struct qr_diag *d)
 	if (st != QR_OK)
 		return st;
 	dir = qr_path_dirname(path);
-	st = qr_onnx_load_buffer(map.data, map.size, path, dir, out, d);
+	st = load_buffer(map.data, map.size, &map, path, dir, out, d);
 	free(dir);
 	qr_unmap(&map);
 	return st;

@@ -98,6 +98,8 @@ struct qr_exec {
 				    * (struct qr_op_call.ws): one node runs
 				    * at a time */
 	size_t ws_cap;             /* bytes in ws */
+	size_t fold_bytes;         /* bytes of the values it folded and
+				    * holds (borrowed ones not counted) */
 };
 
 /* ---- name table ---- */
@@ -273,6 +275,99 @@ strip_node_prefix(const struct qr_node *n, const char *msg)
 	return r;
 }
 
+/* lazy_order's work. */
+struct lazy {
+	const struct qr_graph *g;
+	const struct qr_graph_data *gd;
+	unsigned char *konly;    /* per node: reads constants only */
+	unsigned char *done;     /* per node: placed */
+	size_t *out, k;          /* the order so far */
+	size_t *stack;
+};
+
+/* Place node (unless placed) after the constant-only producers it
+ * reads, depth first without recursion (a chain may be long). */
+static void
+lazy_place(struct lazy *z, size_t node)
+{
+	size_t sp = 1, j;
+
+	if (z->done[node])
+		return;
+	z->stack[0] = node;
+	while (sp > 0) {
+		const struct qr_node *nd = &z->gd->nodes[z->stack[sp - 1]];
+		int pushed = 0;
+
+		for (j = 0; j < nd->n_in && !pushed; j++) {
+			long p = nd->in[j][0] == '\0' ? -1 :
+				 qr_graph_producer(z->g, nd->in[j]);
+
+			if (p >= 0 && z->konly[p] && !z->done[p]) {
+				z->done[p] = 2; /* on the stack */
+				z->stack[sp++] = (size_t)p;
+				pushed = 1;
+			}
+		}
+		if (pushed)
+			continue;
+		sp--;
+		z->done[z->stack[sp]] = 1;
+		z->out[z->k++] = z->stack[sp];
+	}
+}
+
+/*
+ * The graph's topological order with each node that reads constants only
+ * (a weight's DequantizeLinear, or Transpose -> QuantizeLinear ->
+ * DequantizeLinear) moved to just before its first reader, or to the
+ * end when nothing reads it. Quantizers write all the weights'
+ * DequantizeLinear nodes first; a node not folded at load (opts.fold_max)
+ * would otherwise hold its output from the start of every run to its
+ * reader: vit_b_16, all its weights in float at once, 311 MB. Same
+ * nodes, same inputs: the same bits. A heap array of n_nodes entries.
+ */
+static size_t *
+lazy_order(const struct qr_graph *g)
+{
+	const size_t *topo = qr_graph_topo_order(g);
+	size_t n = qr_graph_n_nodes(g), i, j;
+	struct lazy z;
+
+	z.g = g;
+	z.gd = &qr_graph_model(g)->graph;
+	z.konly = xcalloc(n + 1, 1);
+	z.done = xcalloc(n + 1, 1);
+	z.out = xcalloc(n + 1, sizeof *z.out);
+	z.stack = xcalloc(n + 1, sizeof *z.stack);
+	z.k = 0;
+	for (i = 0; i < n; i++) {
+		const struct qr_node *nd = &z.gd->nodes[topo[i]];
+		int all = nd->n_in > 0;
+
+		for (j = 0; j < nd->n_in && all; j++) {
+			long p;
+
+			if (nd->in[j][0] == '\0' ||
+			    qr_graph_const(g, nd->in[j]) != NULL)
+				continue;
+			p = qr_graph_producer(g, nd->in[j]);
+			all = p >= 0 && z.konly[p];
+		}
+		z.konly[topo[i]] = (unsigned char)all;
+	}
+	for (i = 0; i < n; i++)
+		if (!z.konly[topo[i]])
+			lazy_place(&z, topo[i]);
+	for (i = 0; i < n; i++)
+		lazy_place(&z, topo[i]);
+	QR_ASSERT(z.k == n);
+	free(z.konly);
+	free(z.done);
+	free(z.stack);
+	return z.out;
+}
+
 /*
  * Index the graph, make values and steps, find descriptors and run each
  * check once with the dtypes known at load. Nodes that cannot run go to
@@ -283,7 +378,7 @@ exec_build(struct qr_exec *e, struct qr_unsupported **u, size_t *n_u,
 	   struct qr_diag *d)
 {
 	const struct qr_graph_data *gd = &e->m->graph;
-	const size_t *order;
+	size_t *order;
 	enum qr_status st;
 	size_t names, i, j, k;
 
@@ -333,7 +428,7 @@ exec_build(struct qr_exec *e, struct qr_unsupported **u, size_t *n_u,
 	e->n_steps = gd->n_node;
 	e->steps = xcalloc(e->n_steps + 1, sizeof *e->steps);
 	e->step_of_node = xcalloc(e->n_steps + 1, sizeof *e->step_of_node);
-	order = qr_graph_topo_order(e->g);
+	order = lazy_order(e->g);
 	for (i = 0; i < e->n_steps; i++) {
 		struct step *s = &e->steps[i];
 		const struct qr_node *n = &gd->nodes[order[i]];
@@ -374,6 +469,7 @@ exec_build(struct qr_exec *e, struct qr_unsupported **u, size_t *n_u,
 			s->call.out[j] = &v->store;
 		}
 	}
+	free(order);
 	/* Constant nodes' outputs (and Identity of constants) are known. */
 	for (i = 0; i < e->n_vals; i++) {
 		struct value *v = &e->vals[i];
@@ -519,8 +615,6 @@ qr_exec_unsupported(const struct qr_model *m, struct qr_unsupported **out,
 	return st;
 }
 
-#define FOLD_MAX_BYTES (64u << 20) /* largest output computed at load */
-
 /* Take step s's folded outputs from opts.share when that executor (of
  * the same model) folded the same node: views of its tensors, which it
  * keeps; an output it trimmed (fold_trim) is trimmed here too (NULL).
@@ -563,8 +657,9 @@ fold_borrow(struct qr_exec *e, struct step *s)
  * results: fold_borrow). Its outputs become constants that later
  * prepares see (so weights behind a DequantizeLinear are packed once) and
  * that each run hands to the hook without recomputing them. A step that
- * fails, has an unnamed output or makes a large tensor is left to run
- * normally.
+ * fails, has an unnamed output or would take the executor's folded bytes
+ * past opts.fold_max is left to run normally; so is one the share did
+ * not fold.
  */
 static void
 step_fold(struct qr_exec *e, struct step *s)
@@ -572,7 +667,9 @@ step_fold(struct qr_exec *e, struct step *s)
 	struct qr_tensor **out;
 	struct qr_op_call c = s->call;
 	struct qr_diag quiet = {0};
-	size_t j, n_in = 0;
+	size_t j, n_in = 0, bytes = 0;
+	size_t fold_max = e->opts.fold_max ? e->opts.fold_max
+					   : QR_EXEC_FOLD_MAX;
 	int ok = 1;
 
 	if (s->recheck || s->call.n_out == 0)
@@ -584,6 +681,8 @@ step_fold(struct qr_exec *e, struct step *s)
 	/* before the inputs: one the share trimmed is NULL here */
 	if (fold_borrow(e, s))
 		return;
+	if (e->opts.share != NULL && e->opts.share->m == e->m)
+		return; /* what the share did not fold (its budget) */
 	for (j = 0; j < s->call.n_in; j++) {
 		if (s->in_val[j] == NO_STEP)
 			continue;
@@ -606,10 +705,14 @@ step_fold(struct qr_exec *e, struct step *s)
 		goto done;
 	}
 	for (j = 0; j < s->call.n_out; j++) {
-		if (out[j]->nbytes > FOLD_MAX_BYTES) {
+		if (out[j]->nbytes > fold_max - bytes ||
+		    bytes + out[j]->nbytes > fold_max - e->fold_bytes) {
 			ok = 0;
 			goto done;
 		}
+		bytes += out[j]->nbytes;
+	}
+	for (j = 0; j < s->call.n_out; j++) {
 		out[j]->name = e->vals[s->out_val[j]].name;
 		qr_tensor_alloc(out[j]);
 	}
@@ -630,6 +733,7 @@ done:
 		v->folded = 1;
 	}
 	s->folded = out;
+	e->fold_bytes += bytes;
 }
 
 /*
@@ -665,6 +769,8 @@ fold_trim(struct qr_exec *e, size_t i, unsigned char *live)
 		for (k = 0; k < p->call.n_out; k++)
 			if (p->out_val[k] == v)
 				p->folded[k] = NULL;
+		if (val->konst->owned)
+			e->fold_bytes -= val->konst->nbytes;
 		qr_tensor_free(val->konst);
 		val->konst = NULL;
 	}

@@ -40,6 +40,12 @@ typedef int (*qr_hook_fn)(const struct qr_node *node,
 			  struct qr_tensor *const *outputs, size_t n_outputs,
 			  void *user);
 
+/* Default of qr_exec_opts.fold_max. Folding a DequantizeLinear stores a
+ * float copy of its weight, four times the int8 bytes: for vit_b_16 that
+ * alone is 346 MB, while dequantizing at each run costs about 3% of the
+ * run. */
+#define QR_EXEC_FOLD_MAX ((size_t)64 << 20)
+
 struct qr_exec_opts {
 	int profile;             /* 1: time each op type (qr_exec_profile) */
 	int n_threads;           /* threads an op may use; 0 means 1 */
@@ -60,6 +66,10 @@ struct qr_exec_opts {
 				  * DequantizeLinear): the hook then gets
 				  * NULL in their place. An executor
 				  * sharing this one's values trims alike */
+	size_t fold_max;         /* bytes the values folded at load may
+				  * hold at once; a node that would pass it
+				  * runs at each run instead (0:
+				  * QR_EXEC_FOLD_MAX) */
 	const char *const *keep; /* tensors kept alive after a run, readable
 				  * with qr_exec_tensor_get (may be NULL) */
 	size_t n_keep;           /* entries in keep */

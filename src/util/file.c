@@ -49,6 +49,22 @@ out:
 }
 
 void
+qr_map_drop(const struct qr_map *m, size_t off, size_t len)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t page = pg > 0 ? (size_t)pg : 4096;
+	uintptr_t a, b;
+
+	if (m == NULL || !m->mapped || m->data == NULL || off > m->size ||
+	    len > m->size - off)
+		return;
+	a = ((uintptr_t)(m->data + off) + page - 1) / page * page;
+	b = (uintptr_t)(m->data + off + len) / page * page;
+	if (a < b)
+		madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+void
 qr_unmap(struct qr_map *m)
 {
 	if (m == NULL)

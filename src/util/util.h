@@ -128,6 +128,10 @@ struct qr_map {
 enum qr_status qr_map_file(const char *path, struct qr_map *out,
 			   struct qr_diag *d);
 void qr_unmap(struct qr_map *m);
+/* Give back the memory of the whole pages inside [off, off + len) of a
+ * mapped file (read again from the file if touched later); nothing for a
+ * map that is not mapped. */
+void qr_map_drop(const struct qr_map *m, size_t off, size_t len);
 /* Read a whole file into a NUL-terminated heap buffer (*out, *len). */
 enum qr_status qr_read_file(const char *path, char **out, size_t *len,
 			    struct qr_diag *d);

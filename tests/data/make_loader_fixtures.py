@@ -63,6 +63,43 @@ def ext_tensor(name, dtype, dims, location, offset, length):
     return t
 
 
+def varint(n):
+    out = b""
+    while True:
+        b = n & 0x7f
+        n >>= 7
+        out += bytes([b | (0x80 if n else 0)])
+        if not n:
+            return out
+
+
+def field(num, payload):
+    """A length-delimited protobuf field, written by hand."""
+    return varint(num << 3 | 2) + varint(len(payload)) + payload
+
+
+def tensor_raws(name, dims, raws):
+    """A float TensorProto whose raw_data field appears once per raws
+    entry (protobuf keeps the last)."""
+    t = TensorProto()
+    t.name = name
+    t.data_type = F
+    t.dims.extend(dims)
+    return t.SerializeToString() + b"".join(field(9, r) for r in raws)
+
+
+def model_graphs(m, graphs):
+    """m's bytes with its graph field written once per graphs entry, each
+    a (GraphProto, [initializer bytes]) pair (protobuf merges them)."""
+    m = type(m).FromString(m.SerializeToString())
+    m.ClearField("graph")
+    out = m.SerializeToString()
+    for g, inits in graphs:
+        gb = g.SerializeToString() + b"".join(field(5, t) for t in inits)
+        out += field(7, gb)
+    return out
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     w = numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3),
@@ -217,6 +254,27 @@ def main():
                           keepdims=0)],
         [vi("x", [2])], [vi("y", [2]), vi("z", [2])],
         [numpy_helper.from_array(np.zeros(2, np.float32), "zero")]))
+    # Initializers written by hand the way protobuf allows and a
+    # copying-free loader must still read right: raw_data twice (the last
+    # counts), and the graph field twice (merged: initializers appended).
+    ar = np.arange(2048, dtype=np.float32)
+    base = one_init(numpy_helper.from_array(np.zeros(4, np.float32), "w"),
+                    x_shape=(4,))
+    g = type(base.graph).FromString(base.graph.SerializeToString())
+    g.ClearField("initializer")
+    save("raw_twice_small.onnx", model_graphs(base, [(g, [tensor_raws(
+        "w", [4], [np.full(2048, 7, np.float32).tobytes(),
+                   np.array([1, 2, 3, 4], np.float32).tobytes()])])]))
+    base = one_init(numpy_helper.from_array(ar, "w"), x_shape=(2048,))
+    g = type(base.graph).FromString(base.graph.SerializeToString())
+    g.ClearField("initializer")
+    save("raw_twice_big.onnx", model_graphs(base, [(g, [tensor_raws(
+        "w", [2048], [np.full(4, 7, np.float32).tobytes(), ar.tobytes()])])]))
+    g2 = type(g)()
+    g2.name = "g"
+    save("two_graphs.onnx", model_graphs(base, [
+        (g, [tensor_raws("w", [2048], [ar.tobytes()])]),
+        (g2, [tensor_raws("v", [2048], [(2 * ar).tobytes()])])]))
     return 0
 
 
