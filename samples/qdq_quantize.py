@@ -520,6 +520,17 @@ def _op(node, ins, a):
         X = dequantize_linear(ins[0], ins[1], ins[2])
         axes = tuple(range(1, X.ndim - 1)) if a.get("channels_last", 0) else tuple(range(2, X.ndim))
         return [quantize_linear(X.mean(axis=axes, keepdims=True), ins[3], ins[4])]
+    # torch's export of nn.MultiheadAttention's mask handling (vit_b_16)
+    if t == "ConstantOfShape":
+        v = np.asarray(a.get("value", np.zeros(1, np.float32))).ravel()
+        return [np.full([int(d) for d in x], v[0], dtype=v.dtype)]
+    if t == "Equal":
+        return [np.equal(ins[0], ins[1])]
+    if t == "Where":
+        return [np.where(ins[0], ins[1], ins[2])]
+    if t == "Expand":
+        shape = np.broadcast_shapes(x.shape, tuple(int(v) for v in ins[1]))
+        return [np.broadcast_to(x, shape).copy()]
     raise NotImplementedError("op %s (%s)" % (t, node.name))
 
 

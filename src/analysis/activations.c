@@ -29,17 +29,18 @@
  * so the results do not depend on which lane ran what.
  *
  * That pipeline keeps two samples' compared float tensors whole, which
- * is little for a CNN (resnet18: 19 MB a sample) and too much for a
+ * is little for a CNN (resnet18: 14 MB a sample) and too much for a
  * transformer (vit_b_16: 523 MB). So the first sample always goes "in
  * step": the float run and every candidate run of the sample at once,
  * one thread each, a candidate run waiting in its hook for a float
  * tensor not made yet, and each float tensor freed as soon as the last
  * run that reads it has. The float run may keep STEP_AHEAD bytes ahead
- * of the slowest reader, then waits while some reader runs (one that
- * runs reads and frees, or comes to wait too): when every reader waits
- * for the float run it goes on, so none waits forever, whatever the
- * graphs' orders. Only as many threads
- * compute at once as there are lanes (the others wait for a lane).
+ * of the slowest reader, then waits while some reader is not waiting
+ * for it (such a reader runs, or will when it gets a lane, and so reads
+ * and frees, or comes to wait too): when every reader waits for the
+ * float run it goes on, so none waits forever, whatever the graphs'
+ * orders. Only as many threads compute at once as there are lanes; the
+ * others wait for one.
  * When the first sample's tensors came to at most opts.pipe_bytes, the
  * other samples take the pipeline; otherwise they go in step too. The
  * two ways compute the same things in the same order per accumulator,
@@ -332,19 +333,6 @@ ft_take(struct ftens *f, size_t s, const struct qr_tensor *t, int mapped)
 
 /* ---- in step ---- */
 
-/* Wait on cv once without holding a lane, then take a lane back.
- * Under mu. */
-static void
-wait_off_lane(struct ctx *c)
-{
-	c->lanes_free++;
-	pthread_cond_broadcast(&c->cv);
-	pthread_cond_wait(&c->cv, &c->mu);
-	while (c->lanes_free == 0)
-		pthread_cond_wait(&c->cv, &c->mu);
-	c->lanes_free--;
-}
-
 /* Take a lane (under mu). */
 static void
 lane_take(struct ctx *c)
@@ -398,8 +386,12 @@ ft_ready(struct ctx *c, size_t s, size_t i)
 	if (c->refs[i] == 0)
 		ft_drop(c, i);
 	pthread_cond_broadcast(&c->cv);
-	while (c->held > STEP_AHEAD && c->waiting < c->active)
-		wait_off_lane(c);
+	if (c->held > STEP_AHEAD && c->waiting < c->active) {
+		lane_give(c);
+		while (c->held > STEP_AHEAD && c->waiting < c->active)
+			pthread_cond_wait(&c->cv, &c->mu);
+		lane_take(c);
+	}
 	pthread_mutex_unlock(&c->mu);
 }
 
@@ -418,10 +410,15 @@ step_wait(struct hctx *h, size_t i)
 	if ((i == NONE || !c->ft[i].have[0]) && !c->f_end) {
 		double t0 = qr_now();
 
+		/* counted as waiting for the float run only until it is
+		 * there: a run that then waits for a lane does not hold the
+		 * float run back */
 		c->waiting++;
+		lane_give(c);
 		while ((i == NONE || !c->ft[i].have[0]) && !c->f_end)
-			wait_off_lane(c);
+			pthread_cond_wait(&c->cv, &c->mu);
 		c->waiting--;
+		lane_take(c);
 		h->waited += qr_now() - t0;
 	}
 	r = c->stop != QR_OK;

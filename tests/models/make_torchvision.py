@@ -20,6 +20,11 @@ writes, with input "input" [1,3,224,224] and output "logits" [1,1000], opset 13:
 The BN running statistics are not left at their init values (0/1): they are
 estimated from 4 batches of random-normal images (seeded), so activations stay
 in a sane range and folded weights have realistic per-channel spread.
+
+--models takes any torchvision classifier. One without BatchNorm (vit_b_16,
+for the memory benchmark on a transformer) is quantized from <m>.onnx, the
+exporter's folded graph, as ORT's quantizer is usually fed; <m>_bn.onnx is
+then just the unfolded export (each weight behind a Transpose).
 Calibration: 8 random-normal inputs, torch.Generator seed 1234.
 The quantizer is samples/qdq_quantize.py.
 """
@@ -48,16 +53,17 @@ def build(name):
     m = getattr(torchvision.models, name)(weights=None)
     # realistic BN statistics from random data (cumulative average)
     g = torch.Generator().manual_seed(SEED + 1)
-    for mod in m.modules():
-        if isinstance(mod, torch.nn.BatchNorm2d):
-            mod.reset_running_stats()
-            mod.momentum = None
-    m.train()
-    with torch.no_grad():
-        for _ in range(4):
-            m(torch.randn(8, 3, 224, 224, generator=g))
+    bns = [mod for mod in m.modules() if isinstance(mod, torch.nn.BatchNorm2d)]
+    for mod in bns:
+        mod.reset_running_stats()
+        mod.momentum = None
+    if bns:
+        m.train()
+        with torch.no_grad():
+            for _ in range(4):
+                m(torch.randn(8, 3, 224, 224, generator=g))
     m.eval()
-    return m
+    return m, bool(bns)
 
 
 def export(m, path, keep_bn):
@@ -102,14 +108,16 @@ def main():
 
     for name in args.models.split(","):
         t0 = time.time()
-        m = build(name)
+        m, has_bn = build(name)
         with torch.no_grad():
             ref = m(torch.from_numpy(tests[0])).numpy()
         p = {k: os.path.join(args.out_dir, name + s + ".onnx")
              for k, s in (("float", ""), ("bn", "_bn"), ("qdq", "_qdq"), ("qop", "_qop"),
                           ("qdq16", "_qdq16"))}
-        export(m, p["float"], keep_bn=False)
+        ffold = export(m, p["float"], keep_bn=False)
         fbn = export(m, p["bn"], keep_bn=True)
+        if not has_bn:
+            fbn = ffold  # quantize the folded export
         t1 = time.time()
         prepared = qq.prepare(fbn)
         ranges = qq.calibrate_minmax(prepared, calib)
