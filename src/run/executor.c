@@ -741,8 +741,8 @@ done:
  * each folded value whose last reader is step i when no step that runs
  * at run time reads it and it is no graph output or kept tensor. A
  * weight behind Transpose -> QuantizeLinear -> DequantizeLinear keeps
- * only the last (vit_b_16's QDQ export: 390 MB less), and never holds
- * all three at once. live: per value, read by a step not folded.
+ * only the last (vit_b_16 exported without constant folding, then
+ * quantized: 390 MB less), and never holds all three at once. live: per value, read by a step not folded.
  */
 static void
 fold_trim(struct qr_exec *e, size_t i, unsigned char *live)
