@@ -808,8 +808,12 @@ concat_check(const struct qr_op_call *c, struct qr_diag *d)
 	enum qr_status st = move_check(c, d, 1, 4096, 1, 1);
 	size_t i;
 
-	for (i = 1; st == QR_OK && i < c->n_in; i++)
+	for (i = 1; st == QR_OK && i < c->n_in; i++) {
+		if (!qr_op_has_in(c, i))
+			return qr_op_errorf(c, d, QR_EGRAPH, "input %zu is "
+					    "empty", i);
 		st = qr_op_same_dtype(c, d, 0, i);
+	}
 	if (st == QR_OK && c->opset >= 4 && !qr_op_has_attr(c, "axis"))
 		return qr_op_errorf(c, d, QR_EGRAPH, "attribute axis is "
 				    "required");
