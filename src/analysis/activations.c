@@ -68,7 +68,7 @@
 #define CANCEL_RATIO 1e-5        /* float RMS / inputs' RMS: a cancellation */
 
 #define SLOTS 2                  /* samples in flight (double buffer) */
-#define STEP_AHEAD ((size_t)32 << 20) /* float bytes kept ahead, in step */
+#define STEP_AHEAD ((size_t)16 << 20) /* float bytes kept ahead, in step */
 
 /* A float tensor compared by some candidate. */
 struct ftens {
