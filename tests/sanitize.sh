@@ -19,27 +19,26 @@ JOBS=${JOBS:-2}
 # place (as quickstart.sh does), so build from a copy of the sources: the
 # files git tracks plus untracked ones it does not ignore. The npm
 # packages of the ONNX Runtime and browser tests are linked, not copied.
+# The copy and the build are made afresh every time: reusing a folder an
+# earlier run left (as CI's /tmp/qr-ci-sanitize is) tested that run's
+# sources, not these.
 src="$build/src"
-if [ ! -f "$build/obj/Makefile" ] ||
-   ! grep -q -- '-fsanitize=address' "$build/obj/Makefile"; then
-	rm -rf "$build/src" "$build/obj"
-	mkdir -p "$src" "$build/obj"
-	if git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
-		(cd "$top" && git ls-files -z --cached --others --exclude-standard |
-			xargs -0 tar -cf -) | tar -xf - -C "$src"
-	else
-		(cd "$top" && tar -cf - --exclude=./.git .) | tar -xf - -C "$src"
-		(cd "$src" && { [ ! -f Makefile ] || make distclean >/dev/null; })
-	fi
-	for nm in tests/ort/node_modules tests/browser/node_modules; do
-		[ -d "$top/$nm" ] && ln -s "$top/$nm" "$src/$nm"
-	done
-	(cd "$src" && autoreconf -fi >/dev/null 2>&1)
-	cd "$build/obj"
-	"$src/configure" -q --enable-asan --enable-ubsan CC="${CC:-gcc}" \
-		${CONFIGURE_FLAGS:-}
+rm -rf "$build/src" "$build/obj"
+mkdir -p "$src" "$build/obj"
+if git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
+	(cd "$top" && git ls-files -z --cached --others --exclude-standard |
+		xargs -0 tar -cf -) | tar -xf - -C "$src"
+else
+	(cd "$top" && tar -cf - --exclude=./.git .) | tar -xf - -C "$src"
+	(cd "$src" && { [ ! -f Makefile ] || make distclean >/dev/null; })
 fi
+for nm in tests/ort/node_modules tests/browser/node_modules; do
+	[ -d "$top/$nm" ] && ln -s "$top/$nm" "$src/$nm"
+done
+(cd "$src" && autoreconf -fi >/dev/null 2>&1)
 cd "$build/obj"
+"$src/configure" -q --enable-asan --enable-ubsan CC="${CC:-gcc}" \
+	${CONFIGURE_FLAGS:-}
 
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1

@@ -924,6 +924,10 @@ test_gap_order(void)
 	enum { NC = 16 };
 	size_t i, c, j;
 
+	/* data of its own: with the state earlier tests leave (which the
+	 * sanitizer build's test run left elsewhere) the 16 planes of hw=5
+	 * can happen to sum alike in both orders */
+	rng = 4242;
 	for (i = 0; i < sizeof hws / sizeof hws[0]; i++) {
 		size_t hw = hws[i], ndiff = 0;
 		float *x = rnd_mags(NC * hw), want[NC], y[2][NC];
