@@ -883,7 +883,9 @@ same_numbers(const struct qr_analysis *a, size_t qa,
  * every run has read it) and the default (the first sample in step, the
  * rest through the pipeline): the same numbers, bit for bit, on one lane
  * and on two. A candidate that fails in the middle of its runs is left
- * out either way, and the candidate beside it goes on unchanged.
+ * out either way, and the candidate beside it goes on unchanged; a float
+ * model that fails in the middle of its run stops the data run without
+ * leaving a candidate run waiting for it.
  */
 static void
 test_step(struct qr_tensor *data)
@@ -897,6 +899,7 @@ test_step(struct qr_tensor *data)
 	struct qr_diag d = { 0 };
 	enum qr_status st;
 	char *path = fixture_path("run_fails.onnx");
+	char *fpath = fixture_path("run_fails_float.onnx");
 	int i, same = 1;
 
 	for (i = 0; i < 4; i++) {
@@ -931,12 +934,27 @@ test_step(struct qr_tensor *data)
 		   f && f->act_runs[0].why ? f->act_runs[0].why : "no reason");
 		qr_analysis_free(f);
 	}
+	/* the float model failing mid-run (a shape error, returned as the
+	 * data not fitting the model is): the candidate runs waiting on it
+	 * in step give up, nothing hangs, and the message names the node */
+	for (i = 0; i < 4; i++) {
+		run_threads = threads[i];
+		run_pipe = pipe[i];
+		f = run_data(fpath, qdq, 1, data, &st, &d);
+		ok(st == QR_ESHAPE && f != NULL && !f->data.ran &&
+		   strstr(d.msg, "bad_reshape") != NULL,
+		   "%d thread(s), %s: the float model failing mid-run: %s",
+		   threads[i] ? 2 : 1,
+		   pipe[i] ? "every sample in step" : "default", d.msg);
+		qr_analysis_free(f);
+	}
 out:
 	for (i = 0; i < 4; i++)
 		qr_analysis_free(r[i]);
 	run_threads = 0;
 	run_pipe = 0;
 	free(path);
+	free(fpath);
 	qr_diag_clear(&d);
 }
 

@@ -5,8 +5,12 @@ and tests/test_cli.c:
   run_fails.onnx    samples/digits_qdq.onnx with one node more: a Reshape
                     of conv3's output to [7, -1] (its 2048 values do not
                     divide by 7), as a second graph output. It passes
-                    every check at load and fails at run time, in the
-                    middle of the graph, on every sample.
+                    every check at load and fails at run time, on every
+                    sample.
+  run_fails_float.onnx  the same Reshape in samples/digits_float.onnx,
+                    right after conv3's Relu, its target [7, -1] computed
+                    from the input's values so that no shape inference
+                    sees it: it fails in the middle of the run
   unsupported.onnx  a float model qreport's engine cannot run: a 1x1 Conv
                     (so the weight analysis has a layer) followed by an
                     Einsum, which the engine does not implement.
@@ -402,14 +406,45 @@ onnx.checker.check_model(m)
 onnx.save(m, os.path.join(OUT, "dyn2_quant.onnx"))
 
 
-# a candidate that fails in the middle of each run
-m = onnx.load(os.path.join(os.path.dirname(os.path.dirname(OUT)), "..",
-                           "samples", "digits_qdq.onnx"))
-m.graph.initializer.append(numpy_helper.from_array(
-    np.array([7, -1], np.int64), "bad_shape"))
-m.graph.node.append(helper.make_node(
-    "Reshape", ["/relu3/Relu_output_0", "bad_shape"], ["bad_reshape"],
-    name="bad_reshape"))
-m.graph.output.append(helper.make_tensor_value_info("bad_reshape", F, [7, "n"]))
-onnx.checker.check_model(m)
-onnx.save(m, os.path.join(OUT, "run_fails.onnx"))
+# models that fail in the middle of each run
+for src, out in (("digits_qdq.onnx", "run_fails.onnx"),
+                 ("digits_float.onnx", "run_fails_float.onnx")):
+    m = onnx.load(os.path.join(os.path.dirname(os.path.dirname(OUT)), "..",
+                               "samples", src))
+    m.graph.initializer.append(numpy_helper.from_array(
+        np.array([7, -1], np.int64), "bad_shape"))
+    bad = helper.make_node("Reshape", ["/relu3/Relu_output_0", "bad_shape"],
+                           ["bad_reshape"], name="bad_reshape")
+    if out == "run_fails.onnx":
+        m.graph.node.append(bad)
+    else:
+        # mid-graph, and with its target shape computed from the input's
+        # values (7 = max(input) * 0 + 7), so that no shape inference
+        # sees it coming: it fails while the run is under way
+        m.graph.initializer.extend([
+            numpy_helper.from_array(np.array(0, np.float32), "zero_f"),
+            numpy_helper.from_array(np.array(7, np.float32), "seven_f"),
+            numpy_helper.from_array(np.array([0], np.int64), "axis0"),
+            numpy_helper.from_array(np.array([-1], np.int64), "minus1")])
+        bad.input[1] = "bad_target"
+        at = [i for i, n in enumerate(m.graph.node)
+              if "/relu3/Relu_output_0" in n.output][0]
+        m.graph.node.insert(at + 1, bad)
+        for k, nd in enumerate([
+                helper.make_node("ReduceMax", ["input"], ["bad_max"],
+                                 name="bad_max", keepdims=0),
+                helper.make_node("Mul", ["bad_max", "zero_f"], ["bad_zero"],
+                                 name="bad_zero"),
+                helper.make_node("Add", ["bad_zero", "seven_f"], ["bad_7"],
+                                 name="bad_7"),
+                helper.make_node("Cast", ["bad_7"], ["bad_7i"], name="bad_7i",
+                                 to=TensorProto.INT64),
+                helper.make_node("Unsqueeze", ["bad_7i", "axis0"], ["bad_7v"],
+                                 name="bad_7v"),
+                helper.make_node("Concat", ["bad_7v", "minus1"],
+                                 ["bad_target"], name="bad_target", axis=0)]):
+            m.graph.node.insert(at + 1 + k, nd)
+    m.graph.output.append(
+        helper.make_tensor_value_info("bad_reshape", F, [7, "n"]))
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(OUT, out))
