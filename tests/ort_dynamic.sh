@@ -13,14 +13,8 @@
 # python3-onnx/numpy are missing.
 set -u
 : "${top_srcdir:?}" "${QREPORT:?}"
-PY=/usr/bin/python3
-
-skip() { echo "1..0 # SKIP $*"; exit 0; }
-command -v node >/dev/null 2>&1 || skip "node is not installed"
-[ -d "$top_srcdir/tests/ort/node_modules/onnxruntime-node" ] ||
-	skip "onnxruntime-node missing: cd tests/ort && npm ci --ignore-scripts"
-$PY -c "import onnx, numpy" 2>/dev/null ||
-	skip "Debian's python3-onnx and python3-numpy are needed"
+. "$top_srcdir/tests/ort_lib.sh"
+ort_ready
 
 fx="$top_srcdir/tests/data/activations"
 work=$(mktemp -d /tmp/qr-dyn-XXXXXX)
@@ -54,19 +48,16 @@ if [ $rc -eq 0 ] && [ "$(cat "$work/pairs")" = "$want" ]; then
 else
 	echo "not ok 1 - dynamic: pairs (exit $rc): $(tr '\n' ';' <"$work/pairs") $(head -c 300 "$work/err")"
 fi
-$PY "$top_srcdir/tests/models/expose_all.py" "$fx/dyn_float.onnx" "$work/f.onnx" &&
-$PY "$top_srcdir/tests/models/expose_all.py" "$fx/dyn_quant.onnx" "$work/q.onnx" &&
-$PY "$top_srcdir/tests/models/local_cut.py" "$fx/dyn_quant.onnx" \
-	"$work/rep/report.json" 0 "$work/l.onnx" "$work/l.json" ||
+$PY "$top_srcdir/tests/models/expose_all.py" "$fx/dyn_float.onnx" "$work/f.onnx" ||
 	{ echo "Bail out! preparing the ONNX Runtime models failed"; exit 1; }
-if node "$top_srcdir/bench/activations_ort.js" "$work/rep/report.json" \
-	"$work/f.onnx" "$work/q.onnx" "$work/samples" \
-	--local "$work/l.onnx" "$work/l.json" >"$work/ort" 2>&1; then
-	echo "ok 2 - dynamic: cosine and SQNR, cumulative and local, within 1e-4 of ONNX Runtime"
-else
-	echo "not ok 2 - dynamic: differs from ONNX Runtime"
-	sed 's/^/# /' "$work/ort"
-fi
+ort_agree "$work/f.onnx" "$fx/dyn_quant.onnx" "$work/rep/report.json" \
+	"$work/samples" "$work"
+case $? in
+0) echo "ok 2 - dynamic: cosine and SQNR, cumulative and local, within 1e-4 of ONNX Runtime" ;;
+2) echo "Bail out! preparing the ONNX Runtime models failed"; exit 1 ;;
+*) echo "not ok 2 - dynamic: differs from ONNX Runtime"
+	sed 's/^/# /' "$work/ort" ;;
+esac
 tail -1 "$work/ort"
 if grep -q "^ok 2 - c <-> c" "$work/ort" && grep -q "^ok 5 - m <-> m" "$work/ort"; then
 	echo "ok 3 - dynamic: the conv (bias added after ConvInteger) and the MatMul were both compared"
@@ -100,21 +91,18 @@ print(" ".join(p["tensor"] + "=" + p["quant_tensor"] + ":" + p["match"]
 		echo "not ok $n - $qm: exit $rc, pairs '$got' $(head -c 300 "$work/err2")"
 	fi
 	n=$((n + 1))
+	d=$work/$qm
+	mkdir -p "$d"
 	if $PY "$top_srcdir/tests/models/expose_all.py" "$fx/$fm.onnx" \
-		"$work/f2.onnx" &&
-	   $PY "$top_srcdir/tests/models/expose_all.py" "$fx/$qm.onnx" \
-		"$work/q2.onnx" &&
-	   $PY "$top_srcdir/tests/models/local_cut.py" "$fx/$qm.onnx" \
-		"$work/rep2/report.json" 0 "$work/l2.onnx" "$work/l2.json" &&
-	   node "$top_srcdir/bench/activations_ort.js" "$work/rep2/report.json" \
-		"$work/f2.onnx" "$work/q2.onnx" "$samples" \
-		--local "$work/l2.onnx" "$work/l2.json" >"$work/ort2" 2>&1; then
+		"$d/f.onnx" &&
+	   ort_agree "$d/f.onnx" "$fx/$qm.onnx" "$work/rep2/report.json" \
+		"$samples" "$d"; then
 		echo "ok $n - $qm: cosine and SQNR, cumulative and local, within 1e-4 of ONNX Runtime"
 	else
 		echo "not ok $n - $qm: differs from ONNX Runtime (or could not be run there)"
-		sed 's/^/# /' "$work/ort2"
+		sed 's/^/# /' "$d/ort" 2>/dev/null
 	fi
-	tail -1 "$work/ort2"
+	tail -1 "$d/ort" 2>/dev/null
 }
 $PY -c "
 import numpy as np, os, sys

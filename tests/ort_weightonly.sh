@@ -30,14 +30,8 @@
 # python3-onnx/numpy are missing.
 set -u
 : "${top_srcdir:?}" "${QREPORT:?}"
-PY=/usr/bin/python3
-
-skip() { echo "1..0 # SKIP $*"; exit 0; }
-command -v node >/dev/null 2>&1 || skip "node is not installed"
-[ -d "$top_srcdir/tests/ort/node_modules/onnxruntime-node" ] ||
-	skip "onnxruntime-node missing: cd tests/ort && npm ci --ignore-scripts"
-$PY -c "import onnx, numpy" 2>/dev/null ||
-	skip "Debian's python3-onnx and python3-numpy are needed"
+. "$top_srcdir/tests/ort_lib.sh"
+ort_ready
 
 fx="$top_srcdir/tests/data/activations"
 work=$(mktemp -d /tmp/qr-wo-XXXXXX)
@@ -123,12 +117,8 @@ PYEOF
 		echo "not ok $n - $c: $(sed -n 's/^weights //p' "$d/check" | head -c 800)"
 	fi
 	n=$((n + 1))
-	if $PY "$top_srcdir/tests/models/expose_all.py" "$fx/$c.onnx" "$d/q.onnx" &&
-		$PY "$top_srcdir/tests/models/local_cut.py" "$fx/$c.onnx" \
-			"$d/rep/report.json" 0 "$d/l.onnx" "$d/l.json" >"$d/cut" 2>&1 &&
-		node "$top_srcdir/bench/activations_ort.js" "$d/rep/report.json" \
-			"$work/f.onnx" "$d/q.onnx" "$work/samples" \
-			--local "$d/l.onnx" "$d/l.json" >"$d/ort" 2>&1 &&
+	if ort_agree "$work/f.onnx" "$fx/$c.onnx" "$d/rep/report.json" \
+		"$work/samples" "$d" &&
 		grep -q "^ok [0-9]* - /fc1/MatMul_output_0 <-> /fc1/MatMul_output_0 " "$d/ort" &&
 		grep -q "^ok [0-9]* - /fc2/MatMul_output_0 <-> /fc2/MatMul_output_0 " "$d/ort" &&
 		grep -q "^ok [0-9]* - /head/MatMul_output_0 <-> /head/MatMul_output_0 " "$d/ort"; then

@@ -230,7 +230,7 @@ strip_msg(struct strip *s, int level, const uint8_t *p, const uint8_t *end,
 	  size_t at)
 {
 	size_t n = 0, sub;
-	long pend = -1;          /* level 2: the raw_data left out, if last */
+	int pend = 0;            /* level 2: the last raw_data was left out */
 	size_t pend_off = 0, pend_len = 0;
 
 	while (p < end) {
@@ -284,7 +284,7 @@ strip_msg(struct strip *s, int level, const uint8_t *p, const uint8_t *end,
 				continue;
 			}
 			if (level == 2 && key >> 3 == 9) {
-				pend = -1;
+				pend = 0;
 				if (v >= STRIP_MIN) {
 					pend = 1;
 					pend_off = (size_t)(p - s->base);
@@ -309,7 +309,7 @@ strip_msg(struct strip *s, int level, const uint8_t *p, const uint8_t *end,
 			memcpy(s->out + at + n, f, (size_t)(p - f));
 		n += (size_t)(p - f);
 	}
-	if (pend > 0 && s->out != NULL) {
+	if (pend && s->out != NULL) {
 		s->ref = xreallocarray(s->ref, s->n_ref + 1, sizeof *s->ref);
 		s->ref[s->n_ref].init = s->n_init;
 		s->ref[s->n_ref].off = pend_off;
