@@ -484,6 +484,7 @@ digits_data(void)
 static int run_threads;          /* qr_act_opts.n_threads of run_data */
 static int run_exact;            /* qr_act_opts.exact of run_data */
 static size_t run_pipe;          /* qr_act_opts.pipe_bytes of run_data */
+static size_t run_fold;          /* qr_act_opts.fold_max of run_data */
 
 static struct qr_analysis *
 run_data(const char *ffile, const char *const *qfiles, size_t nq,
@@ -516,6 +517,7 @@ run_data(const char *ffile, const char *const *qfiles, size_t nq,
 	o.n_threads = run_threads;
 	o.exact = run_exact;
 	o.pipe_bytes = run_pipe;
+	o.fold_max = run_fold;
 	*stp = qr_analysis_run_data(a, fm, (const struct qr_model *const *)qm,
 				    nq, &o, d);
 out:
@@ -955,6 +957,159 @@ out:
 	run_pipe = 0;
 	free(path);
 	free(fpath);
+	qr_diag_clear(&d);
+}
+
+/* Which weights' DequantizeLinear outputs the hook got as NULL (left as
+ * views), as a string of their names' first two letters. */
+struct view_seen {
+	char null[64];
+	size_t given;
+};
+
+static int
+view_hook(const struct qr_node *node, struct qr_tensor *const *outs,
+	  size_t n_outs, void *user)
+{
+	struct view_seen *s = user;
+	size_t n = strlen(s->null);
+
+	if (n_outs != 1 || strcmp(node->op_type, "DequantizeLinear") != 0)
+		return 0;
+	if (outs[0] != NULL)
+		s->given++;
+	else if (n + 3 < sizeof s->null)
+		snprintf(s->null + n, sizeof s->null - n, "%s%.2s",
+			 n ? " " : "", node->name);
+	return 0;
+}
+
+/* Whether executors a and b's last runs gave the same bits everywhere. */
+static int
+same_outputs(const struct qr_exec *a, const struct qr_exec *b)
+{
+	struct qr_tensor *const *oa, *const *ob;
+	size_t na, nb, i;
+
+	oa = qr_exec_outputs(a, &na);
+	ob = qr_exec_outputs(b, &nb);
+	if (na != nb || na == 0)
+		return 0;
+	for (i = 0; i < na; i++)
+		if (oa[i] == NULL || ob[i] == NULL ||
+		    oa[i]->nbytes != ob[i]->nbytes ||
+		    memcmp(oa[i]->data, ob[i]->data, oa[i]->nbytes) != 0)
+			return 0;
+	return 1;
+}
+
+/*
+ * opts.views on views_qdq.onnx (tests/data/make_view_fixtures.py) with
+ * nothing folded: the weights' DequantizeLinear nodes a Conv alone reads
+ * are not run (per channel, per tensor, depthwise, scales along the input
+ * channels, 1-D); the one two Convs read, the one that is a graph output
+ * and the blocked one are. Every output has the bits of the executor
+ * that folds every weight, run after run and beside a sharing executor
+ * that may sum in any order; and no weight takes activation memory.
+ */
+static void
+test_views(struct qr_tensor *data)
+{
+	char *path = fixture_path("views_qdq.onnx");
+	struct qr_model *m = load(path);
+	struct qr_exec *a = NULL, *n = NULL, *v = NULL, *w = NULL;
+	struct qr_exec_opts o = { 0 };
+	struct qr_diag d = { 0 };
+	struct qr_tensor *in = NULL;
+	struct qr_exec_mem mn, mv;
+	struct view_seen sa = { "", 0 }, sn = { "", 0 }, sv = { "", 0 };
+	struct view_seen sw = { "", 0 };
+	static const char *const qdq[] = { "digits_qdq.onnx",
+					   "digits_qdq_pertensor.onnx" };
+	struct qr_analysis *r[2] = { 0 };
+	int64_t dims[4] = { 1, 4, 6, 6 };
+	enum qr_status st;
+	size_t i;
+	int same = 1, k;
+
+	if (!ok(m != NULL && qr_exec_new(m, NULL, &a, &d) == QR_OK,
+		"views_qdq loads (%s)", d.msg))
+		goto data;
+	o.fold_max = 1;
+	ok(qr_exec_new(m, &o, &n, &d) == QR_OK, "executor folding nothing");
+	o.views = 1;
+	ok(qr_exec_new(m, &o, &v, &d) == QR_OK,
+	   "executor folding nothing, with views");
+	o.share = v;
+	o.any_order = 1;
+	ok(qr_exec_new(m, &o, &w, &d) == QR_OK,
+	   "executor sharing it, any order, with views");
+	if (!ok(n && v && w && qr_tensor_new(QR_DT_FLOAT, 4, dims, &in, &d) ==
+		QR_OK, "input"))
+		goto out;
+	in->name = "x";
+	for (i = 0; i < in->n_elem; i++)
+		((float *)in->data)[i] = (float)((i * 7919) % 61) / 20.0f - 1.5f;
+	if (!ok(qr_exec_run(a, &in, 1, view_hook, &sa, &d) == QR_OK &&
+		qr_exec_run(n, &in, 1, view_hook, &sn, &d) == QR_OK,
+		"folded and unfolded run (%s)", d.msg))
+		goto out;
+	ok(same_outputs(a, n), "folding nothing: the same bits");
+	qr_exec_mem(n, &mn);
+	for (k = 0; k < 2; k++) {
+		memset(&sv, 0, sizeof sv);
+		memset(&sw, 0, sizeof sw);
+		if (!ok(qr_exec_run(v, &in, 1, view_hook, &sv, &d) == QR_OK &&
+			qr_exec_run(w, &in, 1, view_hook, &sw, &d) == QR_OK,
+			"run %d with views (%s)", k + 1, d.msg))
+			goto out;
+		same &= same_outputs(a, v) && same_outputs(a, w);
+	}
+	ok(same, "with views, two runs each, one executor in any order: "
+	   "every output (c1 c2 d e f g h wf_dq) has the folded bits");
+	ok(strcmp(sv.null, "wa wb wd we wg") == 0 && sv.given == 4 &&
+	   strcmp(sw.null, sv.null) == 0,
+	   "left as views: '%s' (want 'wa wb wd we wg'); run: %zu of the "
+	   "DequantizeLinear nodes (want 4: xd, wc read twice, wf kept, wh "
+	   "blocked)", sv.null, sv.given);
+	ok(sa.null[0] == '\0' && sn.null[0] == '\0' && sn.given == 9,
+	   "without views every DequantizeLinear output is given (%zu)",
+	   sn.given);
+	qr_exec_mem(v, &mv);
+	ok(mv.peak_bytes < mn.peak_bytes,
+	   "peak activation memory with views %zu < %zu bytes without",
+	   mv.peak_bytes, mn.peak_bytes);
+
+data:
+	/* the whole data run, every weight past a fold budget of 1 byte:
+	 * the same numbers as with every weight folded (the local runs in
+	 * ONNX Runtime's order: Winograd takes folded weights only) */
+	for (k = 0; k < 2; k++) {
+		run_fold = k ? 1 : 0;
+		run_threads = 2;
+		run_exact = 1;
+		r[k] = run_data("digits_float.onnx", qdq, 2, data, &st, &d);
+		if (!ok(st == QR_OK && r[k] != NULL && r[k]->data.samples == 20,
+			"digits, fold budget %s: runs (%s)",
+			k ? "1 byte" : "default", d.msg))
+			goto out;
+	}
+	ok(same_numbers(r[0], 0, r[1], 0) && same_numbers(r[0], 1, r[1], 1),
+	   "digits per channel and per tensor: weights read as views give "
+	   "the folded numbers, bit for bit");
+out:
+	run_fold = 0;
+	run_threads = 0;
+	run_exact = 0;
+	for (k = 0; k < 2; k++)
+		qr_analysis_free(r[k]);
+	qr_tensor_free(in);
+	qr_exec_free(w);
+	qr_exec_free(v);
+	qr_exec_free(n);
+	qr_exec_free(a);
+	qr_onnx_free(m);
+	free(path);
 	qr_diag_clear(&d);
 }
 
@@ -1570,6 +1725,7 @@ main(void)
 		test_step(data);
 		test_fold_share(data);
 		test_fold_trim();
+		test_views(data);
 		test_qdq16(data);
 	}
 	qr_tensor_free(data);

@@ -200,6 +200,36 @@ out:
 	qr_analysis_free(a);
 }
 
+/* Sets sharing a layer (k1 -> k2, then k2 -> k3): the second starts
+ * from k2 as the first left it, not from the file's k2. */
+static void
+test_chain(void)
+{
+	struct qr_analysis *a = analyse("cle_chain.onnx", NULL, 0);
+	const struct qr_weight_stats *w;
+	const struct qr_cle_set *s, *t;
+
+	if (!ok(a != NULL && a->n_cle == 2, "chain: two sets"))
+		goto out;
+	s = &a->cle[0];
+	t = &a->cle[1];
+	w = wstat(a, "k2");
+	ok(strcmp(s->layers[0].name, "k1") == 0 &&
+	   strcmp(s->layers[1].name, "k2") == 0 &&
+	   strcmp(t->layers[0].name, "k2") == 0 &&
+	   strcmp(t->layers[1].name, "k3") == 0, "sets k1 -> k2, k2 -> k3");
+	ok(memcmp(t->layers[0].min_before, s->layers[1].min_after,
+		  3 * sizeof(float)) == 0 &&
+	   memcmp(t->layers[0].max_before, s->layers[1].max_after,
+		  3 * sizeof(float)) == 0,
+	   "k2 before the second set = k2 after the first");
+	ok(w != NULL && w->channels == 3 &&
+	   memcmp(t->layers[0].min_before, w->ch_min, 3 * sizeof(float)) != 0,
+	   "which is not the file's k2");
+out:
+	qr_analysis_free(a);
+}
+
 static void
 test_relu6(void)
 {
@@ -504,6 +534,7 @@ main(void)
 	(void)skip_all;
 	test_pair();
 	test_triplet();
+	test_chain();
 	test_relu6();
 	test_const_weight();
 	test_net();

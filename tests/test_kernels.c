@@ -1238,6 +1238,116 @@ test_conv_f32_order(void)
 	}
 }
 
+/*
+ * Weights held quantized (qr_conv_f32_pack_q) give the bits of the same
+ * conv on the weights dequantized first, in every GEMM order: FMA slices,
+ * the M = 1 row kernel (one output channel per group), the N = 1 dot
+ * kernel (1x1 outputs) with row counts that leave a last block of under
+ * 8 rows or more than 64, rows split over 2 threads, groups, depthwise;
+ * int8 and uint8, per channel and per tensor.
+ */
+static void
+test_conv_f32_qweights(void)
+{
+	static const struct {
+		size_t n, c, co, g, h, w, kh, kw, s, pad;
+	} cs[] = {
+		{1, 40, 73, 1, 7, 7, 3, 3, 1, 1},   /* rows 64 + 9 */
+		{1, 16, 70, 1, 9, 9, 3, 3, 1, 1},   /* rows 70 at once */
+		{1, 24, 130, 1, 14, 14, 3, 3, 1, 1}, /* rows 64 + 66 */
+		{1, 20, 137, 1, 1, 1, 1, 1, 1, 0},  /* N = 1: 64 + 64 + 9 */
+		{1, 8, 70, 1, 3, 3, 3, 3, 1, 0},    /* N = 1 through im2col */
+		{2, 12, 12, 3, 10, 19, 3, 3, 1, 1}, /* groups */
+		{1, 6, 3, 3, 5, 5, 3, 3, 1, 1},     /* one row per group */
+		{1, 150, 12, 1, 6, 11, 1, 1, 1, 0}, /* pointwise, K = 150 */
+		{1, 8, 16, 8, 9, 9, 3, 3, 1, 1},    /* depthwise x2 */
+	};
+	size_t i, j;
+
+	for (i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+		struct qr_conv_params p;
+		struct qr_conv_qweights q;
+		size_t nx, nw, ny, k;
+		float *x, *w, *b, *scale, *want, *y;
+		int32_t *zp;
+		uint8_t *codes;
+		struct qr_conv_f32_packed *pf, *pq;
+		void *ws;
+		int good = 1, r;
+
+		memset(&p, 0, sizeof p);
+		p.n = cs[i].n;
+		p.c_in = cs[i].c;
+		p.c_out = cs[i].co;
+		p.group = cs[i].g;
+		p.h = cs[i].h;
+		p.w = cs[i].w;
+		p.kh = cs[i].kh;
+		p.kw = cs[i].kw;
+		p.stride_h = p.stride_w = cs[i].s;
+		p.pad_t = p.pad_l = p.pad_b = p.pad_r = cs[i].pad;
+		p.dil_h = p.dil_w = 1;
+		k = p.c_in / p.group * p.kh * p.kw;
+		nx = p.n * p.c_in * p.h * p.w;
+		nw = p.c_out * k;
+		ny = p.n * p.c_out * qr_conv_out_h(&p) * qr_conv_out_w(&p);
+		x = rnd_mags(nx);
+		b = rnd_mags(p.c_out);
+		codes = xmalloc(nw);
+		for (j = 0; j < nw; j++)
+			codes[j] = (uint8_t)rnd_int(0, 255);
+		scale = xmalloc(p.c_out * sizeof *scale);
+		zp = xmalloc(p.c_out * sizeof *zp);
+		for (j = 0; j < p.c_out; j++) {
+			scale[j] = (rnd_f() + 1.5f) * 0x1p-7f;
+			zp[j] = i % 2 ? rnd_int(0, 255) : rnd_int(-128, 127);
+		}
+		q.q = codes;
+		q.t = i % 2 ? QR_QT_U8 : QR_QT_S8;
+		q.scale = scale;
+		q.zp = i % 3 == 2 ? NULL : zp;
+		q.per_row = i % 4 != 3;
+		w = xmalloc(nw * sizeof *w);
+		if (q.per_row)
+			qr_dequantize_f32(codes, q.t, 1, p.c_out, k, scale, q.zp,
+					  w);
+		else
+			qr_dequantize_f32(codes, q.t, 1, 1, nw, scale, q.zp, w);
+		want = xmalloc(ny * 4);
+		y = xmalloc(ny * 4);
+		pf = qr_conv_f32_pack_new(p.c_out, p.c_in, p.kh, p.kw, p.group,
+					  w);
+		pq = qr_conv_f32_pack_q(p.c_out, p.c_in, p.kh, p.kw, p.group,
+					&q);
+		ws = xmalloc(qr_conv_f32_workspace(pq, &p, 2));
+		free(w); /* the quantized pack must not need it */
+		for (r = 0; r < 3; r++) {
+			qr_kernels_force_portable(r == 2);
+			qr_conv_f32_run(pf, &p, x, b, want, ws, r == 1 ? 2 : 1);
+			memset(y, 0xff, ny * 4);
+			qr_conv_f32_run(pq, &p, x, b, y, ws, r == 1 ? 2 : 1);
+			qr_kernels_force_portable(0);
+			good &= memcmp(y, want, ny * 4) == 0;
+		}
+		ok(good,
+		   "conv f32, weights held %s %s%s: n%zu c%zu->%zu g%zu %zux%zu k%zux%zu = the dequantized weights' bits, AVX-512 (1, 2 threads) and portable",
+		   q.t == QR_QT_U8 ? "uint8" : "int8",
+		   q.per_row ? "per channel" : "per tensor",
+		   q.zp ? "" : " without zero point", p.n, p.c_in, p.c_out,
+		   p.group, p.h, p.w, p.kh, p.kw);
+		qr_conv_f32_packed_free(pf);
+		qr_conv_f32_packed_free(pq);
+		free(ws);
+		free(x);
+		free(b);
+		free(codes);
+		free(scale);
+		free(zp);
+		free(want);
+		free(y);
+	}
+}
+
 static void
 test_convt_f32(void)
 {
@@ -2129,6 +2239,7 @@ main(void)
 	test_gap_order();
 	test_conv_f32();
 	test_conv_f32_order();
+	test_conv_f32_qweights();
 	test_convt_f32();
 	test_qconv();
 	test_qgemm();

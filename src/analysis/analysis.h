@@ -442,6 +442,10 @@ struct qr_act_opts {
 				  * this many bytes are kept whole, two
 				  * samples in flight; above it the runs go
 				  * in step (0: QR_ACT_PIPE_BYTES) */
+	size_t fold_max;         /* qr_exec_opts.fold_max of every executor
+				  * (0: QR_EXEC_FOLD_MAX); the weights past
+				  * it are dequantized as each run reads
+				  * them (qr_exec_opts.views) */
 	qr_progress_fn progress; /* may be NULL */
 	void *progress_user;
 };

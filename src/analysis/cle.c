@@ -320,8 +320,77 @@ add_blocker(struct qr_analysis *a, const struct qr_an_wlayer *from,
 			 "equalization");
 }
 
-/* Find the CLE sets and blockers of g's float layers fl and append them
- * to a->cle / a->cle_blockers. a->weights[i] must be fl[i]'s stats. */
+/* The CLE set that starts at float layer i, if any: append it (or the
+ * blocker that stops it) to a->cle / a->cle_blockers. */
+static void
+cle_from(struct qr_analysis *a, const struct qr_graph *g,
+	 const struct qr_an_wlayer *fl, size_t i, const long *by_node,
+	 char *mid, struct cle_state *cs, int bits)
+{
+	const struct qr_an_wlayer *L[3];
+	const struct qr_weight_stats *ws[3];
+	const char *joins[2];
+	size_t idx[3];
+	struct step s1, s2;
+	int k1 = conv_kind(&fl[i]), k2, k3;
+	int64_t M;
+
+	if (k1 == K_OTHER || mid[i])
+		return;
+	s1 = follow(g, &fl[i], by_node);
+	if (s1.next < 0)
+		return;
+	QR_ASSERT((size_t)s1.next > i); /* a reader comes later */
+	L[0] = &fl[i];
+	L[1] = &fl[s1.next];
+	ws[0] = &a->weights[i];
+	ws[1] = &a->weights[s1.next];
+	if (s1.clip) {
+		add_blocker(a, L[0], L[1], s1.clip);
+		return;
+	}
+	k2 = conv_kind(L[1]);
+	M = L[0]->w->dims[0];
+	joins[0] = s1.join;
+	if (k2 == K_CONV && L[1]->w->dims[1] == M) {
+		a->cle = xreallocarray(a->cle, a->n_cle + 1, sizeof *a->cle);
+		memset(&a->cle[a->n_cle], 0, sizeof *a->cle);
+		idx[0] = i;
+		idx[1] = (size_t)s1.next;
+		equalize(&a->cle[a->n_cle++], g, L, ws, idx, cs, 2, joins,
+			 bits);
+		return;
+	}
+	if (k1 != K_CONV || k2 != K_DW || L[1]->w->dims[0] != M)
+		return;
+	s2 = follow(g, L[1], by_node);
+	if (s2.next < 0)
+		return;
+	L[2] = &fl[s2.next];
+	ws[2] = &a->weights[s2.next];
+	if (s2.clip) {
+		add_blocker(a, L[1], L[2], s2.clip);
+		return;
+	}
+	k3 = conv_kind(L[2]);
+	if (k3 != K_CONV || L[2]->w->dims[1] != M)
+		return;
+	joins[1] = s2.join;
+	mid[s1.next] = 1;
+	a->cle = xreallocarray(a->cle, a->n_cle + 1, sizeof *a->cle);
+	memset(&a->cle[a->n_cle], 0, sizeof *a->cle);
+	idx[0] = i;
+	idx[1] = (size_t)s1.next;
+	idx[2] = (size_t)s2.next;
+	equalize(&a->cle[a->n_cle++], g, L, ws, idx, cs, 3, joins, bits);
+}
+
+/* Find the CLE sets and blockers of g's float layers fl (topological
+ * order) and append them to a->cle / a->cle_blockers. a->weights[i] must
+ * be fl[i]'s stats. A set starting at layer i scales only layers from i
+ * on, so layer i's equalized weights go once its own set is done: a few
+ * layers' floats are held at a time, not the model's (wide_resnet50_2:
+ * 256 MB, beside the data run). */
 void
 qr_an_cle(struct qr_analysis *a, const struct qr_graph *g,
 	  const struct qr_an_wlayer *fl, size_t n_fl,
@@ -341,66 +410,10 @@ qr_an_cle(struct qr_analysis *a, const struct qr_graph *g,
 	for (i = 0; i < n_fl; i++)
 		by_node[fl[i].node] = (long)i;
 	for (i = 0; i < n_fl; i++) {
-		const struct qr_an_wlayer *L[3];
-		const struct qr_weight_stats *ws[3];
-		const char *joins[2];
-		size_t idx[3];
-		struct step s1, s2;
-		int k1 = conv_kind(&fl[i]), k2, k3;
-		int64_t M;
-
-		if (k1 == K_OTHER || mid[i])
-			continue;
-		s1 = follow(g, &fl[i], by_node);
-		if (s1.next < 0)
-			continue;
-		L[0] = &fl[i];
-		L[1] = &fl[s1.next];
-		ws[0] = &a->weights[i];
-		ws[1] = &a->weights[s1.next];
-		if (s1.clip) {
-			add_blocker(a, L[0], L[1], s1.clip);
-			continue;
-		}
-		k2 = conv_kind(L[1]);
-		M = L[0]->w->dims[0];
-		joins[0] = s1.join;
-		if (k2 == K_CONV && L[1]->w->dims[1] == M) {
-			a->cle = xreallocarray(a->cle, a->n_cle + 1,
-					       sizeof *a->cle);
-			memset(&a->cle[a->n_cle], 0, sizeof *a->cle);
-			idx[0] = i;
-			idx[1] = (size_t)s1.next;
-			equalize(&a->cle[a->n_cle++], g, L, ws, idx, &cs, 2,
-				 joins, o->bits);
-			continue;
-		}
-		if (k1 != K_CONV || k2 != K_DW || L[1]->w->dims[0] != M)
-			continue;
-		s2 = follow(g, L[1], by_node);
-		if (s2.next < 0)
-			continue;
-		L[2] = &fl[s2.next];
-		ws[2] = &a->weights[s2.next];
-		if (s2.clip) {
-			add_blocker(a, L[1], L[2], s2.clip);
-			continue;
-		}
-		k3 = conv_kind(L[2]);
-		if (k3 != K_CONV || L[2]->w->dims[1] != M)
-			continue;
-		joins[1] = s2.join;
-		mid[s1.next] = 1;
-		a->cle = xreallocarray(a->cle, a->n_cle + 1, sizeof *a->cle);
-		memset(&a->cle[a->n_cle], 0, sizeof *a->cle);
-		idx[0] = i;
-		idx[1] = (size_t)s1.next;
-		idx[2] = (size_t)s2.next;
-		equalize(&a->cle[a->n_cle++], g, L, ws, idx, &cs, 3, joins,
-			 o->bits);
-	}
-	for (i = 0; i < n_fl; i++)
+		cle_from(a, g, fl, i, by_node, mid, &cs, o->bits);
 		free(cs.cur[i]);
+		cs.cur[i] = NULL;
+	}
 	free(cs.cur);
 	free(cs.folded);
 	free(cs.touched);

@@ -373,6 +373,7 @@ run_main(const struct run_opts *o, struct qr_diag *d)
 		goto out;
 	eo.profile = o->profile;
 	eo.trim_folds = !o->dump_all; /* --dump-all writes them all */
+	eo.views = !o->dump_all;
 	eo.n_threads = o->threads;
 	if (eo.n_threads < 1) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);

@@ -21,6 +21,10 @@
 #define QR_AVX512 __attribute__((target("avx512f")))
 #endif
 
+#define QR_QROWS 64 /* rows of weights held quantized dequantized at a
+		     * time (a multiple of 8: the GEMM's row blocks and
+		     * its M = 1 kernel's blocks of 4 fall as for the
+		     * whole matrix) */
 #define QR_COL_BUDGET (1u << 20) /* bytes of im2col per block, about:
 				  * one core's L2 (1 MiB on Zen 4), so the
 				  * GEMM reads the block back from L2 or L3,
@@ -32,8 +36,12 @@ struct qr_conv_f32_packed {
 	size_t group;            /* groups */
 	int transposed;          /* ConvTranspose weights */
 	int depthwise;           /* one input channel per group */
-	float *w;                /* weights in the ONNX layout */
+	float *w;                /* weights in the ONNX layout, or NULL
+				  * when held quantized (qw) */
 	int owned;               /* w is a heap copy (else borrowed) */
+	struct qr_conv_qweights qw; /* qw.q: the weights held quantized
+				  * (borrowed); the GEMM dequantizes
+				  * QR_QROWS rows at a time */
 };
 
 static size_t
@@ -323,6 +331,46 @@ qr_convt_f32_pack_new(size_t c_out, size_t c_in, size_t kh, size_t kw,
 	return pack(c_out, c_in, kh, kw, group, w, 1, 0);
 }
 
+static size_t
+qtype_size(enum qr_qtype t)
+{
+	return t == QR_QT_S32 ? 4 : t == QR_QT_U16 || t == QR_QT_S16 ? 2 : 1;
+}
+
+/* a[i][0, k) = weights row row0 + i dequantized, for i < n. */
+static void
+deq_rows(const struct qr_conv_qweights *qw, size_t row0, size_t n, size_t k,
+	 float *a)
+{
+	size_t i, es = qtype_size(qw->t);
+
+	for (i = 0; i < n; i++) {
+		size_t r = qw->per_row ? row0 + i : 0;
+
+		qr_dequantize_f32((const char *)qw->q + (row0 + i) * k * es,
+				  qw->t, 1, 1, k, qw->scale + r,
+				  qw->zp ? qw->zp + r : NULL, a + i * k);
+	}
+}
+
+struct qr_conv_f32_packed *
+qr_conv_f32_pack_q(size_t c_out, size_t c_in, size_t kh, size_t kw,
+		   size_t group, const struct qr_conv_qweights *q)
+{
+	struct qr_conv_f32_packed *pk = pack(c_out, c_in, kh, kw, group, NULL,
+					     0, 1);
+	size_t k = c_in / group * kh * kw;
+
+	if (pk->depthwise) {
+		pk->w = xmalloc((c_out * k > 0 ? c_out * k : 1) * sizeof *pk->w);
+		pk->owned = 1;
+		deq_rows(q, 0, c_out, k, pk->w);
+		return pk;
+	}
+	pk->qw = *q;
+	return pk;
+}
+
 void
 qr_conv_f32_packed_free(struct qr_conv_f32_packed *pk)
 {
@@ -453,7 +501,8 @@ struct gemm_job {
 };
 
 static void
-gemm_plan(const struct qr_conv_params *p, int n_threads, struct gemm_job *j)
+gemm_plan(const struct qr_conv_f32_packed *pk, const struct qr_conv_params *p,
+	  int n_threads, struct gemm_job *j)
 {
 	size_t ohw = qr_conv_out_h(p) * qr_conv_out_w(p);
 	size_t k = p->c_in / p->group * p->kh * p->kw;
@@ -489,6 +538,8 @@ gemm_plan(const struct qr_conv_params *p, int n_threads, struct gemm_job *j)
 	j->units = ng * j->n_cb * j->n_rb;
 	j->slot = (is_pointwise(p) ? 0 : k * j->nb * sizeof(float) + 64) +
 		  qr_sgemm_workspace();
+	if (pk->qw.q != NULL)
+		j->slot += (QR_QROWS + 7) * k * sizeof(float) + 64;
 }
 
 #ifdef QR_HAVE_CONV_AVX512
@@ -550,25 +601,43 @@ gemm_task(void *ctx, size_t u, int slot)
 	size_t c0 = cb * j->nb, nb = ohw - c0 < j->nb ? ohw - c0 : j->nb;
 	const float *xg = hw ? j->x + (n * p->c_in + g * cin_g) * hw :
 			  j->x; /* empty image: no data, all padding */
-	const float *wg = j->pk->w + g * cout_g * k;
 	float *yg = j->y + (n * p->c_out + g * cout_g) * ohw;
-	size_t r0, r1;
+	char *sl = j->ws + (size_t)slot * j->slot;
+	const float *b;
+	size_t r0, r1, ldb, m0, mr;
+	void *sws;
 
 	qr_parallel_range(cout_g, rb, j->n_rb, 8, &r0, &r1);
 	if (r0 == r1 || nb == 0)
 		return;
 	if (is_pointwise(p)) {
-		void *sws = j->ws + (size_t)slot * j->slot;
-
-		qr_sgemm(&j->plan, r1 - r0, nb, cin_g, wg + r0 * k, k, xg + c0,
-			 hw, 0, yg + r0 * ohw + c0, ohw, 0, sws);
+		b = xg + c0;
+		ldb = hw;
+		sws = sl;
 	} else {
-		float *col = qr_align64(j->ws + (size_t)slot * j->slot);
-		void *sws = (char *)col + k * nb * sizeof(float);
+		float *col = qr_align64(sl);
 
 		qr_im2col_f32(p, xg, cin_g, c0, nb, col);
-		qr_sgemm(&j->plan, r1 - r0, nb, k, wg + r0 * k, k, col, nb, 0,
+		b = col;
+		ldb = nb;
+		sws = (char *)col + k * nb * sizeof(float);
+	}
+	if (j->pk->qw.q == NULL) {
+		qr_sgemm(&j->plan, r1 - r0, nb, k,
+			 j->pk->w + (g * cout_g + r0) * k, k, b, ldb, 0,
 			 yg + r0 * ohw + c0, ohw, 0, sws);
+	} else {
+		float *a = qr_align64((char *)sws + qr_sgemm_workspace());
+
+		for (m0 = r0; m0 < r1; m0 += mr) {
+			/* a last block of under 8 rows joins this one:
+			 * qr_sgemm takes one row as a vector times a
+			 * matrix, which the whole matrix's rows are not */
+			mr = r1 - m0 < QR_QROWS + 8 ? r1 - m0 : QR_QROWS;
+			deq_rows(&j->pk->qw, g * cout_g + m0, mr, k, a);
+			qr_sgemm(&j->plan, mr, nb, k, a, k, b, ldb, 0,
+				 yg + m0 * ohw + c0, ohw, 0, sws);
+		}
 	}
 	add_bias_block(yg, ohw, j->bias ? j->bias + g * cout_g : NULL, r0, r1,
 		       c0, nb);
@@ -595,7 +664,7 @@ qr_conv_f32_workspace(const struct qr_conv_f32_packed *pk,
 	{
 		struct gemm_job j;
 
-		gemm_plan(p, n_threads, &j);
+		gemm_plan(pk, p, n_threads, &j);
 		return (n_threads > 1 ? (size_t)n_threads : 1) * j.slot;
 	}
 }
@@ -627,7 +696,7 @@ qr_conv_f32_run(const struct qr_conv_f32_packed *pk,
 		qr_parallel_for(n_threads, tasks, dw_task, &dj);
 		return;
 	}
-	gemm_plan(p, n_threads, &j);
+	gemm_plan(pk, p, n_threads, &j);
 	j.pk = pk;
 	j.p = p;
 	j.x = x;

@@ -143,6 +143,15 @@ size_t qr_conv_out_w(const struct qr_conv_params *p);
 size_t qr_convt_out_h(const struct qr_conv_params *p);
 size_t qr_convt_out_w(const struct qr_conv_params *p);
 
+/* Element types of quantized tensors. */
+enum qr_qtype {
+	QR_QT_U8,  /* uint8_t */
+	QR_QT_S8,  /* int8_t */
+	QR_QT_U16, /* uint16_t */
+	QR_QT_S16, /* int16_t */
+	QR_QT_S32, /* int32_t (DequantizeLinear input, bias) */
+};
+
 /* Packed float conv weights; opaque. */
 struct qr_conv_f32_packed;
 
@@ -162,6 +171,27 @@ struct qr_conv_f32_packed *qr_conv_f32_pack_view(size_t c_out, size_t c_in,
 						 size_t kh, size_t kw,
 						 size_t group, const float *w,
 						 int transposed);
+/*
+ * Conv weights held quantized, as a DequantizeLinear of constants reads
+ * them: w[co][k] = (float)(q[co][k] - zp[r]) * scale[r], r = co when
+ * per_row (axis 0), else 0; zp may be NULL (0).
+ */
+struct qr_conv_qweights {
+	const void *q;           /* [c_out][c_in/group][kh][kw] codes of type t */
+	enum qr_qtype t;
+	const float *scale;      /* c_out values (per_row) or one */
+	const int32_t *zp;       /* as scale, or NULL */
+	int per_row;
+};
+/* qr_conv_f32_pack_view for weights held quantized (borrowed, with their
+ * scales and zero points): the GEMM dequantizes a block of rows at a
+ * time into its workspace, in DequantizeLinear's arithmetic, so outputs
+ * have the bits of a conv on the dequantized weights without a float
+ * copy of them. Depthwise weights (small) are dequantized whole here. */
+struct qr_conv_f32_packed *qr_conv_f32_pack_q(size_t c_out, size_t c_in,
+					      size_t kh, size_t kw,
+					      size_t group,
+					      const struct qr_conv_qweights *q);
 /* Bytes of workspace qr_conv_f32_run / qr_convt_f32_run need for the
  * geometry p (which must match the pack) on n_threads (may be 0). */
 size_t qr_conv_f32_workspace(const struct qr_conv_f32_packed *pk,
@@ -280,15 +310,6 @@ void qr_qconv_run_s32(const struct qr_qconv_packed *pk,
 void qr_qconv_packed_free(struct qr_qconv_packed *pk);
 
 /* ---- Quantize / dequantize and quantized elementwise (quant.c) ---- */
-
-/* Element types of quantized tensors. */
-enum qr_qtype {
-	QR_QT_U8,  /* uint8_t */
-	QR_QT_S8,  /* int8_t */
-	QR_QT_U16, /* uint16_t */
-	QR_QT_S16, /* int16_t */
-	QR_QT_S32, /* int32_t (DequantizeLinear input, bias) */
-};
 
 /*
  * QuantizeLinear over x viewed as [outer][axis_len][inner]; scale and zp

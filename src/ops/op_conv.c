@@ -519,9 +519,12 @@ conv_check(const struct qr_op_call *c, struct qr_diag *d)
  * Wrap 1-D / 2-D weights w (float, [M][C/group][k...] or, transposed,
  * [C][M/group][k...]) for group; NULL for 3-D weights (direct loop) or a
  * group that does not divide the channels (conv_geom reports it at run).
+ * wv: w is given as that view (w has no data); NULL too when its scales
+ * are along another axis than M.
  */
 static struct qr_conv_f32_packed *
-conv_pack(const struct qr_tensor *w, int64_t group, int transposed)
+conv_pack(const struct qr_tensor *w, int64_t group, int transposed,
+	  const struct qr_qview *wv)
 {
 	size_t kh, kw, c_in, c_out;
 
@@ -539,6 +542,20 @@ conv_pack(const struct qr_tensor *w, int64_t group, int transposed)
 	if (c_in % (size_t)group != 0 || c_out % (size_t)group != 0 ||
 	    kh < 1 || kw < 1)
 		return NULL;
+	if (wv != NULL) {
+		struct qr_conv_qweights q;
+
+		if (transposed || wv->outer != 1 ||
+		    (wv->axis_len != 1 && wv->axis_len != c_out))
+			return NULL;
+		q.q = wv->q;
+		q.t = (enum qr_qtype)wv->qtype;
+		q.scale = wv->scale;
+		q.zp = wv->zp;
+		q.per_row = wv->axis_len != 1;
+		return qr_conv_f32_pack_q(c_out, c_in, kh, kw, (size_t)group,
+					  &q);
+	}
 	/* a view: constant weights (initializers, folded DequantizeLinear
 	 * outputs) outlive the state, and a weight packed at run is used
 	 * for that run only */
@@ -557,7 +574,7 @@ conv_prepare_common(struct qr_op_call *c, struct qr_diag *d, int transposed)
 	if ((s = qr_op_win_parse(c, d, &st->win)) != QR_OK)
 		return s;
 	if (c->in[1] != NULL) {
-		st->pk = conv_pack(c->in[1], st->win.group, transposed);
+		st->pk = conv_pack(c->in[1], st->win.group, transposed, NULL);
 		st->w_const = st->pk != NULL;
 	}
 	return QR_OK;
@@ -707,9 +724,12 @@ static enum qr_status
 conv_run(struct qr_op_call *c, struct qr_diag *d)
 {
 	struct conv_state *st = c->state;
+	const struct qr_qview *wv = c->in_q != NULL ? c->in_q[1] : NULL;
 	struct qr_conv_params p;
 	struct conv_geom g;
 	const float *bias = NULL;
+	struct qr_tensor wt;
+	float *wdq = NULL;
 	enum qr_status s;
 	void *ws;
 
@@ -727,9 +747,26 @@ conv_run(struct qr_op_call *c, struct qr_diag *d)
 			y[i] = bias ? bias[i / plane % (size_t)g.cout] : 0.0f;
 		return QR_OK;
 	}
+	/* weights given as a view: dequantized by the GEMM as it goes,
+	 * else (3-D, scales along another axis) whole, for this run */
+	wt = *c->in[1];
+	if (wv != NULL) {
+		qr_conv_f32_packed_free(st->pk);
+		st->pk = g.nsp == 3 ? NULL :
+			 conv_pack(c->in[1], st->win.group, 0, wv);
+		if (st->pk == NULL) {
+			wdq = xmalloc((wt.n_elem ? wt.n_elem : 1) *
+				      sizeof *wdq);
+			qr_dequantize_f32(wv->q, (enum qr_qtype)wv->qtype,
+					  wv->outer, wv->axis_len, wv->inner,
+					  wv->scale, wv->zp, wdq);
+			wt.data = wdq;
+		}
+	}
 	if (g.nsp == 3) {
-		conv3d_run(&g, st->transposed, c->in[0]->data, c->in[1]->data,
-			   bias, c->out[0]->data);
+		conv3d_run(&g, st->transposed, c->in[0]->data, wt.data, bias,
+			   c->out[0]->data);
+		free(wdq);
 		return QR_OK;
 	}
 	memset(&p, 0, sizeof p);
@@ -746,9 +783,9 @@ conv_run(struct qr_op_call *c, struct qr_diag *d)
 				c->out[0]->data, ws, c->n_threads);
 		return QR_OK;
 	}
-	if (!st->w_const) {
+	if (!st->w_const && (wv == NULL || wdq != NULL)) {
 		qr_conv_f32_packed_free(st->pk);
-		st->pk = conv_pack(c->in[1], st->win.group, st->transposed);
+		st->pk = conv_pack(&wt, st->win.group, st->transposed, NULL);
 		QR_ASSERT(st->pk != NULL);
 	}
 	ws = qr_op_ws(c, &st->ws, &st->ws_cap,
@@ -759,6 +796,12 @@ conv_run(struct qr_op_call *c, struct qr_diag *d)
 	else
 		qr_conv_f32_run(st->pk, &p, c->in[0]->data, bias,
 				c->out[0]->data, ws, c->n_threads);
+	if (wdq != NULL) {
+		/* the pack borrows wdq */
+		qr_conv_f32_packed_free(st->pk);
+		st->pk = NULL;
+		free(wdq);
+	}
 	return QR_OK;
 }
 
@@ -766,6 +809,7 @@ const struct qr_op_desc qr_op_conv = {
 	.domain = "", .name = "Conv", .since = 1,
 	.check = conv_check, .prepare = conv_prepare,
 	.infer = conv_infer, .run = conv_run, .release = conv_release,
+	.view_in = 1u << 1, /* the weights */
 };
 
 const struct qr_op_desc qr_op_conv_transpose = {

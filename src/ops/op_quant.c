@@ -407,6 +407,35 @@ dequant_run(struct qr_op_call *c, struct qr_diag *d)
 	return qdq_run(c, d, 0);
 }
 
+/*
+ * DequantizeLinear's output as a view (ops.h): the same layout, scales
+ * and zero points qdq_run would use. Blocked scales are not offered.
+ */
+static enum qr_status
+dequant_view(const struct qr_op_call *c, struct qr_qview *v)
+{
+	struct qr_diag quiet = {0};
+	enum qr_status st;
+
+	memset(v, 0, sizeof *v);
+	if (qr_op_attr_int(c, "block_size", 0) != 0)
+		return QR_EUNSUPPORTED;
+	st = q_layout(c, &quiet, &v->outer, &v->axis_len, &v->inner);
+	if (st == QR_OK)
+		st = qr_op_q_vec(c, &quiet, 1, 2, v->axis_len, &v->scale,
+				 &v->zp);
+	qr_diag_clear(&quiet);
+	if (st != QR_OK) {
+		free(v->scale);
+		free(v->zp);
+		memset(v, 0, sizeof *v);
+		return st;
+	}
+	v->q = c->in[0]->data;
+	v->qtype = (int)dq_qtype(c->in[0]->dtype);
+	return QR_OK;
+}
+
 const struct qr_op_desc qr_op_quantize_linear = {
 	.domain = "", .name = "QuantizeLinear", .since = 10,
 	.check = quant_check, .infer = quant_infer, .run = quant_run,
@@ -415,6 +444,7 @@ const struct qr_op_desc qr_op_quantize_linear = {
 const struct qr_op_desc qr_op_dequantize_linear = {
 	.domain = "", .name = "DequantizeLinear", .since = 10,
 	.check = dequant_check, .infer = dequant_infer, .run = dequant_run,
+	.view = dequant_view,
 };
 
 /* ONNX Runtime's contrib Q/DQ, which its quantizer writes for 16-bit
@@ -428,6 +458,7 @@ const struct qr_op_desc qr_op_ms_quantize_linear = {
 const struct qr_op_desc qr_op_ms_dequantize_linear = {
 	.domain = "com.microsoft", .name = "DequantizeLinear", .since = 1,
 	.check = dequant_check, .infer = dequant_infer, .run = dequant_run,
+	.view = dequant_view,
 };
 
 /* ---- DynamicQuantizeLinear ---- */

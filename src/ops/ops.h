@@ -28,6 +28,12 @@
  *            compute them.
  *   release  frees c->state (may be NULL).
  *
+ * Views: a DequantizeLinear of constants (the weights of a QDQ model)
+ * may describe its output as a struct qr_qview (desc->view) instead of
+ * computing it, and an op that can read such weights as they are
+ * (desc->view_in) is then handed the view in c->in_q. The executor
+ * decides (qr_exec_opts.views); the ops only say what they can do.
+ *
  * Ops know nothing of the executor's memory plan; kernels know nothing of
  * ops.
  */
@@ -35,11 +41,25 @@
 #define QR_OPS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util/util.h"
 
 struct qr_node;
 struct qr_tensor;
+
+/*
+ * A float tensor left quantized: y = (float)(q - zp) * scale over q
+ * viewed as [outer][axis_len][inner], scale and zp taking axis_len
+ * values each, as DequantizeLinear computes it, without the float copy.
+ */
+struct qr_qview {
+	const void *q;        /* codes, borrowed from the constant */
+	int qtype;            /* the kernels' enum qr_qtype */
+	size_t outer, axis_len, inner;
+	float *scale;         /* axis_len values, owned */
+	int32_t *zp;          /* axis_len values, owned; NULL: zero */
+};
 
 /* What an operator sees of one node at each stage. */
 struct qr_op_call {
@@ -62,6 +82,10 @@ struct qr_op_call {
 	int any_order;              /* 1: float kernels may sum in any order
 				     * (Winograd convs): values then differ
 				     * from ONNX Runtime's by rounding */
+	const struct qr_qview *const *in_q; /* run only: per input, the
+				     * view it is given as (in[i] then has
+				     * its shape but no data), or NULL; NULL
+				     * when no input is (see "Views") */
 	const unsigned char *in_init; /* prepare only (else NULL): per input,
 				     * nonzero for an initializer or Constant
 				     * output (ONNX Runtime pre-packs those),
@@ -73,6 +97,10 @@ typedef enum qr_status (*qr_op_check_fn)(const struct qr_op_call *c,
 typedef enum qr_status (*qr_op_stage_fn)(struct qr_op_call *c,
 					 struct qr_diag *d);
 typedef void (*qr_op_release_fn)(void *state);
+/* Fill v for the output of c, whose inputs are all constant (in c->in),
+ * or decline with any other status than QR_OK (nothing is reported). */
+typedef enum qr_status (*qr_op_view_fn)(const struct qr_op_call *c,
+					struct qr_qview *v);
 
 struct qr_op_desc {
 	const char *domain;         /* "" (ai.onnx) or "com.microsoft" */
@@ -83,6 +111,8 @@ struct qr_op_desc {
 	qr_op_stage_fn infer;       /* output dtypes and shapes */
 	qr_op_stage_fn run;         /* computation */
 	qr_op_release_fn release;   /* frees state; may be NULL */
+	qr_op_view_fn view;         /* may be NULL: output 0 as a view */
+	unsigned view_in;           /* bit i: input i may be a view */
 };
 
 /* The descriptor for (domain, op_type) at opset: the ops.def row with

@@ -43,6 +43,9 @@ struct value {
 	int keep;                  /* graph output or opts.keep */
 	int folded;                /* V_NODE computed once at load: konst
 				    * holds it, the pool never sees it */
+	int view;                  /* V_NODE its producer leaves as a view
+				    * (opts.views): store gets its shape at
+				    * each run, never data */
 };
 
 struct step {
@@ -63,6 +66,11 @@ struct step {
 	struct qr_tensor **folded; /* n_out constant outputs when every
 				    * input is constant (computed at load),
 				    * else NULL */
+	struct qr_qview *view;     /* output 0 left as this view, not run
+				    * (opts.views), or NULL */
+	const struct qr_qview **in_q; /* n_in: the views its inputs are
+				    * given as (call.in_q), or NULL */
+	struct qr_tensor **nulls;  /* view: n_out NULLs, for the hook */
 };
 
 /* A freed buffer waiting for reuse. */
@@ -225,6 +233,13 @@ step_free(struct step *s)
 	free(s->out_dtype);
 	free(s->release);
 	free(s->folded);
+	if (s->view != NULL) {
+		free(s->view->scale);
+		free(s->view->zp);
+		free(s->view);
+	}
+	free(s->in_q);
+	free(s->nulls);
 }
 
 /* Free e, its activations and the ops' prepared state; NULL is a no-op.
@@ -777,6 +792,68 @@ fold_trim(struct qr_exec *e, size_t i, unsigned char *live)
 }
 
 /*
+ * opts.views, after load: leave as a view (ops.h, "Views") each step
+ * left unfolded whose op can describe its output so, when every input is
+ * constant, the output is no graph output or kept tensor, and it has one
+ * reader, which takes that input as a view. vit_b_16's weights feed
+ * MatMuls, which take no views; a wide CNN's feed Conv.
+ */
+static void
+views_plan(struct qr_exec *e)
+{
+	size_t *reader = xmalloc((e->n_vals + 1) * sizeof *reader);
+	size_t *slot = xcalloc(e->n_vals + 1, sizeof *slot);
+	size_t i, j;
+
+	for (i = 0; i < e->n_vals; i++)
+		reader[i] = NO_STEP;
+	for (i = 0; i < e->n_steps; i++)
+		for (j = 0; j < e->steps[i].call.n_in; j++) {
+			size_t v = e->steps[i].in_val[j];
+
+			if (v == NO_STEP)
+				continue;
+			/* n_steps: read more than once */
+			reader[v] = reader[v] == NO_STEP ? i : e->n_steps;
+			slot[v] = j;
+		}
+	for (i = 0; i < e->n_steps; i++) {
+		struct step *s = &e->steps[i], *t;
+		struct qr_op_call c = s->call;
+		struct qr_qview *view;
+		size_t v = s->call.n_out == 1 ? s->out_val[0] : NO_STEP;
+		int konst = 1;
+
+		if (s->desc->view == NULL || s->folded != NULL ||
+		    v == NO_STEP || e->vals[v].keep || e->vals[v].folded ||
+		    reader[v] == NO_STEP || reader[v] == e->n_steps)
+			continue;
+		t = &e->steps[reader[v]];
+		if (t->folded != NULL || !(t->desc->view_in & (1u << slot[v])))
+			continue;
+		for (j = 0; j < s->call.n_in; j++)
+			if (s->in_val[j] != NO_STEP && s->prep_in[j] == NULL)
+				konst = 0;
+		if (!konst)
+			continue;
+		c.in = s->prep_in;
+		view = xcalloc(1, sizeof *view);
+		if (s->desc->view(&c, view) != QR_OK) {
+			free(view);
+			continue;
+		}
+		s->view = view;
+		s->nulls = xcalloc(2, sizeof *s->nulls);
+		e->vals[v].view = 1;
+		t->in_q = xcalloc(t->call.n_in + 1, sizeof *t->in_q);
+		t->in_q[slot[v]] = view;
+		t->call.in_q = t->in_q;
+	}
+	free(reader);
+	free(slot);
+}
+
+/*
  * See run.h. Build, refuse unsupported nodes in one message, then run
  * every prepare once in topological order, folding steps whose inputs
  * are all constant.
@@ -859,6 +936,8 @@ qr_exec_new(const struct qr_model *m, const struct qr_exec_opts *o,
 		if (e->opts.trim_folds)
 			fold_trim(e, i, live);
 	}
+	if (e->opts.views)
+		views_plan(e);
 out:
 	free(live);
 	qr_unsupported_free(u, n_u);
@@ -954,7 +1033,7 @@ exec_reset(struct qr_exec *e)
 			v->cur = NULL;
 		if (v->kind != V_NODE)
 			continue;
-		if (v->cur != NULL && v->cur == &v->store)
+		if (v->cur != NULL && v->cur == &v->store && !v->view)
 			pool_release(e, &v->store);
 		v->cur = NULL;
 	}
@@ -1063,6 +1142,17 @@ qr_exec_run(struct qr_exec *e, struct qr_tensor *const *inputs,
 			for (j = 0; j < s->call.n_out; j++)
 				e->vals[s->out_val[j]].cur = s->folded[j];
 			outs = s->folded;
+		} else if (s->view != NULL) {
+			/* its reader reads the view: only the shape */
+			for (j = 0; j < s->call.n_in; j++)
+				s->call.in[j] = s->in_val[j] == NO_STEP ?
+					NULL : e->vals[s->in_val[j]].cur;
+			st = s->desc->infer(&s->call, d);
+			if (st != QR_OK)
+				goto out;
+			s->call.out[0]->name = e->vals[s->out_val[0]].name;
+			e->vals[s->out_val[0]].cur = s->call.out[0];
+			outs = s->nulls;
 		} else {
 			for (j = 0; j < s->call.n_in; j++)
 				s->call.in[j] = s->in_val[j] == NO_STEP ?
@@ -1091,7 +1181,7 @@ qr_exec_run(struct qr_exec *e, struct qr_tensor *const *inputs,
 		for (j = 0; j < s->n_release; j++) {
 			struct value *v = &e->vals[s->release[j]];
 
-			if (!v->folded)
+			if (!v->folded && !v->view)
 				pool_release(e, &v->store);
 			v->cur = NULL;
 		}

@@ -71,6 +71,14 @@ struct qr_exec_opts {
 				  * hold at once; a node that would pass it
 				  * runs at each run instead (0:
 				  * QR_EXEC_FOLD_MAX) */
+	int views;               /* 1: a node that could not be folded
+				  * (fold_max) and whose one reader can take
+				  * its output as a view (ops.h, "Views": a
+				  * weight's DequantizeLinear read by a
+				  * Conv) is not run: the reader dequantizes
+				  * as it goes, with the same bits, and no
+				  * float copy of the weight is made. The
+				  * hook gets NULL in its place */
 	const char *const *keep; /* tensors kept alive after a run, readable
 				  * with qr_exec_tensor_get (may be NULL) */
 	size_t n_keep;           /* entries in keep */

@@ -350,4 +350,18 @@ fq.graph.node.insert(1, helper.make_node(
     ["fc.weight_quantized"], name="fc.weight_QuantizeLinear"))
 save(fq, "net_fakeq.onnx")
 
+# ---- CLE chain: conv k1 -> Relu -> conv k2 -> Relu -> conv k3 ----
+# Two sets, k1 -> k2 then k2 -> k3: the second sees k2 as the first left
+# it (AIMET applies sets in order). Literal weights; rows of k2 far apart.
+K1 = f32([[2, -1], [0.5, 0.25], [1, 1]]).reshape(3, 2, 1, 1)
+K2 = f32([[1, -2, 0.5], [8, 4, -2], [0.25, 0.5, 1]]).reshape(3, 3, 1, 1)
+K3 = f32([[1, 0.5, -4], [2, -1, 0.25]]).reshape(2, 3, 1, 1)
+save(model([helper.make_node("Conv", ["x", "k1"], ["a"], name="k1"),
+            helper.make_node("Relu", ["a"], ["b"], name="ra"),
+            helper.make_node("Conv", ["b", "k2"], ["c"], name="k2"),
+            helper.make_node("Relu", ["c"], ["d"], name="rb"),
+            helper.make_node("Conv", ["d", "k3"], ["y"], name="k3")],
+           [vinfo("x", [1, 2, 4, 4])], [vinfo("y", [1, 2, 4, 4])],
+           [t("k1", K1), t("k2", K2), t("k3", K3)]), "cle_chain.onnx")
+
 print("\n".join(expected))

@@ -1,0 +1,114 @@
+#!/usr/bin/python3
+"""Make tests/data/activations/views_qdq.onnx for tests/test_activations.c
+(test_views): a QDQ graph whose weights' DequantizeLinear nodes cover each
+case of the executor's views (qr_exec_opts.views), opset 21:
+
+  x [1,4,6,6] -> QuantizeLinear/DequantizeLinear (uint8, per tensor) "xd"
+  "a"  Conv 3x3 pad 1 of xd, int8 weights per channel (axis 0), bias:
+       a view, dequantized by the GEMM 64 rows at a time
+  "b"  Conv 1x1 of a, uint8 weights per tensor with a zero point: a view
+  "c1", "c2"  Conv 3x3 pad 1 of b and of a, both reading one
+       DequantizeLinear (two readers: not a view)
+  "d"  depthwise Conv 3x3 pad 1 of b (group 8), int8 per channel: a view,
+       dequantized whole by the kernel's pack
+  "e"  Conv 1x1 of b, int8 weights with scales along axis 1 (the input
+       channels): a view the Conv cannot read row by row, so it
+       dequantizes it whole for the run
+  "f"  Conv 1x1 of b whose weights' DequantizeLinear output "wf_dq" is
+       also a graph output (kept: not a view)
+  "g"  1-D Conv (kernel 3, pad 1) of b reshaped to [1,8,36], int8 per
+       channel: a view
+  "h"  Conv 1x1 of b, int8 weights blocked along axis 1 (block_size 4:
+       DequantizeLinear-21's blocked scales): no view is offered
+
+Graph outputs: c1, c2, d, e, f, g, h and wf_dq. Values are seeded, so the
+file is the same on every run.
+
+    /usr/bin/python3 tests/data/make_view_fixtures.py
+"""
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "activations")
+rng = np.random.default_rng(21)
+inits = []
+nodes = []
+
+
+def const(name, a):
+    inits.append(numpy_helper.from_array(a, name))
+    return name
+
+
+def dq_weight(name, shape, dtype, axis=None, block=None, zp=True):
+    """Codes, scales and zero points of a weight and its DequantizeLinear;
+    returns the DequantizeLinear's output name."""
+    lo, hi = (-128, 127) if dtype == np.int8 else (0, 255)
+    q = rng.integers(lo, hi + 1, size=shape).astype(dtype)
+    if block is not None:
+        sshape = list(shape)
+        sshape[axis] = (shape[axis] + block - 1) // block
+    elif axis is not None:
+        sshape = [shape[axis]]
+    else:
+        sshape = []
+    s = (rng.random(sshape) * 0.02 + 0.005).astype(np.float32)
+    ins = [const(name + "_q", q), const(name + "_s", s)]
+    if zp:
+        z = rng.integers(lo // 4, hi // 4 + 1, size=sshape).astype(dtype)
+        ins.append(const(name + "_z", z))
+    attrs = {}
+    if axis is not None:
+        attrs["axis"] = axis
+    if block is not None:
+        attrs["block_size"] = block
+    nodes.append(helper.make_node("DequantizeLinear", ins, [name + "_dq"],
+                                  name=name + "_DequantizeLinear", **attrs))
+    return name + "_dq"
+
+
+def conv(name, x, w, **attrs):
+    nodes.append(helper.make_node("Conv", [x, w], [name], name=name,
+                                  **attrs))
+    return name
+
+
+nodes.append(helper.make_node(
+    "QuantizeLinear", ["x", const("x_s", np.float32(0.02)),
+                       const("x_z", np.uint8(128))], ["xq"], name="xq"))
+nodes.append(helper.make_node("DequantizeLinear", ["xq", "x_s", "x_z"],
+                              ["xd"], name="xd"))
+wa = dq_weight("wa", [8, 4, 3, 3], np.int8, axis=0)
+nodes.append(helper.make_node(
+    "Conv", ["xd", wa, const("ba", rng.standard_normal(8).astype(
+        np.float32))], ["a"], name="a", pads=[1, 1, 1, 1]))
+conv("b", "a", dq_weight("wb", [8, 8, 1, 1], np.uint8))
+wc = dq_weight("wc", [8, 8, 3, 3], np.int8, axis=0)
+conv("c1", "b", wc, pads=[1, 1, 1, 1])
+conv("c2", "a", wc, pads=[1, 1, 1, 1])
+conv("d", "b", dq_weight("wd", [8, 1, 3, 3], np.int8, axis=0), group=8,
+     pads=[1, 1, 1, 1])
+conv("e", "b", dq_weight("we", [8, 8, 1, 1], np.int8, axis=1))
+conv("f", "b", dq_weight("wf", [8, 8, 1, 1], np.int8, axis=0, zp=False))
+nodes.append(helper.make_node(
+    "Reshape", ["b", const("shape1d", np.array([1, 8, 36], np.int64))],
+    ["b1d"], name="b1d"))
+conv("g", "b1d", dq_weight("wg", [4, 8, 3], np.int8, axis=0),
+     pads=[1, 1])
+conv("h", "b", dq_weight("wh", [4, 8, 1, 1], np.int8, axis=1, block=4))
+
+F = TensorProto.FLOAT
+outs = [helper.make_tensor_value_info(n, F, None)
+        for n in ("c1", "c2", "d", "e", "f", "g", "h")]
+outs.append(helper.make_tensor_value_info("wf_dq", F, [8, 8, 1, 1]))
+g = helper.make_graph(nodes, "views",
+                      [helper.make_tensor_value_info("x", F, [1, 4, 6, 6])],
+                      outs, inits)
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)],
+                      producer_name="qreport-fixtures", producer_version="1")
+m.ir_version = 10  # opset 21; onnx 1.12's checker knows neither
+os.makedirs(OUT, exist_ok=True)
+onnx.save(m, os.path.join(OUT, "views_qdq.onnx"))
