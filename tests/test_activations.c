@@ -1003,6 +1003,48 @@ same_outputs(const struct qr_exec *a, const struct qr_exec *b)
 	return 1;
 }
 
+/* The default fold budget with views: a weight past QR_EXEC_FOLD_VIEW
+ * is a view (views_big_qdq.onnx's 800x768), a small one is folded; the
+ * same bits as without views. */
+static void
+test_views_big(void)
+{
+	char *path = fixture_path("views_big_qdq.onnx");
+	struct qr_model *m = load(path);
+	struct qr_exec *a = NULL, *v = NULL;
+	struct qr_exec_opts o = { 0 };
+	struct qr_diag d = { 0 };
+	struct qr_tensor *in = NULL;
+	struct view_seen sa = { "", 0 }, sv = { "", 0 };
+	int64_t dims[4] = { 1, 768, 2, 2 };
+	size_t i;
+
+	o.views = 1;
+	if (!ok(m != NULL && qr_exec_new(m, NULL, &a, &d) == QR_OK &&
+		qr_exec_new(m, &o, &v, &d) == QR_OK &&
+		qr_tensor_new(QR_DT_FLOAT, 4, dims, &in, &d) == QR_OK,
+		"views_big_qdq loads, with and without views (%s)", d.msg))
+		goto out;
+	in->name = "x";
+	for (i = 0; i < in->n_elem; i++)
+		((float *)in->data)[i] = (float)((i * 7919) % 61) / 20.0f - 1.5f;
+	if (!ok(qr_exec_run(a, &in, 1, view_hook, &sa, &d) == QR_OK &&
+		qr_exec_run(v, &in, 1, view_hook, &sv, &d) == QR_OK,
+		"both run (%s)", d.msg))
+		goto out;
+	ok(strcmp(sv.null, "wb") == 0 && sv.given == 2 && sa.null[0] == '\0',
+	   "default budget: the 2.3 MiB weight is a view, the small one "
+	   "folded (views: '%s', given %zu)", sv.null, sv.given);
+	ok(same_outputs(a, v), "the same bits as without views");
+out:
+	qr_tensor_free(in);
+	qr_exec_free(v);
+	qr_exec_free(a);
+	qr_onnx_free(m);
+	free(path);
+	qr_diag_clear(&d);
+}
+
 /*
  * opts.views on views_qdq.onnx (tests/data/make_view_fixtures.py) with
  * nothing folded: the weights' DequantizeLinear nodes a Conv alone reads
@@ -1079,6 +1121,7 @@ test_views(struct qr_tensor *data)
 	ok(mv.peak_bytes < mn.peak_bytes,
 	   "peak activation memory with views %zu < %zu bytes without",
 	   mv.peak_bytes, mn.peak_bytes);
+	test_views_big();
 
 data:
 	/* the whole data run, every weight past a fold budget of 1 byte:

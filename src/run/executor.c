@@ -108,6 +108,10 @@ struct qr_exec {
 	size_t ws_cap;             /* bytes in ws */
 	size_t fold_bytes;         /* bytes of the values it folded and
 				    * holds (borrowed ones not counted) */
+	size_t *reader;            /* load with opts.views: per value, the
+				    * step reading it, NO_STEP for none,
+				    * n_steps for more than one */
+	size_t *reader_in;         /* and the input it reads it at */
 };
 
 /* ---- name table ---- */
@@ -630,6 +634,47 @@ qr_exec_unsupported(const struct qr_model *m, struct qr_unsupported **out,
 	return st;
 }
 
+/* opts.views, before load: who reads each value (e->reader). */
+static void
+readers_index(struct qr_exec *e)
+{
+	size_t i, j;
+
+	e->reader = xmalloc((e->n_vals + 1) * sizeof *e->reader);
+	e->reader_in = xcalloc(e->n_vals + 1, sizeof *e->reader_in);
+	for (i = 0; i < e->n_vals; i++)
+		e->reader[i] = NO_STEP;
+	for (i = 0; i < e->n_steps; i++)
+		for (j = 0; j < e->steps[i].call.n_in; j++) {
+			size_t v = e->steps[i].in_val[j];
+
+			if (v == NO_STEP)
+				continue;
+			e->reader[v] = e->reader[v] == NO_STEP ? i : e->n_steps;
+			e->reader_in[v] = j;
+		}
+}
+
+/* With opts.views at load: the step that would read s's output as a view
+ * (ops.h, "Views"): s's op can describe its one output so, the output is
+ * no graph output or kept tensor, and its one reader takes that input as
+ * a view. NULL otherwise. */
+static struct step *
+view_taker(const struct qr_exec *e, const struct step *s)
+{
+	size_t v = s->call.n_out == 1 ? s->out_val[0] : NO_STEP;
+	struct step *t;
+
+	if (e->reader == NULL || s->desc->view == NULL || v == NO_STEP ||
+	    e->vals[v].keep || e->reader[v] == NO_STEP ||
+	    e->reader[v] == e->n_steps)
+		return NULL;
+	t = &e->steps[e->reader[v]];
+	if (!(t->desc->view_in & (1u << e->reader_in[v])))
+		return NULL;
+	return t;
+}
+
 /* Take step s's folded outputs from opts.share when that executor (of
  * the same model) folded the same node: views of its tensors, which it
  * keeps; an output it trimmed (fold_trim) is trimmed here too (NULL).
@@ -685,7 +730,7 @@ step_fold(struct qr_exec *e, struct step *s)
 	size_t j, n_in = 0, bytes = 0;
 	size_t fold_max = e->opts.fold_max ? e->opts.fold_max
 					   : QR_EXEC_FOLD_MAX;
-	int ok = 1;
+	int ok = 1, taker;
 
 	if (s->recheck || s->call.n_out == 0)
 		return;
@@ -698,6 +743,7 @@ step_fold(struct qr_exec *e, struct step *s)
 		return;
 	if (e->opts.share != NULL && e->opts.share->m == e->m)
 		return; /* what the share did not fold (its budget) */
+	taker = view_taker(e, s) != NULL;
 	for (j = 0; j < s->call.n_in; j++) {
 		if (s->in_val[j] == NO_STEP)
 			continue;
@@ -721,7 +767,8 @@ step_fold(struct qr_exec *e, struct step *s)
 	}
 	for (j = 0; j < s->call.n_out; j++) {
 		if (out[j]->nbytes > fold_max - bytes ||
-		    bytes + out[j]->nbytes > fold_max - e->fold_bytes) {
+		    bytes + out[j]->nbytes > fold_max - e->fold_bytes ||
+		    (taker && out[j]->nbytes > QR_EXEC_FOLD_VIEW)) {
 			ok = 0;
 			goto done;
 		}
@@ -792,44 +839,24 @@ fold_trim(struct qr_exec *e, size_t i, unsigned char *live)
 }
 
 /*
- * opts.views, after load: leave as a view (ops.h, "Views") each step
- * left unfolded whose op can describe its output so, when every input is
- * constant, the output is no graph output or kept tensor, and it has one
- * reader, which takes that input as a view. vit_b_16's weights feed
- * MatMuls, which take no views; a wide CNN's feed Conv.
+ * opts.views, after load: leave as a view each step that was not folded
+ * (step_fold folds only small ones when they can be views) and has a
+ * view taker, when every input is constant. vit_b_16's weights feed
+ * MatMuls, which take no views; a wide CNN's feed Convs.
  */
 static void
 views_plan(struct qr_exec *e)
 {
-	size_t *reader = xmalloc((e->n_vals + 1) * sizeof *reader);
-	size_t *slot = xcalloc(e->n_vals + 1, sizeof *slot);
 	size_t i, j;
 
-	for (i = 0; i < e->n_vals; i++)
-		reader[i] = NO_STEP;
-	for (i = 0; i < e->n_steps; i++)
-		for (j = 0; j < e->steps[i].call.n_in; j++) {
-			size_t v = e->steps[i].in_val[j];
-
-			if (v == NO_STEP)
-				continue;
-			/* n_steps: read more than once */
-			reader[v] = reader[v] == NO_STEP ? i : e->n_steps;
-			slot[v] = j;
-		}
 	for (i = 0; i < e->n_steps; i++) {
-		struct step *s = &e->steps[i], *t;
+		struct step *s = &e->steps[i], *t = view_taker(e, s);
 		struct qr_op_call c = s->call;
 		struct qr_qview *view;
-		size_t v = s->call.n_out == 1 ? s->out_val[0] : NO_STEP;
+		size_t v;
 		int konst = 1;
 
-		if (s->desc->view == NULL || s->folded != NULL ||
-		    v == NO_STEP || e->vals[v].keep || e->vals[v].folded ||
-		    reader[v] == NO_STEP || reader[v] == e->n_steps)
-			continue;
-		t = &e->steps[reader[v]];
-		if (t->folded != NULL || !(t->desc->view_in & (1u << slot[v])))
+		if (t == NULL || s->folded != NULL || t->folded != NULL)
 			continue;
 		for (j = 0; j < s->call.n_in; j++)
 			if (s->in_val[j] != NO_STEP && s->prep_in[j] == NULL)
@@ -842,15 +869,14 @@ views_plan(struct qr_exec *e)
 			free(view);
 			continue;
 		}
+		v = s->out_val[0];
 		s->view = view;
 		s->nulls = xcalloc(2, sizeof *s->nulls);
 		e->vals[v].view = 1;
 		t->in_q = xcalloc(t->call.n_in + 1, sizeof *t->in_q);
-		t->in_q[slot[v]] = view;
+		t->in_q[e->reader_in[v]] = view;
 		t->call.in_q = t->in_q;
 	}
-	free(reader);
-	free(slot);
 }
 
 /*
@@ -877,6 +903,8 @@ qr_exec_new(const struct qr_model *m, const struct qr_exec_opts *o,
 	if (st != QR_OK)
 		goto out;
 	live = xcalloc(e->n_vals + 1, 1);
+	if (e->opts.views)
+		readers_index(e);
 	if (n_u > 0) {
 		struct qr_buf b = {0};
 		/* e.g. "model 'x.onnx': 2 unsupported nodes: 'n1' (Foo, opset
@@ -940,6 +968,9 @@ qr_exec_new(const struct qr_model *m, const struct qr_exec_opts *o,
 		views_plan(e);
 out:
 	free(live);
+	free(e->reader);
+	free(e->reader_in);
+	e->reader = e->reader_in = NULL;
 	qr_unsupported_free(u, n_u);
 	if (st != QR_OK)
 		qr_exec_free(e);

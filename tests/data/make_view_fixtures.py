@@ -24,6 +24,13 @@ case of the executor's views (qr_exec_opts.views), opset 21:
 Graph outputs: c1, c2, d, e, f, g, h and wf_dq. Values are seeded, so the
 file is the same on every run.
 
+And views_big_qdq.onnx, for the executor's fold policy with views on: x
+[1,768,2,2] -> QuantizeLinear/DequantizeLinear "xd" -> Conv 1x1 "big"
+(int8 [800,768,1,1] per channel: 2.3 MiB as floats, past
+QR_EXEC_FOLD_VIEW, so a view even within the fold budget) -> Conv 1x1
+"small" (int8 [8,800,1,1]: folded). The big weight's codes are a
+repeating pattern, so the file compresses in git.
+
     /usr/bin/python3 tests/data/make_view_fixtures.py
 """
 import os
@@ -112,3 +119,28 @@ m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)],
 m.ir_version = 10  # opset 21; onnx 1.12's checker knows neither
 os.makedirs(OUT, exist_ok=True)
 onnx.save(m, os.path.join(OUT, "views_qdq.onnx"))
+
+# ---- views_big_qdq.onnx ----
+inits = []
+nodes = []
+nodes.append(helper.make_node(
+    "QuantizeLinear", ["x", const("x_s", np.float32(0.02)),
+                       const("x_z", np.uint8(128))], ["xq"], name="xq"))
+nodes.append(helper.make_node("DequantizeLinear", ["xq", "x_s", "x_z"],
+                              ["xd"], name="xd"))
+big = (np.arange(800 * 768) * 37 % 255 - 127).astype(np.int8)
+nodes.append(helper.make_node(
+    "DequantizeLinear",
+    [const("wbig_q", big.reshape(800, 768, 1, 1)),
+     const("wbig_s", (np.arange(800) % 7 * 0.001 + 0.004).astype(
+         np.float32))], ["wbig_dq"], name="wbig_DequantizeLinear", axis=0))
+conv("big", "xd", "wbig_dq")
+conv("small", "big", dq_weight("wsmall", [8, 800, 1, 1], np.int8, axis=0))
+g = helper.make_graph(nodes, "views_big",
+                      [helper.make_tensor_value_info("x", F, [1, 768, 2, 2])],
+                      [helper.make_tensor_value_info("small", F, None)],
+                      inits)
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)],
+                      producer_name="qreport-fixtures", producer_version="1")
+m.ir_version = 10
+onnx.save(m, os.path.join(OUT, "views_big_qdq.onnx"))
