@@ -1003,6 +1003,24 @@ same_outputs(const struct qr_exec *a, const struct qr_exec *b)
 	return 1;
 }
 
+/* Input "x" of dims, filled with a fixed pattern (heap), or NULL. */
+static struct qr_tensor *
+x_input(const int64_t dims[4])
+{
+	struct qr_tensor *in = NULL;
+	struct qr_diag d = { 0 };
+	size_t i;
+
+	if (qr_tensor_new(QR_DT_FLOAT, 4, dims, &in, &d) != QR_OK) {
+		qr_diag_clear(&d);
+		return NULL;
+	}
+	in->name = "x";
+	for (i = 0; i < in->n_elem; i++)
+		((float *)in->data)[i] = (float)((i * 7919) % 61) / 20.0f - 1.5f;
+	return in;
+}
+
 /* The default fold budget with views: a weight past QR_EXEC_FOLD_VIEW
  * is a view (views_big_qdq.onnx's 800x768), a small one is folded; the
  * same bits as without views. */
@@ -1017,17 +1035,13 @@ test_views_big(void)
 	struct qr_tensor *in = NULL;
 	struct view_seen sa = { "", 0 }, sv = { "", 0 };
 	int64_t dims[4] = { 1, 768, 2, 2 };
-	size_t i;
 
 	o.views = 1;
 	if (!ok(m != NULL && qr_exec_new(m, NULL, &a, &d) == QR_OK &&
 		qr_exec_new(m, &o, &v, &d) == QR_OK &&
-		qr_tensor_new(QR_DT_FLOAT, 4, dims, &in, &d) == QR_OK,
+		(in = x_input(dims)) != NULL,
 		"views_big_qdq loads, with and without views (%s)", d.msg))
 		goto out;
-	in->name = "x";
-	for (i = 0; i < in->n_elem; i++)
-		((float *)in->data)[i] = (float)((i * 7919) % 61) / 20.0f - 1.5f;
 	if (!ok(qr_exec_run(a, &in, 1, view_hook, &sa, &d) == QR_OK &&
 		qr_exec_run(v, &in, 1, view_hook, &sv, &d) == QR_OK,
 		"both run (%s)", d.msg))
@@ -1071,7 +1085,6 @@ test_views(struct qr_tensor *data)
 	struct qr_analysis *r[2] = { 0 };
 	int64_t dims[4] = { 1, 4, 6, 6 };
 	enum qr_status st;
-	size_t i;
 	int same = 1, k;
 
 	if (!ok(m != NULL && qr_exec_new(m, NULL, &a, &d) == QR_OK,
@@ -1086,12 +1099,8 @@ test_views(struct qr_tensor *data)
 	o.any_order = 1;
 	ok(qr_exec_new(m, &o, &w, &d) == QR_OK,
 	   "executor sharing it, any order, with views");
-	if (!ok(n && v && w && qr_tensor_new(QR_DT_FLOAT, 4, dims, &in, &d) ==
-		QR_OK, "input"))
+	if (!ok(n && v && w && (in = x_input(dims)) != NULL, "input"))
 		goto out;
-	in->name = "x";
-	for (i = 0; i < in->n_elem; i++)
-		((float *)in->data)[i] = (float)((i * 7919) % 61) / 20.0f - 1.5f;
 	if (!ok(qr_exec_run(a, &in, 1, view_hook, &sa, &d) == QR_OK &&
 		qr_exec_run(n, &in, 1, view_hook, &sn, &d) == QR_OK,
 		"folded and unfolded run (%s)", d.msg))

@@ -1165,15 +1165,38 @@ ref_conv_order(const struct qr_conv_params *p, const float *x, const float *w,
 			}
 }
 
+/* A conv of square stride and padding, no dilation. */
+struct conv_case {
+	size_t n, c, co, g, h, w, kh, kw, s, pad;
+};
+
+static struct qr_conv_params
+case_params(const struct conv_case *c)
+{
+	struct qr_conv_params p;
+
+	memset(&p, 0, sizeof p);
+	p.n = c->n;
+	p.c_in = c->c;
+	p.c_out = c->co;
+	p.group = c->g;
+	p.h = c->h;
+	p.w = c->w;
+	p.kh = c->kh;
+	p.kw = c->kw;
+	p.stride_h = p.stride_w = c->s;
+	p.pad_t = p.pad_l = p.pad_b = p.pad_r = c->pad;
+	p.dil_h = p.dil_w = 1;
+	return p;
+}
+
 /* GEMM convs (im2col, strided copies, pointwise, N tails, several K
  * slices) through the public API have the reference's bits, AVX-512 on
  * 1 and 2 threads and portable. */
 static void
 test_conv_f32_order(void)
 {
-	static const struct {
-		size_t n, c, co, g, h, w, kh, kw, s, pad;
-	} cs[] = {
+	static const struct conv_case cs[] = {
 		{1, 3, 8, 1, 45, 45, 7, 7, 2, 3},   /* stem: stride-2 rows of 23 */
 		{1, 16, 24, 1, 20, 70, 3, 3, 2, 1}, /* stride-2 rows of 35 */
 		{2, 20, 9, 1, 13, 13, 3, 3, 1, 1},  /* K = 180: 2 slices */
@@ -1193,18 +1216,7 @@ test_conv_f32_order(void)
 		void *ws;
 		int good = 1, r;
 
-		memset(&p, 0, sizeof p);
-		p.n = cs[i].n;
-		p.c_in = cs[i].c;
-		p.c_out = cs[i].co;
-		p.group = cs[i].g;
-		p.h = cs[i].h;
-		p.w = cs[i].w;
-		p.kh = cs[i].kh;
-		p.kw = cs[i].kw;
-		p.stride_h = p.stride_w = cs[i].s;
-		p.pad_t = p.pad_l = p.pad_b = p.pad_r = cs[i].pad;
-		p.dil_h = p.dil_w = 1;
+		p = case_params(&cs[i]);
 		nx = p.n * p.c_in * p.h * p.w;
 		nw = p.c_out * p.c_in / p.group * p.kh * p.kw;
 		ny = p.n * p.c_out * qr_conv_out_h(&p) * qr_conv_out_w(&p);
@@ -1249,9 +1261,7 @@ test_conv_f32_order(void)
 static void
 test_conv_f32_qweights(void)
 {
-	static const struct {
-		size_t n, c, co, g, h, w, kh, kw, s, pad;
-	} cs[] = {
+	static const struct conv_case cs[] = {
 		{1, 40, 73, 1, 7, 7, 3, 3, 1, 1},   /* rows 64 + 9 */
 		{1, 16, 70, 1, 9, 9, 3, 3, 1, 1},   /* rows 70 at once */
 		{1, 24, 130, 1, 14, 14, 3, 3, 1, 1}, /* rows 64 + 66 */
@@ -1275,18 +1285,7 @@ test_conv_f32_qweights(void)
 		void *ws;
 		int good = 1, r;
 
-		memset(&p, 0, sizeof p);
-		p.n = cs[i].n;
-		p.c_in = cs[i].c;
-		p.c_out = cs[i].co;
-		p.group = cs[i].g;
-		p.h = cs[i].h;
-		p.w = cs[i].w;
-		p.kh = cs[i].kh;
-		p.kw = cs[i].kw;
-		p.stride_h = p.stride_w = cs[i].s;
-		p.pad_t = p.pad_l = p.pad_b = p.pad_r = cs[i].pad;
-		p.dil_h = p.dil_w = 1;
+		p = case_params(&cs[i]);
 		k = p.c_in / p.group * p.kh * p.kw;
 		nx = p.n * p.c_in * p.h * p.w;
 		nw = p.c_out * k;
