@@ -1005,13 +1005,13 @@ same_outputs(const struct qr_exec *a, const struct qr_exec *b)
 
 /* Input "x" of dims, filled with a fixed pattern (heap), or NULL. */
 static struct qr_tensor *
-x_input(const int64_t dims[4])
+x_input(int ndim, const int64_t *dims)
 {
 	struct qr_tensor *in = NULL;
 	struct qr_diag d = { 0 };
 	size_t i;
 
-	if (qr_tensor_new(QR_DT_FLOAT, 4, dims, &in, &d) != QR_OK) {
+	if (qr_tensor_new(QR_DT_FLOAT, ndim, dims, &in, &d) != QR_OK) {
 		qr_diag_clear(&d);
 		return NULL;
 	}
@@ -1039,7 +1039,7 @@ test_views_big(void)
 	o.views = 1;
 	if (!ok(m != NULL && qr_exec_new(m, NULL, &a, &d) == QR_OK &&
 		qr_exec_new(m, &o, &v, &d) == QR_OK &&
-		(in = x_input(dims)) != NULL,
+		(in = x_input(4, dims)) != NULL,
 		"views_big_qdq loads, with and without views (%s)", d.msg))
 		goto out;
 	if (!ok(qr_exec_run(a, &in, 1, view_hook, &sa, &d) == QR_OK &&
@@ -1050,6 +1050,46 @@ test_views_big(void)
 	   "default budget: the 2.3 MiB weight is a view, the small one "
 	   "folded (views: '%s', given %zu)", sv.null, sv.given);
 	ok(same_outputs(a, v), "the same bits as without views");
+out:
+	qr_tensor_free(in);
+	qr_exec_free(v);
+	qr_exec_free(a);
+	qr_onnx_free(m);
+	free(path);
+	qr_diag_clear(&d);
+}
+
+/* MatMul and Gemm weights as views (views_mm_qdq.onnx, nothing folded):
+ * per column, per tensor, transposed, along K (dequantized whole), one
+ * row, alpha != 1: every weight is a view, and every output has the
+ * folded bits. */
+static void
+test_views_mm(void)
+{
+	char *path = fixture_path("views_mm_qdq.onnx");
+	struct qr_model *m = load(path);
+	struct qr_exec *a = NULL, *v = NULL;
+	struct qr_exec_opts o = { 0 };
+	struct qr_diag d = { 0 };
+	struct qr_tensor *in = NULL;
+	struct view_seen sa = { "", 0 }, sv = { "", 0 };
+	int64_t dims[3] = { 1, 3, 16 };
+
+	o.views = 1;
+	o.fold_max = 1;
+	if (!ok(m != NULL && qr_exec_new(m, NULL, &a, &d) == QR_OK &&
+		qr_exec_new(m, &o, &v, &d) == QR_OK &&
+		(in = x_input(3, dims)) != NULL,
+		"views_mm_qdq loads, folded and with views (%s)", d.msg))
+		goto out;
+	if (!ok(qr_exec_run(a, &in, 1, view_hook, &sa, &d) == QR_OK &&
+		qr_exec_run(v, &in, 1, view_hook, &sv, &d) == QR_OK,
+		"both run (%s)", d.msg))
+		goto out;
+	ok(strcmp(sv.null, "w1 w2 w3 w4 w5 w6 w7") == 0 && sv.given == 1,
+	   "every MatMul and Gemm weight a view: '%s', %zu given (xd)",
+	   sv.null, sv.given);
+	ok(same_outputs(a, v), "m1 g1 m3 g3 g4: the folded bits");
 out:
 	qr_tensor_free(in);
 	qr_exec_free(v);
@@ -1099,7 +1139,7 @@ test_views(struct qr_tensor *data)
 	o.any_order = 1;
 	ok(qr_exec_new(m, &o, &w, &d) == QR_OK,
 	   "executor sharing it, any order, with views");
-	if (!ok(n && v && w && (in = x_input(dims)) != NULL, "input"))
+	if (!ok(n && v && w && (in = x_input(4, dims)) != NULL, "input"))
 		goto out;
 	if (!ok(qr_exec_run(a, &in, 1, view_hook, &sa, &d) == QR_OK &&
 		qr_exec_run(n, &in, 1, view_hook, &sn, &d) == QR_OK,
@@ -1131,6 +1171,7 @@ test_views(struct qr_tensor *data)
 	   "peak activation memory with views %zu < %zu bytes without",
 	   mv.peak_bytes, mn.peak_bytes);
 	test_views_big();
+	test_views_mm();
 
 data:
 	/* the whole data run, every weight past a fold budget of 1 byte:

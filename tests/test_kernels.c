@@ -753,6 +753,100 @@ test_sgemm_k0(struct sg_bufs *s)
 	ok(memcmp(c, zero, sizeof c) == 0, "sgemm k=0 stores zeros");
 }
 
+/*
+ * qr_sgemm_q (B held quantized) gives qr_sgemm's bits on B dequantized
+ * first, in every order: FMA slices with whole and partial panels, B
+ * transposed or not, the M = 1 row kernel and the N = 1 dot kernel
+ * (B dequantized whole there); int8 and uint8, per column and per
+ * tensor, with and without zero points.
+ */
+static void
+test_sgemm_q(void)
+{
+	static const struct {
+		size_t m, n, k;
+		int tb;
+	} cs[] = {
+		{7, 70, 300, 0},  /* K slices, a partial panel */
+		{33, 64, 129, 1}, /* B^T: rows dequantized, transposed */
+		{5, 3, 40, 0},    /* one partial panel */
+		{1, 50, 37, 0},   /* M = 1: the row kernel */
+		{1, 19, 70, 1},   /* M = 1, B^T: the dot kernel */
+		{9, 1, 33, 0},    /* N = 1: the dot kernel */
+		{64, 1000, 768, 1},
+	};
+	size_t i, j;
+
+	for (i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+		size_t m = cs[i].m, n = cs[i].n, k = cs[i].k, nb = n * k;
+		int tb = cs[i].tb, good = 1, r;
+		size_t ldb = tb ? k : n, rows = tb ? n : k;
+		float *a = rnd_mags(m * k), *bf = xmalloc(nb * 4);
+		float *scale = xmalloc(n * 4), *want = xmalloc(m * n * 4);
+		float *y = xmalloc(m * n * 4);
+		int32_t *zp = xmalloc(n * sizeof *zp);
+		uint8_t *codes = xmalloc(nb);
+		void *ws = xmalloc(qr_sgemm_q_workspace());
+		struct qr_sgemm_qb q;
+		struct qr_sgemm_plan pl;
+
+		for (j = 0; j < nb; j++)
+			codes[j] = (uint8_t)rnd_int(0, 255);
+		for (j = 0; j < n; j++) {
+			scale[j] = (rnd_f() + 1.5f) * 0x1p-6f;
+			zp[j] = i % 2 ? rnd_int(0, 255) : rnd_int(-128, 127);
+		}
+		q.q = codes;
+		q.t = i % 2 ? QR_QT_U8 : QR_QT_S8;
+		q.scale = scale;
+		q.zp = i % 3 == 1 ? NULL : zp;
+		q.per_col = i % 4 != 2;
+		for (j = 0; j < rows; j++) {
+			size_t c0 = q.per_col && tb ? j : 0;
+
+			if (q.per_col && !tb)
+				qr_dequantize_cols_f32(codes + j * ldb, q.t, ldb,
+						       scale, q.zp, bf + j * ldb);
+			else
+				qr_dequantize_f32(codes + j * ldb, q.t, 1, 1, ldb,
+						  scale + c0,
+						  q.zp ? q.zp + c0 : NULL,
+						  bf + j * ldb);
+		}
+		qr_sgemm_plan(m, n, k, tb, ldb, n, &pl);
+		for (r = 0; r < 2; r++) {
+			qr_kernels_force_portable(r == 1);
+			qr_sgemm(&pl, m, n, k, a, k, bf, ldb, tb, want, n, 0, ws);
+			memset(y, 0xff, m * n * 4);
+			qr_sgemm_q(&pl, m, n, k, a, k, &q, ldb, tb, y, n, 0, ws);
+			qr_kernels_force_portable(0);
+			good &= memcmp(y, want, m * n * 4) == 0;
+		}
+		/* the per-column dequantizer against its definition */
+		for (j = 0; j < n && q.per_col && !tb; j++)
+			good &= bf[j] == (float)((q.t == QR_QT_U8 ?
+						  (int32_t)codes[j] :
+						  (int32_t)(int8_t)codes[j]) -
+						 (q.zp ? q.zp[j] : 0)) *
+					scale[j];
+		ok(good, "sgemm, B held %s %s%s: m%zu n%zu k%zu%s (%s order) = "
+		   "the dequantized B's bits, AVX-512 and portable",
+		   q.t == QR_QT_U8 ? "uint8" : "int8",
+		   q.per_col ? "per column" : "per tensor",
+		   q.zp ? "" : " without zero point", m, n, k,
+		   tb ? " B^T" : "", pl.order == QR_SGEMM_FMA ? "fma" :
+		   pl.order == QR_SGEMM_ROW ? "row" : "dot");
+		free(a);
+		free(bf);
+		free(scale);
+		free(want);
+		free(y);
+		free(zp);
+		free(codes);
+		free(ws);
+	}
+}
+
 static void
 test_sgemm_orders(void)
 {
@@ -766,6 +860,7 @@ test_sgemm_orders(void)
 	test_sgemm_blocks(&s);
 	test_sgemm_stride_matters(&s);
 	test_sgemm_k0(&s);
+	test_sgemm_q();
 	free(s.ref);
 	free(s.fast);
 	free(s.port);

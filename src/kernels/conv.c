@@ -331,18 +331,12 @@ qr_convt_f32_pack_new(size_t c_out, size_t c_in, size_t kh, size_t kw,
 	return pack(c_out, c_in, kh, kw, group, w, 1, 0);
 }
 
-static size_t
-qtype_size(enum qr_qtype t)
-{
-	return t == QR_QT_S32 ? 4 : t == QR_QT_U16 || t == QR_QT_S16 ? 2 : 1;
-}
-
 /* a[i][0, k) = weights row row0 + i dequantized, for i < n. */
 static void
 deq_rows(const struct qr_conv_qweights *qw, size_t row0, size_t n, size_t k,
 	 float *a)
 {
-	size_t i, es = qtype_size(qw->t);
+	size_t i, es = qr_qtype_size(qw->t);
 
 	for (i = 0; i < n; i++) {
 		size_t r = qw->per_row ? row0 + i : 0;

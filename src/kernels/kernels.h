@@ -71,6 +71,17 @@ void qr_parallel_range(size_t n, size_t task, size_t n_tasks, size_t align,
 /* Threads OpenBLAS uses for each sgemm (process-wide; n < 1 means 1). */
 void qr_kernels_set_blas_threads(int n);
 
+/* ---- Quantized element types ---- */
+
+/* Element types of quantized tensors. */
+enum qr_qtype {
+	QR_QT_U8,  /* uint8_t */
+	QR_QT_S8,  /* int8_t */
+	QR_QT_U16, /* uint16_t */
+	QR_QT_S16, /* int16_t */
+	QR_QT_S32, /* int32_t (DequantizeLinear input, bias) */
+};
+
 /* ---- Float GEMM (gemm.c) ---- */
 
 /*
@@ -111,11 +122,38 @@ size_t qr_sgemm_workspace(void);
  * plan's order, so it has the bits ONNX Runtime computes. The plan is
  * made for the whole call ORT would make; a caller may compute any block
  * of rows and columns of it with the same plan, except for
- * QR_SGEMM_DOT, which must get the whole call.
+ * QR_SGEMM_DOT, whose blocks of 4, 2 and 1 rows count from the first
+ * row of the call: it must get the whole call, or rows cut at multiples
+ * of 4 with the last block whole.
  */
 void qr_sgemm(const struct qr_sgemm_plan *pl, size_t m, size_t n, size_t k,
 	      const float *a, size_t lda, const float *b, size_t ldb,
 	      int trans_b, float *c, size_t ldc, int accumulate, void *ws);
+
+/*
+ * B held quantized, as a weight's DequantizeLinear left as a view reads
+ * it: op(B)[k][j] = (float)(q - zp[r]) * scale[r], r = j (the column of
+ * op(B)) when per_col, else 0; zp may be NULL (0). q is laid out as a
+ * float B would be (ldb, trans_b).
+ */
+struct qr_sgemm_qb {
+	const void *q;
+	enum qr_qtype t;
+	const float *scale;
+	const int32_t *zp;
+	int per_col;
+};
+/* Bytes of workspace qr_sgemm_q needs (any alignment). */
+size_t qr_sgemm_q_workspace(void);
+/* qr_sgemm with B held quantized, with the bits of qr_sgemm on B
+ * dequantized: in the QR_SGEMM_FMA order each panel of B is dequantized
+ * as it is packed, so no float copy of B is made; the M = 1 and N = 1
+ * orders, which read B whole, dequantize it for the call. ldb is
+ * trans_b ? k : n. */
+void qr_sgemm_q(const struct qr_sgemm_plan *pl, size_t m, size_t n,
+		size_t k, const float *a, size_t lda,
+		const struct qr_sgemm_qb *b, size_t ldb, int trans_b,
+		float *c, size_t ldc, int accumulate, void *ws);
 
 /* ---- Float convolution (conv.c) ---- */
 
@@ -142,15 +180,6 @@ size_t qr_conv_out_w(const struct qr_conv_params *p);
  * stride*(h-1) + out_pad + dil*(k-1) + 1 - pad_begin - pad_end (0 if < 1). */
 size_t qr_convt_out_h(const struct qr_conv_params *p);
 size_t qr_convt_out_w(const struct qr_conv_params *p);
-
-/* Element types of quantized tensors. */
-enum qr_qtype {
-	QR_QT_U8,  /* uint8_t */
-	QR_QT_S8,  /* int8_t */
-	QR_QT_U16, /* uint16_t */
-	QR_QT_S16, /* int16_t */
-	QR_QT_S32, /* int32_t (DequantizeLinear input, bias) */
-};
 
 /* Packed float conv weights; opaque. */
 struct qr_conv_f32_packed;
@@ -334,6 +363,13 @@ qr_packed_code(const uint8_t *p, size_t j, unsigned bits)
 void qr_dequantize_f32(const void *x, enum qr_qtype t, size_t outer,
 		       size_t axis_len, size_t inner, const float *scale,
 		       const int32_t *zp, float *y);
+/* The same with a scale and zero point per element: y[i] = (float)(x[i]
+ * - zp[i]) * scale[i] (zp may be NULL): a row of a weight quantized per
+ * column. */
+void qr_dequantize_cols_f32(const void *x, enum qr_qtype t, size_t n,
+			    const float *scale, const int32_t *zp, float *y);
+/* Bytes of one element of t. */
+size_t qr_qtype_size(enum qr_qtype t);
 /*
  * DynamicQuantizeLinear (uint8), as ORT's GetQuantizationParameter:
  * lo = min(min(x), 0), hi = max(max(x), 0); scale = hi == lo ? 1 :

@@ -205,6 +205,55 @@ qr_dequantize_f32(const void *x, enum qr_qtype t, size_t outer,
 	(void)fast;
 }
 
+size_t
+qr_qtype_size(enum qr_qtype t)
+{
+	return t == QR_QT_S32 ? 4 : t == QR_QT_U16 || t == QR_QT_S16 ? 2 : 1;
+}
+
+#ifdef QR_HAVE_AVX512_CODE
+/* y[i] = (float)(x[i] - zp[i]) * s[i] on 16 lanes, 8-bit x. */
+static QR_AVX512 void
+dequant_cols_q8(const void *x, size_t n, const float *s, const int32_t *zp,
+		int is_signed, float *y)
+{
+	const uint8_t *src = x;
+	size_t i;
+
+	for (i = 0; i < n; i += 16) {
+		size_t left = n - i;
+		__mmask16 m = left >= 16 ? (__mmask16)0xffff :
+			      (__mmask16)((1u << left) - 1);
+		__m128i b = _mm_maskz_loadu_epi8(m, src + i);
+		__m512i v = is_signed ? _mm512_cvtepi8_epi32(b) :
+					_mm512_cvtepu8_epi32(b);
+
+		if (zp != NULL)
+			v = _mm512_sub_epi32(v, _mm512_maskz_loadu_epi32(
+				m, zp + i));
+		_mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(
+			_mm512_cvtepi32_ps(v), _mm512_maskz_loadu_ps(m, s + i)));
+	}
+}
+#endif
+
+void
+qr_dequantize_cols_f32(const void *x, enum qr_qtype t, size_t n,
+		       const float *scale, const int32_t *zp, float *y)
+{
+	size_t i;
+
+#ifdef QR_HAVE_AVX512_CODE
+	if (fast_q8(t)) {
+		dequant_cols_q8(x, n, scale, zp, t == QR_QT_S8, y);
+		return;
+	}
+#endif
+	for (i = 0; i < n; i++)
+		y[i] = (float)(int32_t)(load(x, i, t) - (zp ? zp[i] : 0)) *
+		       scale[i];
+}
+
 void
 qr_dynamic_quantize_u8(const float *x, size_t n, uint8_t *y, float *scale,
 		       uint8_t *zp)

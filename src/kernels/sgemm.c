@@ -112,6 +112,51 @@ pack_b(const float *b, size_t ldb, int trans_b, size_t k0, size_t kc,
 	}
 }
 
+/* pack_b for a B held quantized: each value dequantized as it is packed.
+ * t: scratch of SG_NR * kc floats (trans_b: W's rows are dequantized
+ * whole, then transposed into the panel). */
+static void
+pack_b_q(const struct qr_sgemm_qb *b, size_t ldb, int trans_b, size_t k0,
+	 size_t kc, size_t n0, size_t nc, float *panel, float *t)
+{
+	const char *q = b->q;
+	size_t es = qr_qtype_size(b->t), kk, j;
+
+	if (!trans_b) {
+		for (kk = 0; kk < kc; kk++) {
+			const char *row = q + ((k0 + kk) * ldb + n0) * es;
+			float *d = panel + kk * SG_NR;
+
+			if (b->per_col)
+				qr_dequantize_cols_f32(row, b->t, nc,
+						       b->scale + n0,
+						       b->zp ? b->zp + n0 :
+							       NULL, d);
+			else
+				qr_dequantize_f32(row, b->t, 1, 1, nc,
+						  b->scale, b->zp, d);
+			for (j = nc; j < SG_NR; j++)
+				d[j] = 0.0f;
+		}
+		return;
+	}
+	for (j = 0; j < nc; j++) {
+		size_t r = b->per_col ? n0 + j : 0;
+
+		qr_dequantize_f32(q + ((n0 + j) * ldb + k0) * es, b->t, 1, 1,
+				  kc, b->scale + r, b->zp ? b->zp + r : NULL,
+				  t + j * kc);
+	}
+	for (kk = 0; kk < kc; kk++) {
+		float *d = panel + kk * SG_NR;
+
+		for (j = 0; j < nc; j++)
+			d[j] = t[j * kc + kk];
+		for (; j < SG_NR; j++)
+			d[j] = 0.0f;
+	}
+}
+
 /* Rows [0, mr) x columns [0, nc) of C from kc products each: one fma
  * chain per element; store it (add == 0) or add it to C. */
 static void
@@ -314,17 +359,20 @@ fma_row_stream_avx512(size_t n, size_t k, size_t stride_k, const float *a,
 }
 #endif
 
+/* qb: B held quantized (b unused), every panel packed through
+ * pack_b_q with scratch t; else NULL. */
 static void
 gemm_fma(size_t m, size_t n, size_t k, size_t stride_k, const float *a,
 	 size_t lda, const float *b, size_t ldb, int trans_b, float *c,
-	 size_t ldc, int accumulate, float *panel)
+	 size_t ldc, int accumulate, float *panel,
+	 const struct qr_sgemm_qb *qb, float *t)
 {
 	size_t k0, n0;
 	int vec = 0;
 
 #ifdef QR_HAVE_AVX512_CODE
 	vec = (qr_kernels_cpu_features() & QR_CPU_AVX512BW) != 0;
-	if (vec && m == 1 && !trans_b &&
+	if (vec && m == 1 && !trans_b && qb == NULL &&
 	    n <= (size_t)8 * SG_STRIDE * SG_NR) { /* t fits the panel */
 		fma_row_stream_avx512(n, k, stride_k, a, b, ldb, c,
 				      accumulate, panel);
@@ -339,7 +387,7 @@ gemm_fma(size_t m, size_t n, size_t k, size_t stride_k, const float *a,
 			size_t nc = n - n0 < SG_NR ? n - n0 : SG_NR;
 
 #ifdef QR_HAVE_AVX512_CODE
-			if (vec && !trans_b && nc == SG_NR) {
+			if (vec && !trans_b && nc == SG_NR && qb == NULL) {
 				/* whole columns: read B in place */
 				fma_block_avx512(m, kc, a + k0, lda,
 						 b + k0 * ldb + n0, ldb, c + n0,
@@ -347,7 +395,11 @@ gemm_fma(size_t m, size_t n, size_t k, size_t stride_k, const float *a,
 				continue;
 			}
 #endif
-			pack_b(b, ldb, trans_b, k0, kc, n0, nc, panel);
+			if (qb != NULL)
+				pack_b_q(qb, ldb, trans_b, k0, kc, n0, nc,
+					 panel, t);
+			else
+				pack_b(b, ldb, trans_b, k0, kc, n0, nc, panel);
 #ifdef QR_HAVE_AVX512_CODE
 			if (vec) {
 				fma_block_avx512(m, kc, a + k0, lda, panel,
@@ -525,6 +577,54 @@ qr_sgemm(const struct qr_sgemm_plan *pl, size_t m, size_t n, size_t k,
 	default:
 		QR_ASSERT(pl->stride_k > 0 && pl->stride_k <= 8 * SG_STRIDE);
 		gemm_fma(m, n, k, pl->stride_k, a, lda, b, ldb, trans_b, c,
-			 ldc, accumulate, qr_align64(ws));
+			 ldc, accumulate, qr_align64(ws), NULL, NULL);
+	}
+}
+
+size_t
+qr_sgemm_q_workspace(void)
+{
+	return 2 * qr_sgemm_workspace();
+}
+
+void
+qr_sgemm_q(const struct qr_sgemm_plan *pl, size_t m, size_t n, size_t k,
+	   const float *a, size_t lda, const struct qr_sgemm_qb *b, size_t ldb,
+	   int trans_b, float *c, size_t ldc, int accumulate, void *ws)
+{
+	float *panel = qr_align64(ws);
+
+	QR_ASSERT(ldb == (trans_b ? k : n));
+	if (m == 0 || n == 0)
+		return;
+	if (k > 0 && pl->order == QR_SGEMM_FMA) {
+		QR_ASSERT(pl->stride_k > 0 && pl->stride_k <= 8 * SG_STRIDE);
+		gemm_fma(m, n, k, pl->stride_k, a, lda, NULL, ldb, trans_b, c,
+			 ldc, accumulate, panel, b,
+			 panel + 8 * SG_STRIDE * SG_NR);
+		return;
+	}
+	{
+		/* the M = 1 and N = 1 kernels read B whole */
+		size_t rows = trans_b ? n : k, r;
+		size_t es = qr_qtype_size(b->t);
+		float *f = xmalloc((rows * ldb > 0 ? rows * ldb : 1) * sizeof *f);
+
+		for (r = 0; r < rows; r++) {
+			const char *q = (const char *)b->q + r * ldb * es;
+			size_t i = b->per_col && trans_b ? r : 0;
+
+			if (b->per_col && !trans_b)
+				qr_dequantize_cols_f32(q, b->t, ldb, b->scale,
+						       b->zp, f + r * ldb);
+			else
+				qr_dequantize_f32(q, b->t, 1, 1, ldb,
+						  b->scale + i,
+						  b->zp ? b->zp + i : NULL,
+						  f + r * ldb);
+		}
+		qr_sgemm(pl, m, n, k, a, lda, f, ldb, trans_b, c, ldc,
+			 accumulate, ws);
+		free(f);
 	}
 }

@@ -57,6 +57,53 @@ mm_release(void *state)
 	free(st);
 }
 
+/* B's floats: its data, or B given as a view (ops.h) dequantized whole
+ * into *own (heap, for this run). */
+static const float *
+b_whole(const struct qr_op_call *c, float **own)
+{
+	const struct qr_qview *v = c->in_q != NULL ? c->in_q[1] : NULL;
+	size_t n = c->in[1]->n_elem;
+
+	*own = NULL;
+	if (v == NULL)
+		return c->in[1]->data;
+	*own = xmalloc((n ? n : 1) * sizeof **own);
+	qr_dequantize_f32(v->q, (enum qr_qtype)v->qtype, v->outer,
+			  v->axis_len, v->inner, v->scale, v->zp, *own);
+	return *own;
+}
+
+/*
+ * B given as a view that qr_sgemm_q can read as it packs (2-D, scales
+ * per column of op(B) or one for all; tb: B is transposed): fill *qb,
+ * 1. Else 0.
+ */
+static int
+b_view(const struct qr_op_call *c, int tb, struct qr_sgemm_qb *qb)
+{
+	const struct qr_qview *v = c->in_q != NULL ? c->in_q[1] : NULL;
+	const struct qr_tensor *b = c->in[1];
+
+	if (v == NULL || b->ndim != 2)
+		return 0;
+	if (v->axis_len == 1)
+		qb->per_col = 0;
+	else if (!tb && v->outer == (size_t)b->dims[0] &&
+		 v->axis_len == (size_t)b->dims[1] && v->inner == 1)
+		qb->per_col = 1; /* [K][N], axis 1 */
+	else if (tb && v->outer == 1 && v->axis_len == (size_t)b->dims[0] &&
+		 v->inner == (size_t)b->dims[1])
+		qb->per_col = 1; /* [N][K], axis 0 */
+	else
+		return 0;
+	qb->q = v->q;
+	qb->t = (enum qr_qtype)v->qtype;
+	qb->scale = v->scale;
+	qb->zp = v->zp;
+	return 1;
+}
+
 /* The order ORT sums this node's float GEMM in. */
 static void
 mm_plan(const struct qr_op_call *c, size_t m, size_t n, size_t k, int tb,
@@ -170,17 +217,40 @@ matmul_run(struct qr_op_call *c, struct qr_diag *d)
 	struct qr_tensor *y = c->out[0];
 	struct qr_tensor *both[2];
 	size_t es = qr_dtype_size(y->dtype), sa, sb, sy, i;
-	const char *a = c->in[0]->data, *b = c->in[1]->data;
+	const char *a = c->in[0]->data, *b;
 	char *yd = y->data;
 	struct qr_bcast it;
 	int64_t bdims[QR_TENSOR_MAX_DIMS];
 	struct mm g;
 	struct qr_sgemm_plan plan;
+	struct qr_sgemm_qb qb;
+	float *own = NULL;
 	void *ws = NULL;
 
 	matmul_shape(c, d, &g);
 	if (y->n_elem == 0)
 		return QR_OK;
+	if (y->dtype == QR_DT_FLOAT && b_view(c, 0, &qb)) {
+		/* a weight held quantized: no batch of B */
+		mm_plan(c, g.m, g.n, g.k, 0, g.n, &plan);
+		ws = xmalloc(qr_sgemm_q_workspace());
+		memcpy(bdims, g.out, sizeof bdims);
+		both[0] = &g.ab;
+		both[1] = &g.bb;
+		qr_bcast_init(&it, g.bdim, bdims, both, 2);
+		do {
+			for (i = 0; i < it.inner; i++)
+				qr_sgemm_q(&plan, g.m, g.n, g.k,
+					   (const float *)a + (it.off[0] +
+							       i * it.step[0]) *
+						   g.m * g.k, g.k, &qb, g.n, 0,
+					   (float *)yd + (it.out_off + i) *
+						   g.m * g.n, g.n, 0, ws);
+		} while (qr_bcast_next(&it));
+		free(ws);
+		return QR_OK;
+	}
+	b = (const char *)b_whole(c, &own);
 	sa = g.m * g.k * es;
 	sb = g.k * g.n * es;
 	sy = g.m * g.n * es;
@@ -233,6 +303,7 @@ matmul_run(struct qr_op_call *c, struct qr_diag *d)
 		}
 	} while (qr_bcast_next(&it));
 	free(ws);
+	free(own);
 	return QR_OK;
 }
 
@@ -240,6 +311,7 @@ const struct qr_op_desc qr_op_matmul = {
 	.domain = "", .name = "MatMul", .since = 1,
 	.check = matmul_check, .prepare = mm_prepare, .infer = matmul_infer,
 	.run = matmul_run, .release = mm_release,
+	.view_in = 1u << 1, /* the weights */
 };
 
 /* ---- Gemm ---- */
@@ -328,6 +400,9 @@ gemm_run(struct qr_op_call *c, struct qr_diag *d)
 	int has_c = qr_op_has_in(c, 2) && beta != 0;
 	size_t m, k, n, i;
 	int lda, ldb;
+	struct qr_sgemm_qb qb;
+	const float *b;
+	float *own = NULL;
 
 	gemm_dims(c, d, &m, &k, &n);
 	if (y->n_elem == 0)
@@ -359,24 +434,34 @@ gemm_run(struct qr_op_call *c, struct qr_diag *d)
 		const struct mm_state *mst = c->state;
 
 		mm_plan(c, m, n, k, tb, (size_t)ldb, &plan);
-		if (tb && mst != NULL && mst->bt != NULL) /* same bits */
+		if (b_view(c, tb, &qb)) {
+			free(ws);
+			ws = xmalloc(qr_sgemm_q_workspace());
+			qr_sgemm_q(&plan, m, n, k, c->in[0]->data, k, &qb,
+				   (size_t)ldb, tb, y->data, n, has_c, ws);
+		} else if (tb && mst != NULL && mst->bt != NULL) {
+			/* same bits */
 			qr_sgemm(&plan, m, n, k, c->in[0]->data, k, mst->bt,
 				 n, 0, y->data, n, has_c, ws);
-		else
-			qr_sgemm(&plan, m, n, k, c->in[0]->data, k,
-				 c->in[1]->data, (size_t)ldb, tb, y->data, n,
-				 has_c, ws);
+		} else {
+			b = b_whole(c, &own);
+			qr_sgemm(&plan, m, n, k, c->in[0]->data, k, b,
+				 (size_t)ldb, tb, y->data, n, has_c, ws);
+		}
 		free(ws);
-	} else if (y->dtype == QR_DT_FLOAT)
+	} else if (y->dtype == QR_DT_FLOAT) {
+		b = b_whole(c, &own);
 		cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
 			    tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
-			    (int)k, (float)alpha, c->in[0]->data, lda,
-			    c->in[1]->data, ldb, 1.0f, y->data, (int)n);
-	else
+			    (int)k, (float)alpha, c->in[0]->data, lda, b, ldb,
+			    1.0f, y->data, (int)n);
+	} else {
 		cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
 			    tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
 			    (int)k, alpha, c->in[0]->data, lda,
 			    c->in[1]->data, ldb, 1.0, y->data, (int)n);
+	}
+	free(own);
 	return QR_OK;
 }
 
@@ -384,4 +469,5 @@ const struct qr_op_desc qr_op_gemm = {
 	.domain = "", .name = "Gemm", .since = 6,
 	.check = gemm_check, .prepare = mm_prepare, .infer = gemm_infer,
 	.run = gemm_run, .release = mm_release,
+	.view_in = 1u << 1, /* the weights */
 };

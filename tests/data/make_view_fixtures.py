@@ -24,6 +24,16 @@ case of the executor's views (qr_exec_opts.views), opset 21:
 Graph outputs: c1, c2, d, e, f, g, h and wf_dq. Values are seeded, so the
 file is the same on every run.
 
+views_mm_qdq.onnx: the same for MatMul and Gemm weights (B), nothing
+but views with a fold budget of 1 byte: x [1,3,16] -> Q/DQ "xd" ->
+MatMul "m1" (int8 [16,40], scales per column: axis 1) -> MatMul "m2"
+(uint8 [40,8] per tensor, zero point) -> Reshape [3,8] -> Gemm "g1"
+(transB, int8 [12,8] per row of W: axis 0, bias) -> Gemm "g2" (int8
+[12,5], axis 1) -> MatMul "m3" (int8 [5,6] with scales along K, axis 0:
+dequantized whole) -> Reshape [1,18] -> Gemm "g3" (one row: the row
+kernel, which dequantizes B whole) and Gemm "g4" (alpha 0.5: OpenBLAS on
+B dequantized whole). Outputs m1, g1, m3, g3, g4.
+
 And views_big_qdq.onnx, for the executor's fold policy with views on: x
 [1,768,2,2] -> QuantizeLinear/DequantizeLinear "xd" -> Conv 1x1 "big"
 (int8 [800,768,1,1] per channel: 2.3 MiB as floats, past
@@ -144,3 +154,43 @@ m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)],
                       producer_name="qreport-fixtures", producer_version="1")
 m.ir_version = 10
 onnx.save(m, os.path.join(OUT, "views_big_qdq.onnx"))
+
+# ---- views_mm_qdq.onnx ----
+inits = []
+nodes = []
+nodes.append(helper.make_node(
+    "QuantizeLinear", ["x", const("x_s", np.float32(0.02)),
+                       const("x_z", np.uint8(128))], ["xq"], name="xq"))
+nodes.append(helper.make_node("DequantizeLinear", ["xq", "x_s", "x_z"],
+                              ["xd"], name="xd"))
+
+
+def mm(op, name, a, b, **attrs):
+    ins = [a, b] + ([attrs.pop("c")] if "c" in attrs else [])
+    nodes.append(helper.make_node(op, ins, [name], name=name, **attrs))
+    return name
+
+
+mm("MatMul", "m1", "xd", dq_weight("w1", [16, 40], np.int8, axis=1))
+mm("MatMul", "m2", "m1", dq_weight("w2", [40, 8], np.uint8))
+nodes.append(helper.make_node(
+    "Reshape", ["m2", const("s38", np.array([3, 8], np.int64))], ["r"],
+    name="r"))
+mm("Gemm", "g1", "r", dq_weight("w3", [12, 8], np.int8, axis=0),
+   c=const("b3", rng.standard_normal(12).astype(np.float32)), transB=1)
+mm("Gemm", "g2", "g1", dq_weight("w4", [12, 5], np.int8, axis=1))
+mm("MatMul", "m3", "g2", dq_weight("w5", [5, 6], np.int8, axis=0))
+nodes.append(helper.make_node(
+    "Reshape", ["m3", const("s118", np.array([1, 18], np.int64))], ["r2"],
+    name="r2"))
+mm("Gemm", "g3", "r2", dq_weight("w6", [18, 4], np.int8, axis=1))
+mm("Gemm", "g4", "r2", dq_weight("w7", [18, 4], np.int8, axis=1),
+   alpha=0.5)
+g = helper.make_graph(nodes, "views_mm",
+                      [helper.make_tensor_value_info("x", F, [1, 3, 16])],
+                      [helper.make_tensor_value_info(n, F, None)
+                       for n in ("m1", "g1", "m3", "g3", "g4")], inits)
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)],
+                      producer_name="qreport-fixtures", producer_version="1")
+m.ir_version = 10
+onnx.save(m, os.path.join(OUT, "views_mm_qdq.onnx"))
