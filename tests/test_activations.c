@@ -1021,7 +1021,7 @@ x_input(int ndim, const int64_t *dims)
 	return in;
 }
 
-/* The default fold budget with views: a weight past QR_EXEC_FOLD_VIEW
+/* The default fold budget with views: a Conv weight past its view_fold
  * is a view (views_big_qdq.onnx's 800x768), a small one is folded; the
  * same bits as without views. */
 static void

@@ -810,6 +810,9 @@ const struct qr_op_desc qr_op_conv = {
 	.check = conv_check, .prepare = conv_prepare,
 	.infer = conv_infer, .run = conv_run, .release = conv_release,
 	.view_in = 1u << 1, /* the weights */
+	/* folded, the weights Winograd takes may sum in its order (a local
+	 * run's): 3x3 of up to WINO_MAX_WEIGHTS channel pairs */
+	.view_fold = WINO_MAX_WEIGHTS * 9 * sizeof(float),
 };
 
 const struct qr_op_desc qr_op_conv_transpose = {

@@ -113,6 +113,10 @@ struct qr_op_desc {
 	qr_op_release_fn release;   /* frees state; may be NULL */
 	qr_op_view_fn view;         /* may be NULL: output 0 as a view */
 	unsigned view_in;           /* bit i: input i may be a view */
+	size_t view_fold;           /* bytes up to which an input it could
+				     * take as a view is still worth having
+				     * folded (a constant lets it do more),
+				     * 0: never */
 };
 
 /* The descriptor for (domain, op_type) at opset: the ops.def row with

@@ -719,7 +719,10 @@ fold_borrow(struct qr_exec *e, struct step *s)
  * that each run hands to the hook without recomputing them. A step that
  * fails, has an unnamed output or would take the executor's folded bytes
  * past opts.fold_max is left to run normally; so is one the share did
- * not fold.
+ * not fold. With opts.views, one whose reader would take it as a view
+ * is folded only up to the reader's desc->view_fold bytes (a MatMul
+ * gains nothing from a folded weight; a Conv, Winograd on small ones),
+ * and is left to views_plan otherwise.
  */
 static void
 step_fold(struct qr_exec *e, struct step *s)
@@ -730,7 +733,8 @@ step_fold(struct qr_exec *e, struct step *s)
 	size_t j, n_in = 0, bytes = 0;
 	size_t fold_max = e->opts.fold_max ? e->opts.fold_max
 					   : QR_EXEC_FOLD_MAX;
-	int ok = 1, taker;
+	const struct step *taker;
+	int ok = 1;
 
 	if (s->recheck || s->call.n_out == 0)
 		return;
@@ -743,7 +747,7 @@ step_fold(struct qr_exec *e, struct step *s)
 		return;
 	if (e->opts.share != NULL && e->opts.share->m == e->m)
 		return; /* what the share did not fold (its budget) */
-	taker = view_taker(e, s) != NULL;
+	taker = view_taker(e, s);
 	for (j = 0; j < s->call.n_in; j++) {
 		if (s->in_val[j] == NO_STEP)
 			continue;
@@ -768,7 +772,8 @@ step_fold(struct qr_exec *e, struct step *s)
 	for (j = 0; j < s->call.n_out; j++) {
 		if (out[j]->nbytes > fold_max - bytes ||
 		    bytes + out[j]->nbytes > fold_max - e->fold_bytes ||
-		    (taker && out[j]->nbytes > QR_EXEC_FOLD_VIEW)) {
+		    (taker != NULL &&
+		     out[j]->nbytes > taker->desc->view_fold)) {
 			ok = 0;
 			goto done;
 		}

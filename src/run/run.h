@@ -47,13 +47,6 @@ typedef int (*qr_hook_fn)(const struct qr_node *node,
  * with 64 MiB). resnet18 (45 MB) and mobilenet_v2 fold whole. */
 #define QR_EXEC_FOLD_MAX ((size_t)64 << 20)
 
-/* With qr_exec_opts.views, a DequantizeLinear a view could replace is
- * folded only up to this many bytes of floats: the largest weights
- * Conv's Winograd takes (256 x 256 channels 3x3, op_conv.c), which a
- * local run may sum with only when they are constant. resnet18's layer4
- * and a wide CNN's larger weights stay views. */
-#define QR_EXEC_FOLD_VIEW ((size_t)256 * 256 * 9 * 4)
-
 struct qr_exec_opts {
 	int profile;             /* 1: time each op type (qr_exec_profile) */
 	int n_threads;           /* threads an op may use; 0 means 1 */
@@ -81,9 +74,11 @@ struct qr_exec_opts {
 	int views;               /* 1: a node whose one reader can take
 				  * its output as a view (ops.h, "Views": a
 				  * weight's DequantizeLinear read by a
-				  * Conv), and that is not folded (past
-				  * fold_max or QR_EXEC_FOLD_VIEW), is not
-				  * run: the reader dequantizes as it goes,
+				  * Conv, MatMul or Gemm), and that is not
+				  * folded (past fold_max, or past what the
+				  * reader finds worth folding: its
+				  * desc->view_fold), is not run: the
+				  * reader dequantizes as it goes,
 				  * with the same bits, and no float copy of
 				  * the weight is made. The hook gets NULL
 				  * in its place */

@@ -37,7 +37,7 @@ B dequantized whole). Outputs m1, g1, m3, g3, g4.
 And views_big_qdq.onnx, for the executor's fold policy with views on: x
 [1,768,2,2] -> QuantizeLinear/DequantizeLinear "xd" -> Conv 1x1 "big"
 (int8 [800,768,1,1] per channel: 2.3 MiB as floats, past
-QR_EXEC_FOLD_VIEW, so a view even within the fold budget) -> Conv 1x1
+Conv's view_fold, so a view even within the fold budget) -> Conv 1x1
 "small" (int8 [8,800,1,1]: folded). The big weight's codes are a
 repeating pattern, so the file compresses in git.
 
