@@ -846,8 +846,8 @@ fold_trim(struct qr_exec *e, size_t i, unsigned char *live)
 /*
  * opts.views, after load: leave as a view each step that was not folded
  * (step_fold folds only small ones when they can be views) and has a
- * view taker, when every input is constant. vit_b_16's weights feed
- * MatMuls, which take no views; a wide CNN's feed Convs.
+ * view taker, when every input is constant: a weight's DequantizeLinear,
+ * of an initializer or of a folded Transpose -> QuantizeLinear chain.
  */
 static void
 views_plan(struct qr_exec *e)

@@ -10,7 +10,11 @@
  * give outputs of the same shapes. Half the inputs (by a bit of the seed)
  * run with opts.any_order (Winograd convs), and a quarter also through a
  * second executor that borrows the first one's folded constants
- * (opts.share) and must give the same shapes.
+ * (opts.share) and must give the same shapes. Another bit turns on
+ * opts.views (weights read quantized by their Conv, MatMul or Gemm), half
+ * of those with nothing folded so that every weight can be a view; in
+ * ONNX Runtime's order their outputs must have the bits of an executor
+ * without views.
  */
 #include <math.h>
 #include <stdio.h>
@@ -166,6 +170,34 @@ make_inputs(struct qr_exec *e, const struct qr_model *m, uint64_t seed,
 	return ok;
 }
 
+/* e ran with opts.views in ONNX Runtime's order: an executor without
+ * views gives its outputs' bits. */
+static void
+same_without_views(const struct qr_model *m, const struct qr_exec *e,
+		   struct qr_tensor *const *ins, size_t n_ins)
+{
+	struct qr_exec_opts o = {0};
+	struct qr_exec *p = NULL;
+	struct qr_diag d = {0};
+	struct qr_tensor *const *a, *const *b;
+	size_t na, nb, i;
+
+	o.n_threads = 1;
+	if (qr_exec_new(m, &o, &p, &d) == QR_OK &&
+	    qr_exec_run(p, ins, n_ins, NULL, NULL, &d) == QR_OK) {
+		a = qr_exec_outputs(e, &na);
+		b = qr_exec_outputs(p, &nb);
+		FUZZ_CHECK(na == nb);
+		for (i = 0; i < na; i++)
+			FUZZ_CHECK(a[i]->nbytes == b[i]->nbytes &&
+				   (a[i]->nbytes == 0 ||
+				    memcmp(a[i]->data, b[i]->data,
+					   a[i]->nbytes) == 0));
+	}
+	qr_exec_free(p);
+	qr_diag_clear(&d);
+}
+
 int
 qr_fuzz_exec(const uint8_t *data, size_t size)
 {
@@ -198,6 +230,8 @@ qr_fuzz_exec(const uint8_t *data, size_t size)
 	d.status = QR_OK;
 	opts.n_threads = 1;
 	opts.any_order = (int)(seed & 1);
+	opts.views = (seed & 4) != 0;
+	opts.fold_max = (seed & 12) == 12 ? 1 : 0;
 	st = qr_exec_new(m, &opts, &e, &d);
 	qr_fuzz_check_diag(st, &d);
 	FUZZ_CHECK((st == QR_OK) == (e != NULL));
@@ -221,6 +255,8 @@ qr_fuzz_exec(const uint8_t *data, size_t size)
 			memcpy(shapes[i], outs[i]->dims, sizeof shapes[i]);
 		}
 	}
+	if (opts.views && !opts.any_order)
+		same_without_views(m, e, ins, n_ins);
 	st = qr_exec_run(e, ins, n_ins, NULL, NULL, &d);
 	qr_fuzz_check_diag(st, &d);
 	/* Same inputs: a second run that fails now is a bug too. */
