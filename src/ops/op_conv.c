@@ -720,6 +720,28 @@ wino_worth(const struct qr_conv_params *p)
 	return qr_wino_f32_ok(p) && p->c_in * p->c_out <= WINO_MAX_WEIGHTS;
 }
 
+/*
+ * Whether weights shaped as t are worth folding rather than reading as a
+ * view: Winograd takes them (wino_worth, in a run that may sum in any
+ * order), which needs them constant. Other convs read a view as fast.
+ */
+static int
+conv_view_fold(const struct qr_op_call *c, size_t i, const struct qr_tensor *t)
+{
+	struct qr_diag quiet = {0};
+	struct qr_op_win w;
+	int ok;
+
+	if (i != 1 || t->ndim != 4 || t->dims[2] != 3 || t->dims[3] != 3 ||
+	    t->dims[0] * t->dims[1] > WINO_MAX_WEIGHTS)
+		return 0;
+	ok = qr_op_win_parse(c, &quiet, &w) == QR_OK &&
+	     w.group == 1 && w.strides[0] == 1 &&
+	     w.strides[1] == 1 && w.dil[0] == 1 && w.dil[1] == 1;
+	qr_diag_clear(&quiet);
+	return ok;
+}
+
 static enum qr_status
 conv_run(struct qr_op_call *c, struct qr_diag *d)
 {
@@ -810,9 +832,7 @@ const struct qr_op_desc qr_op_conv = {
 	.check = conv_check, .prepare = conv_prepare,
 	.infer = conv_infer, .run = conv_run, .release = conv_release,
 	.view_in = 1u << 1, /* the weights */
-	/* folded, the weights Winograd takes may sum in its order (a local
-	 * run's): 3x3 of up to WINO_MAX_WEIGHTS channel pairs */
-	.view_fold = WINO_MAX_WEIGHTS * 9 * sizeof(float),
+	.view_fold = conv_view_fold,
 };
 
 const struct qr_op_desc qr_op_conv_transpose = {

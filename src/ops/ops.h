@@ -101,6 +101,11 @@ typedef void (*qr_op_release_fn)(void *state);
  * or decline with any other status than QR_OK (nothing is reported). */
 typedef enum qr_status (*qr_op_view_fn)(const struct qr_op_call *c,
 					struct qr_qview *v);
+/* At load, before c is prepared: whether input i, were it a constant
+ * shaped as t (t has no data), lets the op do more than a view would
+ * (nonzero), so that it is worth a float copy. */
+typedef int (*qr_op_fold_fn)(const struct qr_op_call *c, size_t i,
+			     const struct qr_tensor *t);
 
 struct qr_op_desc {
 	const char *domain;         /* "" (ai.onnx) or "com.microsoft" */
@@ -113,10 +118,9 @@ struct qr_op_desc {
 	qr_op_release_fn release;   /* frees state; may be NULL */
 	qr_op_view_fn view;         /* may be NULL: output 0 as a view */
 	unsigned view_in;           /* bit i: input i may be a view */
-	size_t view_fold;           /* bytes up to which an input it could
-				     * take as a view is still worth having
-				     * folded (a constant lets it do more),
-				     * 0: never */
+	qr_op_fold_fn view_fold;    /* may be NULL (never): whether an
+				     * input it could take as a view is
+				     * still worth having folded */
 };
 
 /* The descriptor for (domain, op_type) at opset: the ops.def row with

@@ -720,9 +720,9 @@ fold_borrow(struct qr_exec *e, struct step *s)
  * fails, has an unnamed output or would take the executor's folded bytes
  * past opts.fold_max is left to run normally; so is one the share did
  * not fold. With opts.views, one whose reader would take it as a view
- * is folded only up to the reader's desc->view_fold bytes (a MatMul
- * gains nothing from a folded weight; a Conv, Winograd on small ones),
- * and is left to views_plan otherwise.
+ * is folded only when the reader says a constant is worth it
+ * (desc->view_fold: a Conv that Winograd can take; a MatMul gains
+ * nothing), and is left to views_plan otherwise.
  */
 static void
 step_fold(struct qr_exec *e, struct step *s)
@@ -772,8 +772,11 @@ step_fold(struct qr_exec *e, struct step *s)
 	for (j = 0; j < s->call.n_out; j++) {
 		if (out[j]->nbytes > fold_max - bytes ||
 		    bytes + out[j]->nbytes > fold_max - e->fold_bytes ||
-		    (taker != NULL &&
-		     out[j]->nbytes > taker->desc->view_fold)) {
+		    (taker != NULL && (taker->desc->view_fold == NULL ||
+				       !taker->desc->view_fold(
+					       &taker->call,
+					       e->reader_in[s->out_val[0]],
+					       out[j])))) {
 			ok = 0;
 			goto done;
 		}

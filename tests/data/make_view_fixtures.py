@@ -36,10 +36,11 @@ B dequantized whole). Outputs m1, g1, m3, g3, g4.
 
 And views_big_qdq.onnx, for the executor's fold policy with views on: x
 [1,768,2,2] -> QuantizeLinear/DequantizeLinear "xd" -> Conv 1x1 "big"
-(int8 [800,768,1,1] per channel: 2.3 MiB as floats, past
-Conv's view_fold, so a view even within the fold budget) -> Conv 1x1
-"small" (int8 [8,800,1,1]: folded). The big weight's codes are a
-repeating pattern, so the file compresses in git.
+(int8 [800,768,1,1] per channel, 2.3 MiB as floats) -> Conv 3x3 pad 1
+"k3" (int8 [8,800,3,3]: Winograd could take it, so Conv's view_fold
+wants it folded) and Conv 1x1 "p1" (int8 [8,800,1,1]: small, but a view
+does as well). The big weight's codes are a repeating pattern, so the
+file compresses in git.
 
     /usr/bin/python3 tests/data/make_view_fixtures.py
 """
@@ -145,11 +146,13 @@ nodes.append(helper.make_node(
      const("wbig_s", (np.arange(800) % 7 * 0.001 + 0.004).astype(
          np.float32))], ["wbig_dq"], name="wbig_DequantizeLinear", axis=0))
 conv("big", "xd", "wbig_dq")
-conv("small", "big", dq_weight("wsmall", [8, 800, 1, 1], np.int8, axis=0))
+conv("k3", "big", dq_weight("wk3", [8, 800, 3, 3], np.int8, axis=0),
+     pads=[1, 1, 1, 1])
+conv("p1", "big", dq_weight("wp1", [8, 800, 1, 1], np.int8, axis=0))
 g = helper.make_graph(nodes, "views_big",
                       [helper.make_tensor_value_info("x", F, [1, 768, 2, 2])],
-                      [helper.make_tensor_value_info("small", F, None)],
-                      inits)
+                      [helper.make_tensor_value_info(n, F, None)
+                       for n in ("k3", "p1")], inits)
 m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)],
                       producer_name="qreport-fixtures", producer_version="1")
 m.ir_version = 10
