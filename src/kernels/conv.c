@@ -22,9 +22,9 @@
 #endif
 
 #define QR_QROWS 64 /* rows of weights held quantized dequantized at a
-		     * time (a multiple of 8: the GEMM's row blocks and
-		     * its M = 1 kernel's blocks of 4 fall as for the
-		     * whole matrix) */
+		     * time (a multiple of 8: the GEMM's row blocks, and
+		     * the N = 1 dot kernel's blocks of 4 rows, fall as
+		     * for the whole matrix) */
 #define QR_COL_BUDGET (1u << 20) /* bytes of im2col per block, about:
 				  * one core's L2 (1 MiB on Zen 4), so the
 				  * GEMM reads the block back from L2 or L3,
