@@ -1021,6 +1021,41 @@ x_input(int ndim, const int64_t *dims)
 	return in;
 }
 
+/*
+ * Run fixture file through an executor with default options and one with
+ * o, on x_input(ndim, dims): what each hook saw in *sa and *sv, and
+ * whether the outputs have the same bits. 0 when either fails to load
+ * or run (reported).
+ */
+static int
+views_pair(const char *file, const struct qr_exec_opts *o, int ndim,
+	   const int64_t *dims, struct view_seen *sa, struct view_seen *sv,
+	   int *same)
+{
+	char *path = fixture_path(file);
+	struct qr_model *m = load(path);
+	struct qr_exec *a = NULL, *v = NULL;
+	struct qr_diag d = { 0 };
+	struct qr_tensor *in = NULL;
+	int good;
+
+	good = ok(m != NULL && qr_exec_new(m, NULL, &a, &d) == QR_OK &&
+		  qr_exec_new(m, o, &v, &d) == QR_OK &&
+		  (in = x_input(ndim, dims)) != NULL &&
+		  qr_exec_run(a, &in, 1, view_hook, sa, &d) == QR_OK &&
+		  qr_exec_run(v, &in, 1, view_hook, sv, &d) == QR_OK,
+		  "%s loads and runs, with and without views (%s)", file,
+		  d.msg);
+	*same = good && same_outputs(a, v);
+	qr_tensor_free(in);
+	qr_exec_free(v);
+	qr_exec_free(a);
+	qr_onnx_free(m);
+	free(path);
+	qr_diag_clear(&d);
+	return good;
+}
+
 /* The default fold budget with views: a Conv weight is folded only when
  * Winograd could take it (views_big_qdq.onnx's 3x3 k3), else it is a
  * view however small (the 1x1 p1) or large (big); the same bits as
@@ -1028,37 +1063,19 @@ x_input(int ndim, const int64_t *dims)
 static void
 test_views_big(void)
 {
-	char *path = fixture_path("views_big_qdq.onnx");
-	struct qr_model *m = load(path);
-	struct qr_exec *a = NULL, *v = NULL;
 	struct qr_exec_opts o = { 0 };
-	struct qr_diag d = { 0 };
-	struct qr_tensor *in = NULL;
 	struct view_seen sa = { "", 0 }, sv = { "", 0 };
 	int64_t dims[4] = { 1, 768, 2, 2 };
+	int same;
 
 	o.views = 1;
-	if (!ok(m != NULL && qr_exec_new(m, NULL, &a, &d) == QR_OK &&
-		qr_exec_new(m, &o, &v, &d) == QR_OK &&
-		(in = x_input(4, dims)) != NULL,
-		"views_big_qdq loads, with and without views (%s)", d.msg))
-		goto out;
-	if (!ok(qr_exec_run(a, &in, 1, view_hook, &sa, &d) == QR_OK &&
-		qr_exec_run(v, &in, 1, view_hook, &sv, &d) == QR_OK,
-		"both run (%s)", d.msg))
-		goto out;
+	if (!views_pair("views_big_qdq.onnx", &o, 4, dims, &sa, &sv, &same))
+		return;
 	ok(strcmp(sv.null, "wb wp") == 0 && sv.given == 2 &&
 	   sa.null[0] == '\0',
 	   "default budget: the 3x3 weight folded, the 1x1 ones views "
 	   "(views: '%s' for 'wb wp', given %zu for 2)", sv.null, sv.given);
-	ok(same_outputs(a, v), "the same bits as without views");
-out:
-	qr_tensor_free(in);
-	qr_exec_free(v);
-	qr_exec_free(a);
-	qr_onnx_free(m);
-	free(path);
-	qr_diag_clear(&d);
+	ok(same, "the same bits as without views");
 }
 
 /* MatMul and Gemm weights as views (views_mm_qdq.onnx, nothing folded):
@@ -1068,37 +1085,19 @@ out:
 static void
 test_views_mm(void)
 {
-	char *path = fixture_path("views_mm_qdq.onnx");
-	struct qr_model *m = load(path);
-	struct qr_exec *a = NULL, *v = NULL;
 	struct qr_exec_opts o = { 0 };
-	struct qr_diag d = { 0 };
-	struct qr_tensor *in = NULL;
 	struct view_seen sa = { "", 0 }, sv = { "", 0 };
 	int64_t dims[3] = { 1, 3, 16 };
+	int same;
 
 	o.views = 1;
 	o.fold_max = 1;
-	if (!ok(m != NULL && qr_exec_new(m, NULL, &a, &d) == QR_OK &&
-		qr_exec_new(m, &o, &v, &d) == QR_OK &&
-		(in = x_input(3, dims)) != NULL,
-		"views_mm_qdq loads, folded and with views (%s)", d.msg))
-		goto out;
-	if (!ok(qr_exec_run(a, &in, 1, view_hook, &sa, &d) == QR_OK &&
-		qr_exec_run(v, &in, 1, view_hook, &sv, &d) == QR_OK,
-		"both run (%s)", d.msg))
-		goto out;
+	if (!views_pair("views_mm_qdq.onnx", &o, 3, dims, &sa, &sv, &same))
+		return;
 	ok(strcmp(sv.null, "w1 w2 w3 w4 w5 w6 w7") == 0 && sv.given == 1,
 	   "every MatMul and Gemm weight a view: '%s', %zu given (xd)",
 	   sv.null, sv.given);
-	ok(same_outputs(a, v), "m1 g1 m3 g3 g4: the folded bits");
-out:
-	qr_tensor_free(in);
-	qr_exec_free(v);
-	qr_exec_free(a);
-	qr_onnx_free(m);
-	free(path);
-	qr_diag_clear(&d);
+	ok(same, "m1 g1 m3 g3 g4: the folded bits");
 }
 
 /*

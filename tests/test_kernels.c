@@ -753,6 +753,40 @@ test_sgemm_k0(struct sg_bufs *s)
 	ok(memcmp(c, zero, sizeof c) == 0, "sgemm k=0 stores zeros");
 }
 
+/* Random weights held quantized, for case i of a table: n codes, and
+ * nc scales about `unit` and zero points; uint8 on odd cases, else int8. */
+struct rnd_q {
+	uint8_t *codes;
+	float *scale;
+	int32_t *zp;
+	enum qr_qtype t;
+};
+
+static void
+rnd_q_new(struct rnd_q *r, size_t i, size_t n, size_t nc, float unit)
+{
+	size_t j;
+
+	r->codes = xmalloc(n ? n : 1);
+	r->scale = xmalloc((nc ? nc : 1) * sizeof *r->scale);
+	r->zp = xmalloc((nc ? nc : 1) * sizeof *r->zp);
+	r->t = i % 2 ? QR_QT_U8 : QR_QT_S8;
+	for (j = 0; j < n; j++)
+		r->codes[j] = (uint8_t)rnd_int(0, 255);
+	for (j = 0; j < nc; j++) {
+		r->scale[j] = (rnd_f() + 1.5f) * unit;
+		r->zp[j] = i % 2 ? rnd_int(0, 255) : rnd_int(-128, 127);
+	}
+}
+
+static void
+rnd_q_free(struct rnd_q *r)
+{
+	free(r->codes);
+	free(r->scale);
+	free(r->zp);
+}
+
 /*
  * qr_sgemm_q (B held quantized) gives qr_sgemm's bits on B dequantized
  * first, in every order: FMA slices with whole and partial panels, B
@@ -782,24 +816,21 @@ test_sgemm_q(void)
 		int tb = cs[i].tb, good = 1, r;
 		size_t ldb = tb ? k : n, rows = tb ? n : k;
 		float *a = rnd_mags(m * k), *bf = xmalloc(nb * 4);
-		float *scale = xmalloc(n * 4), *want = xmalloc(m * n * 4);
-		float *y = xmalloc(m * n * 4);
-		int32_t *zp = xmalloc(n * sizeof *zp);
-		uint8_t *codes = xmalloc(nb);
+		float *want = xmalloc(m * n * 4), *y = xmalloc(m * n * 4);
 		void *ws = xmalloc(qr_sgemm_q_workspace());
 		struct qr_sgemm_qb q;
 		struct qr_sgemm_plan pl;
+		struct rnd_q rq;
+		const uint8_t *codes;
+		const float *scale;
 
-		for (j = 0; j < nb; j++)
-			codes[j] = (uint8_t)rnd_int(0, 255);
-		for (j = 0; j < n; j++) {
-			scale[j] = (rnd_f() + 1.5f) * 0x1p-6f;
-			zp[j] = i % 2 ? rnd_int(0, 255) : rnd_int(-128, 127);
-		}
+		rnd_q_new(&rq, i, nb, n, 0x1p-6f);
+		codes = rq.codes;
+		scale = rq.scale;
 		q.q = codes;
-		q.t = i % 2 ? QR_QT_U8 : QR_QT_S8;
+		q.t = rq.t;
 		q.scale = scale;
-		q.zp = i % 3 == 1 ? NULL : zp;
+		q.zp = i % 3 == 1 ? NULL : rq.zp;
 		q.per_col = i % 4 != 2;
 		for (j = 0; j < rows; j++) {
 			size_t c0 = q.per_col && tb ? j : 0;
@@ -838,12 +869,10 @@ test_sgemm_q(void)
 		   pl.order == QR_SGEMM_ROW ? "row" : "dot");
 		free(a);
 		free(bf);
-		free(scale);
 		free(want);
 		free(y);
-		free(zp);
-		free(codes);
 		free(ws);
+		rnd_q_free(&rq);
 	}
 }
 
@@ -1367,15 +1396,14 @@ test_conv_f32_qweights(void)
 		{1, 150, 12, 1, 6, 11, 1, 1, 1, 0}, /* pointwise, K = 150 */
 		{1, 8, 16, 8, 9, 9, 3, 3, 1, 1},    /* depthwise x2 */
 	};
-	size_t i, j;
+	size_t i;
 
 	for (i = 0; i < sizeof cs / sizeof cs[0]; i++) {
 		struct qr_conv_params p;
 		struct qr_conv_qweights q;
 		size_t nx, nw, ny, k;
-		float *x, *w, *b, *scale, *want, *y;
-		int32_t *zp;
-		uint8_t *codes;
+		float *x, *w, *b, *want, *y;
+		struct rnd_q rq;
 		struct qr_conv_f32_packed *pf, *pq;
 		void *ws;
 		int good = 1, r;
@@ -1387,26 +1415,19 @@ test_conv_f32_qweights(void)
 		ny = p.n * p.c_out * qr_conv_out_h(&p) * qr_conv_out_w(&p);
 		x = rnd_mags(nx);
 		b = rnd_mags(p.c_out);
-		codes = xmalloc(nw);
-		for (j = 0; j < nw; j++)
-			codes[j] = (uint8_t)rnd_int(0, 255);
-		scale = xmalloc(p.c_out * sizeof *scale);
-		zp = xmalloc(p.c_out * sizeof *zp);
-		for (j = 0; j < p.c_out; j++) {
-			scale[j] = (rnd_f() + 1.5f) * 0x1p-7f;
-			zp[j] = i % 2 ? rnd_int(0, 255) : rnd_int(-128, 127);
-		}
-		q.q = codes;
-		q.t = i % 2 ? QR_QT_U8 : QR_QT_S8;
-		q.scale = scale;
-		q.zp = i % 3 == 2 ? NULL : zp;
+		rnd_q_new(&rq, i, nw, p.c_out, 0x1p-7f);
+		q.q = rq.codes;
+		q.t = rq.t;
+		q.scale = rq.scale;
+		q.zp = i % 3 == 2 ? NULL : rq.zp;
 		q.per_row = i % 4 != 3;
 		w = xmalloc(nw * sizeof *w);
 		if (q.per_row)
-			qr_dequantize_f32(codes, q.t, 1, p.c_out, k, scale, q.zp,
-					  w);
+			qr_dequantize_f32(rq.codes, q.t, 1, p.c_out, k, rq.scale,
+					  q.zp, w);
 		else
-			qr_dequantize_f32(codes, q.t, 1, 1, nw, scale, q.zp, w);
+			qr_dequantize_f32(rq.codes, q.t, 1, 1, nw, rq.scale,
+					  q.zp, w);
 		want = xmalloc(ny * 4);
 		y = xmalloc(ny * 4);
 		pf = qr_conv_f32_pack_new(p.c_out, p.c_in, p.kh, p.kw, p.group,
@@ -1434,9 +1455,7 @@ test_conv_f32_qweights(void)
 		free(ws);
 		free(x);
 		free(b);
-		free(codes);
-		free(scale);
-		free(zp);
+		rnd_q_free(&rq);
 		free(want);
 		free(y);
 	}

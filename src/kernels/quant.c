@@ -103,13 +103,14 @@ quant_row_q8(const float *x, size_t n, float s, int32_t zp, int is_signed,
 	}
 }
 
-/* y = (float)(x - zp) * s on 16 lanes, 8-bit x. */
+/* y[i] = (float)(x[i] - zp) * s on 16 lanes, 8-bit x; each = 1: s and
+ * zp hold a value per element (zp may be NULL), else one for all. */
 static QR_AVX512 void
-dequant_row_q8(const void *x, size_t n, float s, int32_t zp, int is_signed,
-	       float *y)
+dequant_row_q8(const void *x, size_t n, const float *s, const int32_t *zp,
+	       int each, int is_signed, float *y)
 {
-	const __m512 vs = _mm512_set1_ps(s);
-	const __m512i z = _mm512_set1_epi32(zp);
+	const __m512 vs = _mm512_set1_ps(s[0]);
+	const __m512i z = _mm512_set1_epi32(zp ? zp[0] : 0);
 	const uint8_t *src = x;
 	size_t i;
 
@@ -121,9 +122,14 @@ dequant_row_q8(const void *x, size_t n, float s, int32_t zp, int is_signed,
 		__m512i v = is_signed ? _mm512_cvtepi8_epi32(b) :
 					_mm512_cvtepu8_epi32(b);
 
-		v = _mm512_sub_epi32(v, z);
-		_mm512_mask_storeu_ps(y + i, m,
-				      _mm512_mul_ps(_mm512_cvtepi32_ps(v), vs));
+		if (!each)
+			v = _mm512_sub_epi32(v, z);
+		else if (zp != NULL)
+			v = _mm512_sub_epi32(v, _mm512_maskz_loadu_epi32(
+				m, zp + i));
+		_mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(
+			_mm512_cvtepi32_ps(v),
+			each ? _mm512_maskz_loadu_ps(m, s + i) : vs));
 	}
 }
 #endif
@@ -191,8 +197,8 @@ qr_dequantize_f32(const void *x, enum qr_qtype t, size_t outer,
 #ifdef QR_HAVE_AVX512_CODE
 			if (fast) {
 				dequant_row_q8((const uint8_t *)x + at, inner,
-					       s, (int32_t)z, t == QR_QT_S8,
-					       y + at);
+					       scale + a, zp ? zp + a : NULL,
+					       0, t == QR_QT_S8, y + at);
 				at += inner;
 				continue;
 			}
@@ -211,32 +217,6 @@ qr_qtype_size(enum qr_qtype t)
 	return t == QR_QT_S32 ? 4 : t == QR_QT_U16 || t == QR_QT_S16 ? 2 : 1;
 }
 
-#ifdef QR_HAVE_AVX512_CODE
-/* y[i] = (float)(x[i] - zp[i]) * s[i] on 16 lanes, 8-bit x. */
-static QR_AVX512 void
-dequant_cols_q8(const void *x, size_t n, const float *s, const int32_t *zp,
-		int is_signed, float *y)
-{
-	const uint8_t *src = x;
-	size_t i;
-
-	for (i = 0; i < n; i += 16) {
-		size_t left = n - i;
-		__mmask16 m = left >= 16 ? (__mmask16)0xffff :
-			      (__mmask16)((1u << left) - 1);
-		__m128i b = _mm_maskz_loadu_epi8(m, src + i);
-		__m512i v = is_signed ? _mm512_cvtepi8_epi32(b) :
-					_mm512_cvtepu8_epi32(b);
-
-		if (zp != NULL)
-			v = _mm512_sub_epi32(v, _mm512_maskz_loadu_epi32(
-				m, zp + i));
-		_mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(
-			_mm512_cvtepi32_ps(v), _mm512_maskz_loadu_ps(m, s + i)));
-	}
-}
-#endif
-
 void
 qr_dequantize_cols_f32(const void *x, enum qr_qtype t, size_t n,
 		       const float *scale, const int32_t *zp, float *y)
@@ -245,7 +225,7 @@ qr_dequantize_cols_f32(const void *x, enum qr_qtype t, size_t n,
 
 #ifdef QR_HAVE_AVX512_CODE
 	if (fast_q8(t)) {
-		dequant_cols_q8(x, n, scale, zp, t == QR_QT_S8, y);
+		dequant_row_q8(x, n, scale, zp, 1, t == QR_QT_S8, y);
 		return;
 	}
 #endif

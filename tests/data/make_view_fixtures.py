@@ -88,17 +88,22 @@ def dq_weight(name, shape, dtype, axis=None, block=None, zp=True):
     return name + "_dq"
 
 
+def x_qdq():
+    """x -> QuantizeLinear/DequantizeLinear (uint8, per tensor) -> "xd"."""
+    nodes.append(helper.make_node(
+        "QuantizeLinear", ["x", const("x_s", np.float32(0.02)),
+                           const("x_z", np.uint8(128))], ["xq"], name="xq"))
+    nodes.append(helper.make_node("DequantizeLinear", ["xq", "x_s", "x_z"],
+                                  ["xd"], name="xd"))
+
+
 def conv(name, x, w, **attrs):
     nodes.append(helper.make_node("Conv", [x, w], [name], name=name,
                                   **attrs))
     return name
 
 
-nodes.append(helper.make_node(
-    "QuantizeLinear", ["x", const("x_s", np.float32(0.02)),
-                       const("x_z", np.uint8(128))], ["xq"], name="xq"))
-nodes.append(helper.make_node("DequantizeLinear", ["xq", "x_s", "x_z"],
-                              ["xd"], name="xd"))
+x_qdq()
 wa = dq_weight("wa", [8, 4, 3, 3], np.int8, axis=0)
 nodes.append(helper.make_node(
     "Conv", ["xd", wa, const("ba", rng.standard_normal(8).astype(
@@ -134,11 +139,7 @@ onnx.save(m, os.path.join(OUT, "views_qdq.onnx"))
 # ---- views_big_qdq.onnx ----
 inits = []
 nodes = []
-nodes.append(helper.make_node(
-    "QuantizeLinear", ["x", const("x_s", np.float32(0.02)),
-                       const("x_z", np.uint8(128))], ["xq"], name="xq"))
-nodes.append(helper.make_node("DequantizeLinear", ["xq", "x_s", "x_z"],
-                              ["xd"], name="xd"))
+x_qdq()
 big = (np.arange(800 * 768) * 37 % 255 - 127).astype(np.int8)
 nodes.append(helper.make_node(
     "DequantizeLinear",
@@ -161,11 +162,7 @@ onnx.save(m, os.path.join(OUT, "views_big_qdq.onnx"))
 # ---- views_mm_qdq.onnx ----
 inits = []
 nodes = []
-nodes.append(helper.make_node(
-    "QuantizeLinear", ["x", const("x_s", np.float32(0.02)),
-                       const("x_z", np.uint8(128))], ["xq"], name="xq"))
-nodes.append(helper.make_node("DequantizeLinear", ["xq", "x_s", "x_z"],
-                              ["xd"], name="xd"))
+x_qdq()
 
 
 def mm(op, name, a, b, **attrs):
