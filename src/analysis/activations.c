@@ -1749,7 +1749,8 @@ qr_analysis_run_data(struct qr_analysis *a, const struct qr_model *fmodel,
 	lanes = o->n_threads >= 2 ? 2 : 1;
 	eo.n_threads = o->n_threads / lanes > 0 ? o->n_threads / lanes : 1;
 	eo.trim_folds = 1; /* folded constants are never activations */
-	eo.views = 1; /* nor are weights left quantized for their Conv */
+	eo.views = 1; /* nor are weights read quantized by their Conv,
+		       * MatMul or Gemm */
 	eo.fold_max = o->fold_max;
 	/*
 	 * A local run of its own may sum float convs in any order

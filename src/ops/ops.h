@@ -31,8 +31,10 @@
  * Views: a DequantizeLinear of constants (the weights of a QDQ model)
  * may describe its output as a struct qr_qview (desc->view) instead of
  * computing it, and an op that can read such weights as they are
- * (desc->view_in) is then handed the view in c->in_q. The executor
- * decides (qr_exec_opts.views); the ops only say what they can do.
+ * (desc->view_in) is then handed the view in c->in_q; desc->view_fold
+ * says when a folded float copy would still serve it better. The
+ * executor decides (qr_exec_opts.views); the ops only say what they can
+ * do.
  *
  * Ops know nothing of the executor's memory plan; kernels know nothing of
  * ops.

@@ -44,7 +44,9 @@ typedef int (*qr_hook_fn)(const struct qr_node *node,
  * float copy of its weight, four times the int8 bytes: for vit_b_16 that
  * alone is 346 MB, while dequantizing at each run costs little (its
  * 4-sample report took 12.6 s with every weight folded, 12.5 to 12.8 s
- * with 64 MiB). resnet18 (45 MB) and mobilenet_v2 fold whole. */
+ * with 64 MiB). With opts.views most weights are not folded at all; the
+ * budget then holds what views cannot replace (a weight's Transpose ->
+ * QuantizeLinear chain, a Conv's Winograd weights). */
 #define QR_EXEC_FOLD_MAX ((size_t)64 << 20)
 
 struct qr_exec_opts {
