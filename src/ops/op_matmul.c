@@ -226,41 +226,25 @@ matmul_run(struct qr_op_call *c, struct qr_diag *d)
 	struct qr_sgemm_qb qb;
 	float *own = NULL;
 	void *ws = NULL;
+	int use_q;
 
 	matmul_shape(c, d, &g);
 	if (y->n_elem == 0)
 		return QR_OK;
-	if (y->dtype == QR_DT_FLOAT && b_view(c, 0, &qb)) {
-		/* a weight held quantized: no batch of B */
-		mm_plan(c, g.m, g.n, g.k, 0, g.n, &plan);
-		ws = xmalloc(qr_sgemm_q_workspace());
-		memcpy(bdims, g.out, sizeof bdims);
-		both[0] = &g.ab;
-		both[1] = &g.bb;
-		qr_bcast_init(&it, g.bdim, bdims, both, 2);
-		do {
-			for (i = 0; i < it.inner; i++)
-				qr_sgemm_q(&plan, g.m, g.n, g.k,
-					   (const float *)a + (it.off[0] +
-							       i * it.step[0]) *
-						   g.m * g.k, g.k, &qb, g.n, 0,
-					   (float *)yd + (it.out_off + i) *
-						   g.m * g.n, g.n, 0, ws);
-		} while (qr_bcast_next(&it));
-		free(ws);
-		return QR_OK;
-	}
-	b = (const char *)b_whole(c, &own);
-	sa = g.m * g.k * es;
-	sb = g.k * g.n * es;
-	sy = g.m * g.n * es;
 	if (g.k == 0) {
 		memset(yd, 0, y->nbytes);
 		return QR_OK;
 	}
+	/* a weight held quantized (2-D: no batch of B) is read as it is */
+	use_q = y->dtype == QR_DT_FLOAT && b_view(c, 0, &qb);
+	b = use_q ? NULL : (const char *)b_whole(c, &own);
+	sa = g.m * g.k * es;
+	sb = g.k * g.n * es;
+	sy = g.m * g.n * es;
 	if (y->dtype == QR_DT_FLOAT) {
 		mm_plan(c, g.m, g.n, g.k, 0, g.n, &plan);
-		ws = xmalloc(qr_sgemm_workspace());
+		ws = xmalloc(use_q ? qr_sgemm_q_workspace() :
+				     qr_sgemm_workspace());
 	}
 	memcpy(bdims, g.out, sizeof bdims);
 	both[0] = &g.ab;
@@ -269,9 +253,16 @@ matmul_run(struct qr_op_call *c, struct qr_diag *d)
 	do {
 		for (i = 0; i < it.inner; i++) {
 			const char *pa = a + (it.off[0] + i * it.step[0]) * sa;
-			const char *pb = b + (it.off[1] + i * it.step[1]) * sb;
+			const char *pb = use_q ? NULL :
+					 b + (it.off[1] + i * it.step[1]) * sb;
 			char *py = yd + (it.out_off + i) * sy;
 
+			if (use_q) {
+				qr_sgemm_q(&plan, g.m, g.n, g.k,
+					   (const float *)pa, g.k, &qb, g.n, 0,
+					   (float *)py, g.n, 0, ws);
+				continue;
+			}
 			switch (y->dtype) {
 			case QR_DT_FLOAT:
 				qr_sgemm(&plan, g.m, g.n, g.k,
