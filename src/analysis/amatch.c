@@ -21,8 +21,9 @@
  *    the two producers read the same matched inputs (name_consistent).
  * 2. By structure, for the float tensors left:
  *    - graph inputs and outputs by position;
- *    - the compute ops (Conv, ConvTranspose, Gemm, MatMul and QLinearConv,
- *      QLinearMatMul, ConvInteger, MatMulInteger, QGemm) of both graphs,
+ *    - the compute ops (Conv, ConvTranspose, Gemm, MatMul, Attention and
+ *      QLinearConv, QLinearMatMul, ConvInteger, MatMulInteger, QGemm,
+ *      QAttention) of both graphs,
  *      in topological order, aligned by a longest common subsequence on
  *      (op family, weight shape); a float op's output is taken after a
  *      BatchNormalization the candidate folded in;
@@ -856,6 +857,8 @@ comp_of(const struct qr_graph *g, const struct qr_node *n, int quant,
 		{ "ConvInteger", QR_AN_FAM_CONV, 1, 1 },
 		{ "MatMulInteger", QR_AN_FAM_MATMUL, 1, 1 },
 		{ "QGemm", QR_AN_FAM_MATMUL, 3, 1 },
+		{ "Attention", QR_AN_FAM_MATMUL, 1, 0 },
+		{ "QAttention", QR_AN_FAM_MATMUL, 1, 1 },
 	};
 	size_t i;
 

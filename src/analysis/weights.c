@@ -70,6 +70,7 @@ bad_shape(struct qr_diag *d, const struct qr_node *n,
  *                 approximation, exact for group == 1)
  *   Gemm          B[K, N] axis 1 (transB = 0), B[N, K] axis 0 (transB = 1)
  *   MatMul        B[..., K, N] axis rank-1
+ *   Attention     (com.microsoft) W[Hin, Hq+Hk+Hv] axis 1, as MatMul
  * The weight is input 1 and must be a float constant; a node whose only
  * constant is input 0 is not a weighted layer. The weight is checked
  * against the node's attributes and its input's declared shape.
@@ -86,9 +87,16 @@ qr_an_wlayer(const struct qr_graph *g, const struct qr_an_shapes *sh,
 
 	memset(wl, 0, sizeof *wl);
 	wl->group = 1;
-	if (!is_default_domain(n->domain) || n->n_in < 2 || n->in[1][0] == '\0')
+	if (n->n_in < 2 || n->in[1][0] == '\0')
 		return QR_OK;
-	if (strcmp(op, "Conv") == 0)
+	if (!is_default_domain(n->domain)) {
+		/* ONNX Runtime's fused Attention: its Q|K|V projection
+		 * [Hin, Hq+Hk+Hv] is a MatMul's weight */
+		if (strcmp(n->domain, "com.microsoft") != 0 ||
+		    strcmp(op, "Attention") != 0)
+			return QR_OK;
+		wl->family = QR_AN_FAM_MATMUL;
+	} else if (strcmp(op, "Conv") == 0)
 		wl->family = QR_AN_FAM_CONV;
 	else if (strcmp(op, "ConvTranspose") == 0)
 		wl->family = QR_AN_FAM_CONVT;

@@ -438,10 +438,6 @@ attn_run(struct qr_op_call *c, struct qr_diag *d)
 
 	if ((s = attn_dims(c, d, &a)) != QR_OK)
 		return s;
-	if (q && c->in[Q_BIAS]->n_elem != a.hq + a.hk + a.hv)
-		return qr_op_errorf(c, d, QR_ESHAPE, "bias '%s' must hold "
-				    "%zu values", qr_op_in_name(c, Q_BIAS),
-				    a.hq + a.hk + a.hv);
 	ws = qr_op_ws(c, &st->ws, &st->ws_cap, qr_sgemm_workspace());
 	qkv = xmalloc(a.b * a.s * (a.hq + a.hk + a.hv) * sizeof *qkv);
 	if (q)
