@@ -475,11 +475,18 @@ eln_check(const struct qr_op_call *c, struct qr_diag *d)
 	static const size_t ints[] = { E_IDS, E_SEG, E_MASK, E_POSIDS };
 	static const size_t floats[] = { E_WORD, E_POS, E_SEGEMB, E_GAMMA,
 					 E_BETA };
+	static const size_t required[] = { E_IDS, E_WORD, E_POS, E_GAMMA,
+					   E_BETA };
 	enum qr_status st;
 	size_t i;
 
-	if ((st = qr_op_arity(c, d, 7, 9, 1, 3)) != QR_OK)
+	/* segment_ids and segment_embedding (1 and 4) may be "" */
+	if ((st = qr_op_arity(c, d, 1, 9, 1, 3)) != QR_OK)
 		return st;
+	for (i = 0; i < sizeof required / sizeof *required; i++)
+		if (!qr_op_has_in(c, required[i]))
+			return qr_op_errorf(c, d, QR_EGRAPH, "input %zu is "
+					    "required", required[i]);
 	for (i = 0; i < sizeof ints / sizeof *ints; i++)
 		if ((st = qr_op_want_dtype(c, d, ints[i],
 					   QR_DTM(QR_DT_INT32))) != QR_OK)
