@@ -1,11 +1,13 @@
 #!/bin/sh
-# Run the CLI on samples/ under valgrind: any memory error or definite
+# Run the CLI on samples/ (and one transformer) under valgrind: any memory error or definite
 # leak fails.
 #
 #   tests/valgrind.sh [QREPORT]     (default $QREPORT, then ./qreport)
 #
 # Cases: the sample report (float vs QDQ with random data), the same with
-# --data samples/digits (PNG decoding), and `qreport run` on a .npy batch.
+# --data samples/digits (PNG decoding), a small BERT (Attention,
+# EmbedLayerNormalization) against its QAttention form (tests/data), and
+# `qreport run` on a .npy batch.
 # tests/valgrind.supp holds suppressions for system libraries only
 # (fontconfig/cairo/OpenBLAS one-time allocations), never for qreport.
 set -u
@@ -40,6 +42,9 @@ check report "$qr" --quiet --float "$s/digits_float.onnx" \
 check report-data "$qr" --quiet --float "$s/digits_float.onnx" \
 	--quant "$s/digits_qdq.onnx" --quant "$s/digits_qop.onnx" \
 	--data "$s/digits" --samples 4 -o "$tmp/report-data"
+b="$top/tests/data/activations"
+check report-bert "$qr" --quiet --float "$b/bert_opt.onnx" \
+	--quant "$b/bert_opt_dyn.onnx" --samples 2 -o "$tmp/report-bert"
 check run "$qr" run "$s/digits_float.onnx" \
 	--input "input=$s/digits_test.npy" -o "$tmp/run"
 exit $fail
