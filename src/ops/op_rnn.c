@@ -42,6 +42,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "kernels/kernels.h"
 #include "ops/op-conv-int.h"
@@ -145,31 +146,25 @@ parse_acts(const struct qr_op_call *c, struct qr_diag *d, struct rnn *r)
 		return qr_op_errorf(c, d, QR_EGRAPH, "attribute activations "
 				    "must name %zu functions per direction",
 				    na);
-	for (i = 0; i < na * r->dirs; i++) {
-		const char *s = a->strings[i % a->n];
+	for (i = 0; i < a->n; i++) {
 		struct act *t = &r->act[i / na][i % na];
 
 		for (k = 0; k < sizeof act_tab / sizeof *act_tab; k++)
-			if (strcmp(s, act_tab[k].name) == 0)
+			if (strcasecmp(a->strings[i], act_tab[k].name) == 0)
 				break;
 		if (k == sizeof act_tab / sizeof *act_tab)
 			return qr_op_errorf(c, d, QR_EUNSUPPORTED,
 					    "activation '%s' is not supported",
-					    s);
+					    a->strings[i]);
 		t->fn = act_tab[k].fn;
-		t->alpha = act_tab[k].alpha;
-		t->beta = act_tab[k].beta;
-		/* a list given once for both directions is read once */
-		if (i >= a->n)
-			continue;
-		if (act_tab[k].uses_alpha && ia < n_alpha)
-			t->alpha = alpha[ia++];
-		if (act_tab[k].uses_beta && ib < n_beta)
-			t->beta = beta[ib++];
+		t->alpha = act_tab[k].uses_alpha && ia < n_alpha ?
+			   alpha[ia++] : act_tab[k].alpha;
+		t->beta = act_tab[k].uses_beta && ib < n_beta ? beta[ib++] :
+			  act_tab[k].beta;
 	}
-	if (a->n == na)
-		for (i = 0; i < na && r->dirs == 2; i++)
-			r->act[1][i] = r->act[0][i];
+	/* one direction's list for both */
+	for (i = 0; a->n == na && r->dirs == 2 && i < na; i++)
+		r->act[1][i] = r->act[0][i];
 	return QR_OK;
 }
 
