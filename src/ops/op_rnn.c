@@ -24,7 +24,8 @@
  * (per direction) take Relu, Tanh, Sigmoid, Affine, LeakyRelu,
  * ThresholdedRelu, ScaledTanh, HardSigmoid, Elu, Softsign and Softplus,
  * each taking the next activation_alpha / activation_beta it uses (else
- * its ONNX default). sequence_lens stops batch row b after its length:
+ * ONNX Runtime's default: that of the ONNX op of the same name, 0 for
+ * Affine and ScaledTanh). sequence_lens stops batch row b after its length:
  * Y is 0 past it and Y_h / Y_c hold the state at its last step (the
  * reverse direction starts at that step). layout 1 puts the batch first
  * in X, Y, Y_h, Y_c and the initial states.
@@ -68,10 +69,10 @@ static const struct {
 	{ "Relu", A_RELU, 0, 0, 0, 0 },
 	{ "Tanh", A_TANH, 0, 0, 0, 0 },
 	{ "Sigmoid", A_SIGMOID, 0, 0, 0, 0 },
-	{ "Affine", A_AFFINE, 1, 1, 1.0f, 0.0f },
+	{ "Affine", A_AFFINE, 1, 1, 0.0f, 0.0f },
 	{ "LeakyRelu", A_LEAKY, 1, 0, 0.01f, 0 },
 	{ "ThresholdedRelu", A_THRESH, 1, 0, 1.0f, 0 },
-	{ "ScaledTanh", A_STANH, 1, 1, 1.0f, 1.0f },
+	{ "ScaledTanh", A_STANH, 1, 1, 0.0f, 0.0f },
 	{ "HardSigmoid", A_HSIGMOID, 1, 1, 0.2f, 0.5f },
 	{ "Elu", A_ELU, 1, 0, 1.0f, 0 },
 	{ "Softsign", A_SOFTSIGN, 0, 0, 0, 0 },
@@ -702,6 +703,13 @@ out:
 	return st_;
 }
 
+static float *
+out_asked(struct qr_op_call *c, size_t i)
+{
+	return i < c->n_out && c->out[i] != NULL &&
+	       qr_op_out_name(c, i)[0] != '\0' ? c->out[i]->data : NULL;
+}
+
 static enum qr_status
 rnn_run(struct qr_op_call *c, struct qr_diag *d)
 {
@@ -713,9 +721,12 @@ rnn_run(struct qr_op_call *c, struct qr_diag *d)
 
 	if ((s = rnn_dims(c, d, &r)) != QR_OK)
 		return s;
-	y = c->n_out > 0 && c->out[0] != NULL ? c->out[0]->data : NULL;
-	yh = c->n_out > 1 && c->out[1] != NULL ? c->out[1]->data : NULL;
-	yc = c->n_out > 2 && c->out[2] != NULL ? c->out[2]->data : NULL;
+	/* an output named "" is not asked for (the executor may still
+	 * hand a scratch tensor), and whether Y is changes the quantized
+	 * products (see run_dir) */
+	y = out_asked(c, 0);
+	yh = out_asked(c, 1);
+	yc = out_asked(c, 2);
 	if (r.layout) {
 		/* time-major rows for the products */
 		xt = xmalloc(r.seq * r.batch * r.in * sizeof *xt);
