@@ -446,6 +446,7 @@ enum qr_resize_coord {
 	QR_COORD_PYTORCH_HALF_PIXEL, /* same, but 0 when the output is 1 long */
 	QR_COORD_ALIGN_CORNERS,      /* o * (in - 1) / (out - 1), 0 if out 1 */
 	QR_COORD_ASYMMETRIC,         /* o / s */
+	QR_COORD_TF_HALF_PIXEL_NN,   /* (o + 0.5) / s (nearest only) */
 };
 
 enum qr_resize_nearest {
@@ -463,6 +464,8 @@ struct qr_resize_params {
 	float scale_h, scale_w; /* scales as given (or oh/h, ow/w for sizes) */
 	enum qr_resize_coord coord;     /* coordinate_transformation_mode */
 	enum qr_resize_nearest nearest; /* nearest_mode (nearest only) */
+	float cubic_a;         /* cubic_coeff_a (cubic only) */
+	int exclude_outside;   /* cubic: taps outside the input weigh 0 */
 };
 
 /* Source coordinate of output index o along one axis (exposed for tests). */
@@ -474,6 +477,12 @@ void qr_resize_nearest(const struct qr_resize_params *p, const void *x,
 /* mode = "linear" (bilinear) on floats; coordinates clamped to the input. */
 void qr_resize_linear_f32(const struct qr_resize_params *p, const float *x,
 			  float *y);
+/* mode = "cubic" on floats: 4 taps per axis weighted by Keys' cubic
+ * with a = cubic_a, taps outside the input clamped to its edge or, with
+ * exclude_outside, given weight 0 and the others renormalized; the rows
+ * are interpolated first, then the columns. */
+void qr_resize_cubic_f32(const struct qr_resize_params *p, const float *x,
+			 float *y);
 
 /* ---- Normalization and softmax (norm.c) ---- */
 

@@ -24,6 +24,8 @@ qr_resize_coord(enum qr_resize_coord mode, size_t o, float scale,
 		return out_len == 1 ? 0.0f :
 				      x * (float)(in_len - 1) /
 					      (float)(out_len - 1);
+	case QR_COORD_TF_HALF_PIXEL_NN:
+		return (x + 0.5f) / scale;
 	case QR_COORD_ASYMMETRIC:
 	default:
 		return x / scale;
@@ -145,6 +147,90 @@ qr_resize_linear_f32(const struct qr_resize_params *p, const float *x,
 	}
 	free(h0);
 	free(w0);
+	free(fh);
+	free(fw);
+}
+
+/* Keys' cubic convolution weight of a tap at distance t (|t| < 2). */
+static float
+cubic_weight(float t, float a)
+{
+	t = fabsf(t);
+	if (t <= 1.0f)
+		return ((a + 2.0f) * t - (a + 3.0f)) * t * t + 1.0f;
+	if (t < 2.0f)
+		return ((a * t - 5.0f * a) * t + 8.0f * a) * t - 4.0f * a;
+	return 0.0f;
+}
+
+/* The 4 taps of every output index along one axis: idx[4 * o + k] and
+ * w[4 * o + k] for k = 0..3 (input floor(x) - 1 + k). */
+static void
+cubic_taps(const struct qr_resize_params *p, size_t out_len, size_t in_len,
+	   float scale, size_t *idx, float *w)
+{
+	size_t o;
+	int k;
+
+	for (o = 0; o < out_len; o++) {
+		float x = qr_resize_coord(p->coord, o, scale, in_len, out_len);
+		float fl = floorf(x), ratio = x - fl, sum = 0.0f;
+
+		for (k = 0; k < 4; k++) {
+			float at = fl - 1.0f + (float)k;
+			float wk = cubic_weight(ratio + 1.0f - (float)k,
+						p->cubic_a);
+
+			if (at < 0.0f || at > (float)(in_len - 1)) {
+				if (p->exclude_outside)
+					wk = 0.0f;
+				at = at < 0.0f ? 0.0f : (float)(in_len - 1);
+			}
+			idx[4 * o + (size_t)k] = (size_t)at;
+			w[4 * o + (size_t)k] = wk;
+			sum += wk;
+		}
+		for (k = 0; p->exclude_outside && sum != 0.0f && k < 4; k++)
+			w[4 * o + (size_t)k] /= sum;
+	}
+}
+
+void
+qr_resize_cubic_f32(const struct qr_resize_params *p, const float *x,
+		    float *y)
+{
+	size_t *ih = xmalloc(4 * (p->oh ? p->oh : 1) * sizeof *ih);
+	size_t *iw = xmalloc(4 * (p->ow ? p->ow : 1) * sizeof *iw);
+	float *fh = xmalloc(4 * (p->oh ? p->oh : 1) * sizeof *fh);
+	float *fw = xmalloc(4 * (p->ow ? p->ow : 1) * sizeof *fw);
+	size_t c, i, j, k;
+
+	cubic_taps(p, p->oh, p->h, p->scale_h, ih, fh);
+	cubic_taps(p, p->ow, p->w, p->scale_w, iw, fw);
+	for (c = 0; c < p->nc; c++) {
+		const float *xp = x + c * p->h * p->w;
+		float *yp = y + c * p->oh * p->ow;
+
+		for (i = 0; i < p->oh; i++)
+			for (j = 0; j < p->ow; j++) {
+				float acc = 0.0f;
+
+				for (k = 0; k < 4; k++) {
+					const float *row = xp + ih[4 * i + k] *
+								p->w;
+					float r = 0.0f;
+					size_t m;
+
+					for (m = 0; m < 4; m++)
+						r += fw[4 * j + m] *
+						     row[iw[4 * j + m]];
+					acc += fh[4 * i + k] * r;
+				}
+				yp[i * p->ow + j] = acc;
+			}
+	}
+	free(ih);
+	free(iw);
 	free(fh);
 	free(fw);
 }

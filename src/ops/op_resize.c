@@ -1,14 +1,14 @@
 /*
  * op_resize: Resize (opsets 10 to 18) and Upsample (opsets 7 and 9),
- * modes nearest (any dtype, exact) and linear (float), resizing the two
- * innermost axes; every outer axis must keep its size.
+ * modes nearest (any dtype, exact), linear and cubic (float), resizing
+ * the two innermost axes; every outer axis must keep its size.
  *
  * Resize-10 and Upsample have no coordinate_transformation_mode: they
  * map output index o to o / scale (asymmetric) and, as ONNX Runtime's
  * "simple" nearest mode, take floor(x) when upsampling an axis and
- * ceil(x) when downsampling it. Not supported (refused at check): cubic,
- * tf_crop_and_resize, tf_half_pixel_for_nn, half_pixel_symmetric,
- * antialias and keep_aspect_ratio_policy other than stretch.
+ * ceil(x) when downsampling it. Not supported (refused at check):
+ * tf_crop_and_resize, half_pixel_symmetric, antialias and
+ * keep_aspect_ratio_policy other than stretch.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -20,6 +20,9 @@
 /* Attributes, parsed the same way at check and at run. */
 struct rs_attrs {
 	int linear;                     /* mode linear (else nearest) */
+	int cubic;                      /* mode cubic */
+	float cubic_a;                  /* cubic_coeff_a */
+	int exclude_outside;
 	int simple;                     /* Resize-10 / Upsample rules */
 	enum qr_resize_coord coord;     /* coordinate_transformation_mode */
 	enum qr_resize_nearest nearest; /* nearest_mode */
@@ -40,11 +43,12 @@ rs_parse(const struct qr_op_call *c, struct qr_diag *d, int upsample,
 	if (strcmp(mode, "linear") == 0 ||
 	    (upsample && strcmp(mode, "bilinear") == 0))
 		a->linear = 1;
-	else if (strcmp(mode, "cubic") == 0)
-		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "mode cubic is not "
-				    "supported");
+	else if (strcmp(mode, "cubic") == 0 && !upsample)
+		a->cubic = 1;
 	else if (strcmp(mode, "nearest") != 0)
 		return qr_op_errorf(c, d, QR_EGRAPH, "unknown mode '%s'", mode);
+	a->cubic_a = qr_op_attr_float(c, "cubic_coeff_a", -0.75f);
+	a->exclude_outside = qr_op_attr_int(c, "exclude_outside", 0) != 0;
 	a->simple = upsample || c->opset < 11;
 	a->coord = QR_COORD_ASYMMETRIC;
 	a->nearest = QR_NEAREST_FLOOR;
@@ -59,6 +63,9 @@ rs_parse(const struct qr_op_call *c, struct qr_diag *d, int upsample,
 		a->coord = QR_COORD_ALIGN_CORNERS;
 	else if (strcmp(ct, "asymmetric") == 0)
 		a->coord = QR_COORD_ASYMMETRIC;
+	else if (strcmp(ct, "tf_half_pixel_for_nn") == 0 && !a->linear &&
+		 !a->cubic)
+		a->coord = QR_COORD_TF_HALF_PIXEL_NN;
 	else
 		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "coordinate_"
 				    "transformation_mode %s is not supported",
@@ -105,8 +112,8 @@ rs_check(const struct qr_op_call *c, struct qr_diag *d, int upsample)
 				    (c->opset < 11 ? 2 : 1), max_in, 1, 1)) !=
 		    QR_OK ||
 	    (st = rs_parse(c, d, upsample, &a)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 0, a.linear ? QR_DTM_FLOAT :
-						       QR_DTM_ANY)) != QR_OK)
+	    (st = qr_op_want_dtype(c, d, 0, a.linear || a.cubic ?
+					   QR_DTM_FLOAT : QR_DTM_ANY)) != QR_OK)
 		return st;
 	if (upsample && c->opset < 9) {
 		size_t n;
@@ -303,6 +310,8 @@ rs_run(struct qr_op_call *c, struct qr_diag *d, int upsample)
 	p.scale_w = r > 0 ? pl.scale[r - 1] : 1.0f;
 	p.coord = a.coord;
 	p.nearest = a.nearest;
+	p.cubic_a = a.cubic_a;
+	p.exclude_outside = a.exclude_outside;
 	if (a.coord == QR_COORD_ALIGN_CORNERS && pl.from_scales) {
 		/*
 		 * With scales, the spec's align_corners divides by the
@@ -315,6 +324,10 @@ rs_run(struct qr_op_call *c, struct qr_diag *d, int upsample)
 	}
 	if (a.linear) {
 		qr_resize_linear_f32(&p, x->data, c->out[0]->data);
+		return QR_OK;
+	}
+	if (a.cubic) {
+		qr_resize_cubic_f32(&p, x->data, c->out[0]->data);
 		return QR_OK;
 	}
 	if (a.simple) {
