@@ -47,6 +47,15 @@ LayerNorm's mean), whose float sum order shows in the last bits:
   rs_7          ReduceSum [16,7], axes [-1], keepdims 0
   rm_2ax        ReduceMean [4,6,10], axes [-2,-1]
   rm_all        ReduceMean [3,5,7], no axes (all)
+
+and NonMaxSuppression on x as the scores [2,3,120] of 120 seeded constant
+boxes (x, the only input, is random normal per check):
+
+  nms_corner    [y1,x1,y2,x2] boxes, some with their corners swapped,
+                iou_threshold 0.45, score_threshold 0, at most 30 a class
+  nms_center_ties  [xc,yc,w,h] boxes, scores rounded to halves first
+                (Round(2x)/2, so many tie and the lower box index must
+                win), iou_threshold 0.3, no score_threshold, at most 100
 """
 import os
 
@@ -165,3 +174,45 @@ reduce("rm_1000", "ReduceMean", [4, 1000], [-1])
 reduce("rs_7", "ReduceSum", [16, 7], [-1], keepdims=0)
 reduce("rm_2ax", "ReduceMean", [4, 6, 10], [-2, -1])
 reduce("rm_all", "ReduceMean", [3, 5, 7], None)
+
+
+def nms(name, center, ties, iou, score_thr, max_out):
+    rng = np.random.RandomState(11)
+    if center:
+        boxes = np.concatenate([rng.rand(2, 120, 2) * 20,
+                                rng.rand(2, 120, 2) * 6 + 0.5], axis=2)
+    else:
+        boxes = rng.rand(2, 120, 4) * 20
+        swap = rng.rand(2, 120) < 0.3
+        boxes[swap] = boxes[swap][:, [2, 3, 0, 1]]
+    inits = [numpy_helper.from_array(boxes.astype(np.float32), "boxes"),
+             numpy_helper.from_array(np.array([max_out], np.int64), "max_out"),
+             numpy_helper.from_array(np.array([iou], np.float32), "iou")]
+    ins = ["boxes", "scores", "max_out", "iou"]
+    if score_thr is not None:
+        inits.append(numpy_helper.from_array(np.array([score_thr], np.float32),
+                                             "score_thr"))
+        ins.append("score_thr")
+    nodes = []
+    if ties:
+        inits += [numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+                  numpy_helper.from_array(np.array(0.5, np.float32), "half")]
+        nodes += [helper.make_node("Mul", ["x", "two"], ["x2"], name="x2"),
+                  helper.make_node("Round", ["x2"], ["xr"], name="round"),
+                  helper.make_node("Mul", ["xr", "half"], ["scores"], name="halves")]
+    else:
+        nodes.append(helper.make_node("Identity", ["x"], ["scores"], name="scores"))
+    nodes.append(helper.make_node("NonMaxSuppression", ins, ["selected"], name="nms",
+                                  center_point_box=int(center)))
+    g = helper.make_graph(nodes, name,
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 120])],
+                          [helper.make_tensor_value_info("selected", TensorProto.INT64, None)],
+                          inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                          producer_name="qreport-fixtures", producer_version="1")
+    m.ir_version = 7
+    onnx.save(m, os.path.join(OUT, name + ".onnx"))
+
+
+nms("nms_corner", False, False, 0.45, 0.0, 30)
+nms("nms_center_ties", True, True, 0.3, None, 100)
