@@ -484,6 +484,19 @@ void qr_resize_linear_f32(const struct qr_resize_params *p, const float *x,
 void qr_resize_cubic_f32(const struct qr_resize_params *p, const float *x,
 			 float *y);
 
+/* GridSample (2-D): output [n][c][oh][ow] from x [n][c][h][w] at the
+ * normalized (x, y) pairs of grid [n][oh][ow][2]. */
+enum qr_grid_mode { QR_GRID_LINEAR, QR_GRID_NEAREST, QR_GRID_CUBIC };
+enum qr_grid_pad { QR_GRID_ZEROS, QR_GRID_BORDER, QR_GRID_REFLECTION };
+struct qr_grid_params {
+	size_t n, c, h, w, oh, ow;
+	enum qr_grid_mode mode;
+	enum qr_grid_pad pad;
+	int align_corners;
+};
+void qr_grid_sample_f32(const struct qr_grid_params *p, const float *x,
+			const float *grid, float *y);
+
 /* ---- Normalization and softmax (norm.c) ---- */
 
 /* Softmax over rows of n elements (the axis already made innermost):

@@ -234,3 +234,147 @@ qr_resize_cubic_f32(const struct qr_resize_params *p, const float *x,
 	free(fh);
 	free(fw);
 }
+
+/* ---- GridSample ---- */
+
+/* A normalized coordinate in [-1, 1] as a pixel position along len. */
+static float
+grid_denorm(float v, size_t len, int align)
+{
+	return align ? (v + 1.0f) / 2.0f * (float)(len - 1)
+		     : ((v + 1.0f) * (float)len - 1.0f) / 2.0f;
+}
+
+/* v reflected into [lo, hi] (as many times as it takes). */
+static float
+grid_reflect(float v, float lo, float hi)
+{
+	float range = hi - lo, d, r;
+	int flips;
+
+	if (range <= 0.0f)
+		return lo;
+	if (v >= lo && v <= hi)
+		return v;
+	d = v < lo ? lo - v : v - hi;
+	flips = (int)(d / range);
+	r = d - (float)flips * range;
+	if (v < lo)
+		return flips % 2 == 0 ? lo + r : hi - r;
+	return flips % 2 == 0 ? hi - r : lo + r;
+}
+
+/* The pixel at integer (r, c) of one plane, with the padding rule. */
+static float
+grid_pixel(const struct qr_grid_params *p, const float *plane, long r,
+	   long c)
+{
+	long h = (long)p->h, w = (long)p->w;
+
+	if (p->pad == QR_GRID_ZEROS) {
+		if (r < 0 || r >= h || c < 0 || c >= w)
+			return 0.0f;
+	} else {
+		if (p->pad == QR_GRID_REFLECTION) {
+			float lo = p->align_corners ? 0.0f : -0.5f;
+
+			c = (long)grid_reflect((float)c, lo,
+					       (float)(w - 1) - lo);
+			r = (long)grid_reflect((float)r, lo,
+					       (float)(h - 1) - lo);
+		}
+		c = c < 0 ? 0 : c >= w ? w - 1 : c;
+		r = r < 0 ? 0 : r >= h ? h - 1 : r;
+	}
+	return plane[r * w + c];
+}
+
+/* Keys' cubic with a = -0.75, the 4 weights of taps at -1..2 around
+ * fraction t. */
+static void
+grid_cubic_w(float t, float *w)
+{
+	const float a = -0.75f;
+	float x;
+
+	x = t + 1.0f;
+	w[0] = ((a * x - 5.0f * a) * x + 8.0f * a) * x - 4.0f * a;
+	x = t;
+	w[1] = ((a + 2.0f) * x - (a + 3.0f)) * x * x + 1.0f;
+	x = 1.0f - t;
+	w[2] = ((a + 2.0f) * x - (a + 3.0f)) * x * x + 1.0f;
+	x = 2.0f - t;
+	w[3] = ((a * x - 5.0f * a) * x + 8.0f * a) * x - 4.0f * a;
+}
+
+void
+qr_grid_sample_f32(const struct qr_grid_params *p, const float *x,
+		   const float *grid, float *y)
+{
+	size_t b, ch, i;
+	float lo_x = p->align_corners ? 0.0f : -0.5f;
+	float hi_x = (float)(p->w - 1) - lo_x, hi_y = (float)(p->h - 1) - lo_x;
+
+	for (b = 0; b < p->n; b++)
+		for (i = 0; i < p->oh * p->ow; i++) {
+			const float *g = grid + (b * p->oh * p->ow + i) * 2;
+			float gx = grid_denorm(g[0], p->w, p->align_corners);
+			float gy = grid_denorm(g[1], p->h, p->align_corners);
+
+			/* cubic clamps each tap instead (as ONNX Runtime
+			 * and PyTorch do) */
+			if (p->pad == QR_GRID_BORDER &&
+			    p->mode != QR_GRID_CUBIC) {
+				gx = gx < 0 ? 0 : gx > (float)(p->w - 1) ?
+					(float)(p->w - 1) : gx;
+				gy = gy < 0 ? 0 : gy > (float)(p->h - 1) ?
+					(float)(p->h - 1) : gy;
+			} else if (p->pad == QR_GRID_REFLECTION) {
+				gx = grid_reflect(gx, lo_x, hi_x);
+				gy = grid_reflect(gy, lo_x, hi_y);
+			}
+			for (ch = 0; ch < p->c; ch++) {
+				const float *pl = x + (b * p->c + ch) * p->h *
+							      p->w;
+				float *out = y + (b * p->c + ch) * p->oh *
+							 p->ow + i;
+
+				if (p->mode == QR_GRID_NEAREST) {
+					*out = grid_pixel(p, pl,
+							  (long)nearbyintf(gy),
+							  (long)nearbyintf(gx));
+				} else if (p->mode == QR_GRID_LINEAR) {
+					float fx = floorf(gx), fy = floorf(gy);
+					float dx = gx - fx, dy = gy - fy;
+					long c0 = (long)fx, r0 = (long)fy;
+					float p00 = grid_pixel(p, pl, r0, c0);
+					float p01 = grid_pixel(p, pl, r0, c0 + 1);
+					float p10 = grid_pixel(p, pl, r0 + 1, c0);
+					float p11 = grid_pixel(p, pl, r0 + 1,
+							       c0 + 1);
+
+					*out = (1.0f - dy) * ((1.0f - dx) * p00 +
+							      dx * p01) +
+					       dy * ((1.0f - dx) * p10 + dx * p11);
+				} else {
+					float fx = floorf(gx), fy = floorf(gy);
+					float wx[4], wy[4], acc = 0.0f;
+					int k, m;
+
+					grid_cubic_w(gx - fx, wx);
+					grid_cubic_w(gy - fy, wy);
+					for (k = 0; k < 4; k++) {
+						float r = 0.0f;
+
+						for (m = 0; m < 4; m++)
+							r += wx[m] * grid_pixel(
+								p, pl,
+								(long)fy - 1 + k,
+								(long)fx - 1 + m);
+						acc += wy[k] * r;
+					}
+					*out = acc;
+				}
+			}
+		}
+}

@@ -1,7 +1,11 @@
 /*
  * op_resize: Resize (opsets 10 to 18) and Upsample (opsets 7 and 9),
  * modes nearest (any dtype, exact), linear and cubic (float), resizing
- * the two innermost axes; every outer axis must keep its size.
+ * the two innermost axes; every outer axis must keep its size. And
+ * GridSample (opset 16; 2-D): X [N,C,H,W] sampled at grid [N,Ho,Wo,2]
+ * of normalized (x, y), modes (bi)linear, nearest (halves to even) and
+ * (bi)cubic (a = -0.75), padding zeros, border or reflection (as often
+ * as it takes), align_corners.
  *
  * Resize-10 and Upsample have no coordinate_transformation_mode: they
  * map output index o to o / scale (asymmetric) and, as ONNX Runtime's
@@ -379,4 +383,103 @@ const struct qr_op_desc qr_op_resize = {
 const struct qr_op_desc qr_op_upsample = {
 	.domain = "", .name = "Upsample", .since = 7,
 	.check = upsample_check, .infer = upsample_infer, .run = upsample_run,
+};
+
+/* ---- GridSample (opset 16: 2-D; opset 20's 4-D inputs too) ---- */
+
+static enum qr_status
+gs_attrs(const struct qr_op_call *c, struct qr_diag *d,
+	 struct qr_grid_params *p)
+{
+	const char *mode = qr_op_attr_str(c, "mode", c->opset >= 20 ?
+					  "linear" : "bilinear");
+	const char *pad = qr_op_attr_str(c, "padding_mode", "zeros");
+
+	memset(p, 0, sizeof *p);
+	if (strcmp(mode, "bilinear") == 0 || strcmp(mode, "linear") == 0)
+		p->mode = QR_GRID_LINEAR;
+	else if (strcmp(mode, "nearest") == 0)
+		p->mode = QR_GRID_NEAREST;
+	else if (strcmp(mode, "bicubic") == 0 || strcmp(mode, "cubic") == 0)
+		p->mode = QR_GRID_CUBIC;
+	else
+		return qr_op_errorf(c, d, QR_EGRAPH, "unknown mode '%s'", mode);
+	if (strcmp(pad, "zeros") == 0)
+		p->pad = QR_GRID_ZEROS;
+	else if (strcmp(pad, "border") == 0)
+		p->pad = QR_GRID_BORDER;
+	else if (strcmp(pad, "reflection") == 0)
+		p->pad = QR_GRID_REFLECTION;
+	else
+		return qr_op_errorf(c, d, QR_EGRAPH, "unknown padding_mode "
+				    "'%s'", pad);
+	p->align_corners = qr_op_attr_int(c, "align_corners", 0) != 0;
+	return QR_OK;
+}
+
+static enum qr_status
+gs_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	struct qr_grid_params p;
+	enum qr_status st;
+
+	if ((st = qr_op_arity(c, d, 2, 2, 1, 1)) != QR_OK ||
+	    (st = gs_attrs(c, d, &p)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 0, QR_DTM_FLOAT)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 1, QR_DTM_FLOAT)) != QR_OK)
+		return st;
+	c->out_dtype[0] = QR_DT_FLOAT;
+	return QR_OK;
+}
+
+static enum qr_status
+gs_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0], *g = c->in[1];
+	int64_t dims[4];
+	char s1[128], s2[128];
+
+	if (x->ndim != 4 || g->ndim != 4 || g->dims[0] != x->dims[0] ||
+	    g->dims[3] != 2)
+		return qr_op_errorf(c, d, x->ndim > 4 ? QR_EUNSUPPORTED :
+				    QR_ESHAPE, "X '%s' %s and grid '%s' %s "
+				    "must be [N,C,H,W] and [N,Hout,Wout,2] "
+				    "(only 2-D sampling is supported)",
+				    qr_op_in_name(c, 0),
+				    qr_shape_str(x, s1, sizeof s1),
+				    qr_op_in_name(c, 1),
+				    qr_shape_str(g, s2, sizeof s2));
+	if (x->dims[2] == 0 || x->dims[3] == 0)
+		return qr_op_errorf(c, d, QR_ESHAPE, "X '%s' is empty",
+				    qr_op_in_name(c, 0));
+	dims[0] = x->dims[0];
+	dims[1] = x->dims[1];
+	dims[2] = g->dims[1];
+	dims[3] = g->dims[2];
+	return qr_tensor_set_shape(c->out[0], QR_DT_FLOAT, 4, dims,
+				   qr_op_out_name(c, 0), d);
+}
+
+static enum qr_status
+gs_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[0], *g = c->in[1];
+	struct qr_grid_params p;
+	enum qr_status st;
+
+	if ((st = gs_attrs(c, d, &p)) != QR_OK)
+		return st;
+	p.n = (size_t)x->dims[0];
+	p.c = (size_t)x->dims[1];
+	p.h = (size_t)x->dims[2];
+	p.w = (size_t)x->dims[3];
+	p.oh = (size_t)g->dims[1];
+	p.ow = (size_t)g->dims[2];
+	qr_grid_sample_f32(&p, x->data, g->data, c->out[0]->data);
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_grid_sample = {
+	.domain = "", .name = "GridSample", .since = 16,
+	.check = gs_check, .infer = gs_infer, .run = gs_run,
 };

@@ -56,6 +56,18 @@ boxes (x, the only input, is random normal per check):
   nms_center_ties  [xc,yc,w,h] boxes, scores rounded to halves first
                 (Round(2x)/2, so many tie and the lower box index must
                 win), iou_threshold 0.3, no score_threshold, at most 100
+
+and, in tests/data/activations/ (compared within a relative L2 error of
+1e-6 by tests/ort_crosscheck.sh: ONNX Runtime's cubic weights and
+interpolations round differently in the last bits):
+
+  resample.onnx  x [2,3,5,7] through GridSample (opset 16) in every mode
+                (bilinear, nearest, bicubic) x padding (zeros, border,
+                reflection) x align_corners (0, 1) on one constant grid
+                whose points reach 0.7 past each edge, and Resize cubic
+                (up and down; half_pixel, align_corners, asymmetric with
+                exclude_outside and cubic_coeff_a -0.5, pytorch_half_pixel)
+                and nearest with tf_half_pixel_for_nn: 24 outputs
 """
 import os
 
@@ -216,3 +228,44 @@ def nms(name, center, ties, iou, score_thr, max_out):
 
 nms("nms_corner", False, False, 0.45, 0.0, 30)
 nms("nms_center_ties", True, True, 0.3, None, 100)
+
+
+def resample():
+    rng = np.random.RandomState(12)
+    grid = (rng.rand(2, 4, 6, 2) * 3.4 - 1.7).astype(np.float32)
+    nodes, outs = [], []
+    inits = [numpy_helper.from_array(grid, "grid")]
+    for mode in ("bilinear", "nearest", "bicubic"):
+        for pad in ("zeros", "border", "reflection"):
+            for ac in (0, 1):
+                y = "gs_%s_%s_%d" % (mode, pad, ac)
+                nodes.append(helper.make_node("GridSample", ["x", "grid"], [y], name=y,
+                                              mode=mode, padding_mode=pad, align_corners=ac))
+                outs.append(y)
+    for name, sizes, attrs in (
+            ("rs_up_hp", [2, 3, 13, 11], {"mode": "cubic"}),
+            ("rs_down_hp", [2, 3, 3, 4], {"mode": "cubic"}),
+            ("rs_up_ac", [2, 3, 9, 9], {"mode": "cubic",
+                                        "coordinate_transformation_mode": "align_corners"}),
+            ("rs_up_asym_ex", [2, 3, 12, 8], {"mode": "cubic",
+                                              "coordinate_transformation_mode": "asymmetric",
+                                              "exclude_outside": 1, "cubic_coeff_a": -0.5}),
+            ("rs_down_pt", [2, 3, 2, 3], {"mode": "cubic",
+                                          "coordinate_transformation_mode": "pytorch_half_pixel"}),
+            ("rs_tfnn", [2, 3, 3, 4], {"mode": "nearest",
+                                       "coordinate_transformation_mode": "tf_half_pixel_for_nn"})):
+        inits.append(numpy_helper.from_array(np.array(sizes, np.int64), name + "_sizes"))
+        nodes.append(helper.make_node("Resize", ["x", "", "", name + "_sizes"], [name],
+                                      name=name, **attrs))
+        outs.append(name)
+    g = helper.make_graph(nodes, "resample",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 5, 7])],
+                          [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs],
+                          inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 16)],
+                          producer_name="qreport-fixtures", producer_version="1")
+    m.ir_version = 8
+    onnx.save(m, os.path.join(os.path.dirname(OUT), "activations", "resample.onnx"))
+
+
+resample()
