@@ -98,10 +98,12 @@ done
 # SkipSimplifiedLayerNormalization), its fused dynamic quantization
 # (DynamicQuantizeMatMul, MatMulIntegerToFloat) and the weight-only
 # candidates (MatMulNBits, blocked uint4 DequantizeLinear), and GridSample
-# and cubic Resize in every mode (resample.onnx).
+# and cubic Resize in every mode (resample.onnx), and Einsum, which ORT
+# turns into matrix products (einsum.onnx).
 args="--float-tol 1e-6 --int-max-diff 0 --int-max-frac 0"
 for name in tfm_ortopt fz_ortopt msops dyn_fused dyn2_fused wo_nbits \
-	wo_nbits_sym wo_nbits8 wo_nbits_fzp wo_nbits_al4 wo_dq4 resample; do
+	wo_nbits_sym wo_nbits8 wo_nbits_fzp wo_nbits_al4 wo_dq4 resample \
+	einsum; do
 	check "$top_srcdir/tests/data/activations/$name.onnx" "fx-$name" \
 		"$name" x 3
 done

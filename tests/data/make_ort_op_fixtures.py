@@ -68,6 +68,12 @@ interpolations round differently in the last bits):
                 (up and down; half_pixel, align_corners, asymmetric with
                 exclude_outside and cubic_coeff_a -0.5, pytorch_half_pixel)
                 and nearest with tf_half_pixel_for_nn: 24 outputs
+  einsum.onnx   x [2,3,8,8] through Einsum (opset 12): attention scores
+                (bhqd,bhkd->bhqk on x twice), a batched product with a
+                constant (...ij,jk->...ik), a broadcast "..." (a 1 against
+                3), diagonals (bhii->bhi), a trace summed to a scalar
+                (bhii), a transpose (bhij->jibh), an outer product and
+                three operands (bhij,jk,kl->bhil): 8 outputs
 """
 import os
 
@@ -269,3 +275,33 @@ def resample():
 
 
 resample()
+
+
+def einsum():
+    rng = np.random.RandomState(13)
+    inits = [numpy_helper.from_array(rng.randn(8, 5).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.randn(2, 1, 8, 4).astype(np.float32), "wb"),
+             numpy_helper.from_array(rng.randn(5, 3).astype(np.float32), "w2"),
+             numpy_helper.from_array(rng.randn(4).astype(np.float32), "v")]
+    cases = (("scores", ["x", "x"], "bhqd,bhkd->bhqk"),
+             ("matmul", ["x", "w"], "...ij,jk->...ik"),
+             ("bcast", ["x", "wb"], "...ij,...jk->...ik"),
+             ("diag", ["x"], "bhii->bhi"),
+             ("trace", ["x"], "bhii"),
+             ("transpose", ["x"], "bhij->jibh"),
+             ("outer", ["x", "v"], "bhij,k->bhijk"),
+             ("three", ["x", "w", "w2"], "bhij,jk,kl->bhil"))
+    nodes = [helper.make_node("Einsum", ins, [name], name=name, equation=eq)
+             for name, ins, eq in cases]
+    g = helper.make_graph(nodes, "einsum",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8, 8])],
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+                           for n, _, _ in cases],
+                          inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 12)],
+                          producer_name="qreport-fixtures", producer_version="1")
+    m.ir_version = 7
+    onnx.save(m, os.path.join(os.path.dirname(OUT), "activations", "einsum.onnx"))
+
+
+einsum()
