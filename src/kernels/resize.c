@@ -181,10 +181,10 @@ cubic_taps(const struct qr_resize_params *p, size_t out_len, size_t in_len,
 			float wk = cubic_weight(ratio + 1.0f - (float)k,
 						p->cubic_a);
 
-			if (at < 0.0f || at > (float)(in_len - 1)) {
+			if (!(at >= 0.0f && at <= (float)(in_len - 1))) {
 				if (p->exclude_outside)
 					wk = 0.0f;
-				at = at < 0.0f ? 0.0f : (float)(in_len - 1);
+				at = at > 0.0f ? (float)(in_len - 1) : 0.0f;
 			}
 			idx[4 * o + (size_t)k] = (size_t)at;
 			w[4 * o + (size_t)k] = wk;
@@ -249,19 +249,29 @@ grid_denorm(float v, size_t len, int align)
 static float
 grid_reflect(float v, float lo, float hi)
 {
-	float range = hi - lo, d, r;
-	int flips;
+	float range = hi - lo, d, flips, r;
 
 	if (range <= 0.0f)
 		return lo;
 	if (v >= lo && v <= hi)
 		return v;
 	d = v < lo ? lo - v : v - hi;
-	flips = (int)(d / range);
-	r = d - (float)flips * range;
-	if (v < lo)
-		return flips % 2 == 0 ? lo + r : hi - r;
-	return flips % 2 == 0 ? hi - r : lo + r;
+	flips = floorf(d / range);
+	r = d - flips * range;
+	if (fmodf(flips, 2.0f) == 0.0f)
+		return v < lo ? lo + r : hi - r;
+	return v < lo ? hi - r : lo + r;
+}
+
+/* A pixel position kept where its taps still read what they would (the
+ * 4 cubic taps reach 2 past it), NaN and huge values included, so that
+ * it converts to an integer safely. */
+static float
+grid_safe(float v, size_t len)
+{
+	if (!(v >= -4.0f))
+		return -4.0f;
+	return v > (float)len + 3.0f ? (float)len + 3.0f : v;
 }
 
 /* The pixel at integer (r, c) of one plane, with the padding rule. */
@@ -333,6 +343,8 @@ qr_grid_sample_f32(const struct qr_grid_params *p, const float *x,
 				gx = grid_reflect(gx, lo_x, hi_x);
 				gy = grid_reflect(gy, lo_x, hi_y);
 			}
+			gx = grid_safe(gx, p->w);
+			gy = grid_safe(gy, p->h);
 			for (ch = 0; ch < p->c; ch++) {
 				const float *pl = x + (b * p->c + ch) * p->h *
 							      p->w;
