@@ -13,7 +13,8 @@
  * the operands' products, in float for float inputs (in that index
  * order, so the last bits may differ from ONNX Runtime's, which reorders
  * the operands into matrix products), in double then converted for the
- * others.
+ * others. An equation whose index space holds more than 2^32 products
+ * is refused (a real attention's holds 1e7 to 1e9).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 
 #define N_LETTERS 52
 #define MAX_LABELS (N_LETTERS + QR_TENSOR_MAX_DIMS)
+#define MAX_WORK ((size_t)1 << 32) /* products summed in one call */
 
 /* The parsed equation against the actual operands. */
 struct eq {
@@ -214,10 +216,22 @@ einsum_infer(struct qr_op_call *c, struct qr_diag *d)
 	struct eq e;
 	int64_t dims[QR_TENSOR_MAX_DIMS];
 	enum qr_status st;
+	size_t work = 1;
 	int i;
 
 	if ((st = parse(c, d, &e)) != QR_OK)
 		return st;
+	/* every product is summed one by one: refuse what would take
+	 * minutes */
+	for (i = 0; i < MAX_LABELS; i++)
+		if ((e.used[i] || e.in_out[i]) &&
+		    qr_mul_overflow(work, (size_t)e.size[i], &work) != 0)
+			work = SIZE_MAX;
+	if (work > MAX_WORK)
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "equation '%s' "
+				    "takes more than %zu products, one by one",
+				    qr_op_attr_str(c, "equation", ""),
+				    MAX_WORK);
 	for (i = 0; i < e.out_rank; i++)
 		dims[i] = e.size[e.out_label[i]];
 	return qr_tensor_set_shape(c->out[0], c->in[0]->dtype, e.out_rank,
