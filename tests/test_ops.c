@@ -125,6 +125,18 @@ attr_int(const char *name, int64_t v)
 	return a;
 }
 
+static struct qr_attr
+attr_str(const char *name, const char *v)
+{
+	struct qr_attr a = {0};
+
+	a.name = name;
+	a.type = QR_ATTR_STRING;
+	a.s = v;
+	a.s_len = strlen(v);
+	return a;
+}
+
 static int
 shape_is(const struct qr_tensor *t, int ndim, const int64_t *dims)
 {
@@ -552,6 +564,52 @@ test_dropout_training(void)
 	qr_tensor_free(in[2]);
 }
 
+/*
+ * Einsum beyond what ONNX Runtime's shape inference allows ("..." of
+ * different ranks, broadcast), worked by hand, and its refusal of an
+ * index space that would take minutes.
+ */
+static void
+test_einsum(void)
+{
+	/* a [2,1,2] ("...i" with ... = [2,1]), b [3,2] ("...i" with ... =
+	 * [3]): "...i,...i->..." is [2,3] of row dot products */
+	static const int64_t da[] = {2, 1, 2}, db[] = {3, 2}, dy[] = {2, 3};
+	static const float a[] = {1, 2, 3, 4};
+	static const float b[] = {1, 0, 0, 1, 1, 1};
+	static const float want[] = {1, 2, 3, 3, 4, 7};
+	static const int64_t dbig[] = {70000};
+	struct qr_attr eq = attr_str("equation", "...i,...i->...");
+	struct qr_diag d = {0};
+	struct qr_tensor *in[3], *y;
+	float *big;
+	enum qr_status st;
+
+	in[0] = mkf(3, da, a);
+	in[1] = mkf(2, db, b);
+	st = call1("Einsum", 12, &eq, 1, in, 2, &y, &d);
+	ok(st == QR_OK && shape_is(y, 2, dy) && floats_near(y, want, 6, 0),
+	   "Einsum broadcasts \"...\" of ranks 2 and 1 (%s)", d.msg);
+	qr_tensor_free(y);
+	qr_tensor_free(in[0]);
+	qr_tensor_free(in[1]);
+	qr_diag_clear(&d);
+	big = xcalloc(70000, sizeof *big);
+	in[0] = mkf(1, dbig, big);
+	in[1] = mkf(1, dbig, big);
+	in[2] = mkf(1, dbig, big);
+	eq = attr_str("equation", "i,j,k->");
+	st = call1("Einsum", 12, &eq, 1, in, 3, &y, &d);
+	ok(st == QR_EUNSUPPORTED && strstr(d.msg, "'n0'") != NULL,
+	   "Einsum of 3.4e14 products is refused, naming the node (%s)",
+	   d.msg);
+	qr_diag_clear(&d);
+	qr_tensor_free(in[0]);
+	qr_tensor_free(in[1]);
+	qr_tensor_free(in[2]);
+	free(big);
+}
+
 /* ---- executor on hand-built graphs ---- */
 
 /* A node in a hand-built graph: up to 2 inputs and 1 output. */
@@ -834,6 +892,7 @@ main(void)
 	test_tile();
 	test_softmax();
 	test_dropout_training();
+	test_einsum();
 	test_memory_plan();
 	test_unsupported();
 	test_npy();
