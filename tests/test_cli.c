@@ -1012,7 +1012,7 @@ main(void)
 		ok(rc == 4, "a model the engine cannot run: exit 4 (got %d)",
 		   rc);
 		ok(strstr(last_err, "partial report") != NULL &&
-		   strstr(last_err, "Einsum") != NULL,
+		   strstr(last_err, "Frobnicate") != NULL,
 		   "partial: stderr names the op (%s)", last_err);
 		j = load_json(pjson);
 		ok(j != NULL && cJSON_GetArraySize(cJSON_GetObjectItem(j,

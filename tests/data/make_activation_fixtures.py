@@ -12,8 +12,9 @@ and tests/test_cli.c:
                     from the input's values so that no shape inference
                     sees it: it fails in the middle of the run
   unsupported.onnx  a float model qreport's engine cannot run: a 1x1 Conv
-                    (so the weight analysis has a layer) followed by an
-                    Einsum, which the engine does not implement.
+                    (so the weight analysis has a layer) followed by a
+                    custom op, com.example Frobnicate, which no engine
+                    but its vendor's implements.
   attn_float.onnx   PyTorch's export of one nn.TransformerEncoderLayer
                     (d_model 8, 2 heads, feed-forward 16) after a Linear,
                     input [1,4,6]: attention reshapes through
@@ -96,13 +97,14 @@ OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "activations")
 w = (np.arange(6, dtype=np.float32).reshape(2, 3, 1, 1) - 2.5) / 4
 g = helper.make_graph(
     [helper.make_node("Conv", ["x", "w"], ["c"], name="conv"),
-     helper.make_node("Einsum", ["c"], ["y"], name="einsum",
-                      equation="bchw->bchw")],
+     helper.make_node("Frobnicate", ["c"], ["y"], name="frobnicate",
+                      domain="com.example")],
     "g",
     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])],
     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 4, 4])],
     [numpy_helper.from_array(w, "w")])
-m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13),
+                                         helper.make_opsetid("com.example", 1)],
                       producer_name="qreport-fixtures", producer_version="1")
 m.ir_version = 7
 onnx.checker.check_model(m)
