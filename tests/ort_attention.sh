@@ -44,34 +44,9 @@ ort_ready
 
 fx="$top_srcdir/tests/data/activations"
 ops="$top_srcdir/tests/data/ort-ops/attention"
-ORT="$top_srcdir/tests/ort"
 work=$(mktemp -d /tmp/qr-att-XXXXXX)
 trap 'rm -rf "$work"' EXIT INT TERM
 n=0
-
-# crosscheck MODEL INPUT_DIR LABEL [qreport run's --input options...]:
-# one TAP line, every output of MODEL within 1e-5 (floats) or identical
-# (integers).
-crosscheck() {
-	model=$1 in=$2 label=$3
-	shift 3
-	d="$work/run-$n"
-	n=$((n + 1))
-	if ! "$QREPORT" run "$model" "$@" -o "$d" --dump-all \
-		>"$d.log" 2>&1; then
-		echo "not ok $n - $label: qreport run failed: $(head -c 300 "$d.log")"
-		return
-	fi
-	(cd "$ORT" && node crosscheck.js "$model" "$in" "$d" \
-		--float-tol 1e-5 --int-max-diff 0 --int-max-frac 0) >"$d.cmp" 2>&1
-	rc=$?
-	if [ $rc -eq 0 ]; then
-		echo "ok $n - $label matches ONNX Runtime$(sed -n '$s/^#[^:]*:/:/p' "$d.cmp")"
-	else
-		echo "not ok $n - $label differs from ONNX Runtime"
-		grep -v '^ok' "$d.cmp" | grep -v '^1\.\.' | head -20 | sed 's/^/# /'
-	fi
-}
 
 # the single-node models, on their own inputs
 for f in "$ops"/*.onnx; do
@@ -81,7 +56,7 @@ for f in "$ops"/*.onnx; do
 	for i in "$ops/$name"/*.npy; do
 		set -- "$@" --input "$(basename "$i" .npy)=$i"
 	done
-	crosscheck "$f" "$ops/$name" "$name" "$@"
+	ort_run_check "$f" "$f" "$ops/$name" "$name" "$@"
 done
 
 # the BERT's inputs: 6 seeded samples, token ids below 100 (1 first, 0
@@ -112,7 +87,7 @@ for m in bert_opt bert_opt_dyn; do
 		{ echo "Bail out! could not expose $m.onnx's tensors"; exit 1; }
 	for k in 0 1; do
 		in="$work/in$k"
-		crosscheck "$work/$m.all.onnx" "$in" \
+		ort_run_check "$work/$m.all.onnx" "$work/$m.all.onnx" "$in" \
 			"$m every tensor (sample $k, $($PY -c "import numpy, sys; print(int(numpy.load(sys.argv[1]).sum()))" "$in/attention_mask.npy") tokens)" \
 			--input "input_ids=$in/input_ids.npy" \
 			--input "attention_mask=$in/attention_mask.npy" \

@@ -39,35 +39,9 @@ ort_ready
 
 fx="$top_srcdir/tests/data/activations"
 ops="$top_srcdir/tests/data/ort-ops/rnn"
-ORT="$top_srcdir/tests/ort"
 work=$(mktemp -d /tmp/qr-rnn-XXXXXX)
 trap 'rm -rf "$work"' EXIT INT TERM
 n=0
-
-# crosscheck MODEL ORT_MODEL INPUT_DIR LABEL [qreport run's --input
-# options...]: one TAP line, every output of ORT_MODEL (ONNX Runtime's
-# run) against qreport run's of MODEL, within 1e-5 (floats) or identical
-# (integers).
-crosscheck() {
-	model=$1 ortmodel=$2 in=$3 label=$4
-	shift 4
-	d="$work/run-$n"
-	n=$((n + 1))
-	if ! "$QREPORT" run "$model" "$@" -o "$d" --dump-all \
-		>"$d.log" 2>&1; then
-		echo "not ok $n - $label: qreport run failed: $(head -c 300 "$d.log")"
-		return
-	fi
-	(cd "$ORT" && node crosscheck.js "$ortmodel" "$in" "$d" \
-		--float-tol 1e-5 --int-max-diff 0 --int-max-frac 0) >"$d.cmp" 2>&1
-	rc=$?
-	if [ $rc -eq 0 ]; then
-		echo "ok $n - $label matches ONNX Runtime$(sed -n '$s/^#[^:]*:/:/p' "$d.cmp")"
-	else
-		echo "not ok $n - $label differs from ONNX Runtime"
-		grep -v '^ok' "$d.cmp" | grep -v '^1\.\.' | head -20 | sed 's/^/# /'
-	fi
-}
 
 # the single-node models, on their own inputs
 for f in "$ops"/*.onnx; do
@@ -78,7 +52,7 @@ for f in "$ops"/*.onnx; do
 	for i in "$ops/$name"/*.npy; do
 		set -- "$@" --input "$(basename "$i" .npy)=$i"
 	done
-	crosscheck "$f" "$ortm" "$ops/$name" "$name" "$@"
+	ort_run_check "$f" "$ortm" "$ops/$name" "$name" "$@"
 done
 
 # 6 seeded samples x [1,20,12]; in$k/x.npy for run, samples/s$k.npy for
@@ -101,7 +75,7 @@ for m in lstm_float lstm_dyn gru_float; do
 		"$work/$m.all.onnx" ||
 		{ echo "Bail out! could not expose $m.onnx's tensors"; exit 1; }
 	for k in 0 1; do
-		crosscheck "$work/$m.all.onnx" "$work/$m.all.onnx" "$work/in$k" \
+		ort_run_check "$work/$m.all.onnx" "$work/$m.all.onnx" "$work/in$k" \
 			"$m every tensor (sample $k)" --input "x=$work/in$k/x.npy"
 	done
 done

@@ -420,18 +420,19 @@ def bert_samples(n, seed):
 
 
 # ------------------------------------------------- single-node models
-def save_model(name, nodes, inputs, outputs, inits, opset=14):
+def save_model(name, nodes, inputs, outputs, inits, opset=14, folder=OPS):
+    """folder/name.onnx (make_rnn_fixtures.py passes its own folder)."""
     g = helper.make_graph(nodes, name, inputs, outputs, inits)
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset),
                                             helper.make_opsetid(MS, 1)],
                           producer_name="qreport-fixtures", producer_version="1")
     m.ir_version = 7
     onnx.checker.check_model(m)
-    onnx.save(m, os.path.join(OPS, name + ".onnx"))
+    onnx.save(m, os.path.join(folder, name + ".onnx"))
 
 
-def save_inputs(name, feeds):
-    d = os.path.join(OPS, name)
+def save_inputs(name, feeds, folder=OPS):
+    d = os.path.join(folder, name)
     os.makedirs(d, exist_ok=True)
     for k, v in feeds.items():
         np.save(os.path.join(d, k + ".npy"), v)
@@ -440,7 +441,8 @@ def save_inputs(name, feeds):
 def vi(name, a):
     """A graph input for array a (onnx 1.12 has no np_dtype_to_tensor_dtype)."""
     return helper.make_tensor_value_info(
-        name, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype], list(a.shape))
+        name, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[np.asarray(a).dtype],
+        list(np.shape(a)))
 
 
 B, S = 2, 8

@@ -174,7 +174,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from make_bert_fixtures import Ort, rel, sym_int8  # noqa: E402
+import make_bert_fixtures as bert  # noqa: E402
+from make_bert_fixtures import Ort, rel, sym_int8, vi  # noqa: E402
 
 ACT = os.path.join(HERE, "activations")
 OPS = os.path.join(HERE, "ort-ops", "rnn")
@@ -506,25 +507,11 @@ CASES = []   # (name, feeds, reference outputs {name: array}, bound)
 
 
 def save_model(name, nodes, inputs, outputs, inits):
-    g = helper.make_graph(nodes, name, inputs, outputs, inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14),
-                                            helper.make_opsetid(MS, 1)],
-                          producer_name="qreport-fixtures", producer_version="1")
-    m.ir_version = 7
-    onnx.checker.check_model(m)
-    onnx.save(m, os.path.join(OPS, name + ".onnx"))
+    bert.save_model(name, nodes, inputs, outputs, inits, folder=OPS)
 
 
 def save_inputs(name, feeds):
-    d = os.path.join(OPS, name)
-    os.makedirs(d, exist_ok=True)
-    for k, v in feeds.items():
-        np.save(os.path.join(d, k + ".npy"), v)
-
-
-def vi(name, a):
-    return helper.make_tensor_value_info(
-        name, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[np.asarray(a).dtype], list(np.shape(a)))
+    bert.save_inputs(name, feeds, folder=OPS)
 
 
 def save_twin(name, node, feeds, node_outs, shapes, inits):
