@@ -92,29 +92,8 @@ else
 fi
 # every output of each LSTM of lstm_float paired by name with the
 # DynamicQuantizeLSTM's, the MatMul's with the Mul after MatMulInteger
-$PY - "$fx/lstm_float.onnx" "$fx/lstm_dyn.onnx" "$work/rep/report.json" \
-	>"$work/pairs" 2>&1 <<'PYEOF'
-import json, sys
-import onnx
-f, q = (onnx.load(p) for p in sys.argv[1:3])
-prod = {o: n.op_type for n in q.graph.node for o in n.output}
-want = {"LSTM": "DynamicQuantizeLSTM", "MatMul": "Mul"}
-pairs = {p["tensor"]: p for p in json.load(open(sys.argv[3]))["activations"]
-         if p["quant"] == 0}
-bad = 0
-for n in f.graph.node:
-    if n.op_type not in want:
-        continue
-    for t in n.output:
-        p = pairs.get(t)
-        got = "none" if p is None else "%s (%s) by %s" % (
-            p["quant_tensor"], prod.get(p["quant_tensor"], "?"), p["match"])
-        good = (p is not None and p["quant_tensor"] == t and p["match"] == "name"
-                and prod.get(t) == want[n.op_type])
-        bad += not good
-        print("%s %s %s: %s" % ("ok" if good else "NOT OK", n.op_type, t, got))
-sys.exit(1 if bad else 0)
-PYEOF
+$PY "$top_srcdir/tests/models/pairs_by_name.py" "$fx/lstm_float.onnx" "$fx/lstm_dyn.onnx" \
+	"$work/rep/report.json" LSTM=DynamicQuantizeLSTM MatMul=Mul >"$work/pairs" 2>&1
 rc=$?
 n=$((n + 1))
 if [ $rc -eq 0 ]; then
