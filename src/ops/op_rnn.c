@@ -26,8 +26,8 @@
  * each taking the next activation_alpha / activation_beta it uses (else
  * ONNX Runtime's default: that of the ONNX op of the same name, 0 for
  * Affine and ScaledTanh). sequence_lens stops batch row b after its length:
- * Y is 0 past it and Y_h / Y_c hold the state at its last step (the
- * reverse direction starts at that step). layout 1 puts the batch first
+ * Y is 0 past it and Y_h / Y_c hold the state at its last step, 0 for a
+ * length of 0 (the reverse direction starts at that step). layout 1 puts the batch first
  * in X, Y, Y_h, Y_c and the initial states.
  *
  * x W^T is one GEMM over every step, then each step adds h R^T into its
