@@ -14,9 +14,23 @@
  *       y_center, width, height]. Boxes that do not overlap, or have no
  *       area, never suppress each other (as ONNX Runtime decides).
  *
- * The output's length depends on the values, so infer runs the
- * selection to count it and run runs it again to write it.
+ *   RoiAlign (opset 10 on)
+ *       X [N,C,H,W], rois [R,4] (x1, y1, x2, y2 in input pixels before
+ *       spatial_scale), batch_indices [R] -> [R,C,output_height,
+ *       output_width]. Each bin averages (mode avg) or takes the largest
+ *       of (mode max) sampling_ratio^2 bilinear samples, or
+ *       ceil(roi size / bins) per axis when sampling_ratio is 0.
+ *       coordinate_transformation_mode half_pixel (opset 16's default)
+ *       shifts the roi by -0.5 pixel; output_half_pixel (opset 10's
+ *       only behaviour) does not and makes every roi at least 1x1.
+ *       Samples more than a pixel outside X count 0. In max mode each
+ *       sample is the largest of its four weighted corners, as ONNX
+ *       Runtime computes it.
+ *
+ * NonMaxSuppression's output length depends on the values, so infer
+ * runs the selection to count it and run runs it again to write it.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -216,4 +230,222 @@ nms_run(struct qr_op_call *c, struct qr_diag *d)
 const struct qr_op_desc qr_op_non_max_suppression = {
 	.domain = "", .name = "NonMaxSuppression", .since = 10,
 	.check = nms_check, .infer = nms_infer, .run = nms_run,
+};
+
+/* ---- RoiAlign ---- */
+
+enum { R_X, R_ROIS, R_BATCH };
+
+#define MAX_SAMPLES (1ul << 28) /* bilinear samples of one roi's bins */
+
+/* The attributes, as at check and at run. */
+struct roi_attrs {
+	int max_mode, half_pixel, sampling;
+	int64_t oh, ow;
+	float scale;
+};
+
+static enum qr_status
+roi_attrs(const struct qr_op_call *c, struct qr_diag *d, struct roi_attrs *a)
+{
+	const char *mode = qr_op_attr_str(c, "mode", "avg");
+	const char *ct = qr_op_attr_str(c, "coordinate_transformation_mode",
+					c->opset >= 16 ? "half_pixel" :
+							 "output_half_pixel");
+	int64_t sr = qr_op_attr_int(c, "sampling_ratio", 0);
+
+	a->oh = qr_op_attr_int(c, "output_height", 1);
+	a->ow = qr_op_attr_int(c, "output_width", 1);
+	a->scale = qr_op_attr_float(c, "spatial_scale", 1.0f);
+	if (strcmp(mode, "avg") != 0 && strcmp(mode, "max") != 0)
+		return qr_op_errorf(c, d, QR_EGRAPH, "mode '%s' is not avg or "
+				    "max", mode);
+	if (strcmp(ct, "half_pixel") != 0 &&
+	    strcmp(ct, "output_half_pixel") != 0)
+		return qr_op_errorf(c, d, QR_EGRAPH, "coordinate_"
+				    "transformation_mode '%s' is not "
+				    "half_pixel or output_half_pixel", ct);
+	if (a->oh < 1 || a->ow < 1 || a->oh > 65536 || a->ow > 65536 ||
+	    sr < 0 || sr > 65536)
+		return qr_op_errorf(c, d, QR_EGRAPH, "output_height %lld, "
+				    "output_width %lld and sampling_ratio %lld "
+				    "must be positive (sampling_ratio may be "
+				    "0) and at most 65536", (long long)a->oh,
+				    (long long)a->ow, (long long)sr);
+	a->max_mode = mode[0] == 'm';
+	a->half_pixel = strcmp(ct, "half_pixel") == 0;
+	a->sampling = (int)sr;
+	return QR_OK;
+}
+
+static enum qr_status
+roi_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	struct roi_attrs a;
+	enum qr_status st;
+
+	if ((st = qr_op_arity(c, d, 3, 3, 1, 1)) != QR_OK ||
+	    (st = roi_attrs(c, d, &a)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, R_X, QR_DTM_FLOAT)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, R_ROIS, QR_DTM_FLOAT)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, R_BATCH, QR_DTM_INDEX)) != QR_OK)
+		return st;
+	c->out_dtype[0] = QR_DT_FLOAT;
+	return QR_OK;
+}
+
+static enum qr_status
+roi_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[R_X], *r = c->in[R_ROIS];
+	const struct qr_tensor *bi = c->in[R_BATCH];
+	struct roi_attrs a;
+	int64_t dims[4];
+	enum qr_status st;
+	char s1[128], s2[128];
+
+	if ((st = roi_attrs(c, d, &a)) != QR_OK)
+		return st;
+	if (x->ndim != 4 || r->ndim != 2 || r->dims[1] != 4 ||
+	    bi->ndim != 1 || bi->dims[0] != r->dims[0])
+		return qr_op_errorf(c, d, QR_ESHAPE, "X '%s' %s, rois %s and "
+				    "batch_indices must be [N,C,H,W], [R,4] "
+				    "and [R]", qr_op_in_name(c, R_X),
+				    qr_shape_str(x, s1, sizeof s1),
+				    qr_shape_str(r, s2, sizeof s2));
+	dims[0] = r->dims[0];
+	dims[1] = x->dims[1];
+	dims[2] = a.oh;
+	dims[3] = a.ow;
+	return qr_tensor_set_shape(c->out[0], QR_DT_FLOAT, 4, dims,
+				   qr_op_out_name(c, 0), d);
+}
+
+/* One bilinear sample of plane p (h x w) at (y, x), 0 outside; in max
+ * mode the largest weighted corner instead of their sum. */
+static float
+roi_sample(const float *p, size_t h, size_t w, float y, float x, int max_mode)
+{
+	size_t y0, x0, y1, x1;
+	float ly, lx, hy, hx, v[4];
+
+	if (!(y >= -1.0f && y <= (float)h && x >= -1.0f && x <= (float)w))
+		return 0.0f;
+	y = y > 0.0f ? y : 0.0f;
+	x = x > 0.0f ? x : 0.0f;
+	y0 = (size_t)y;
+	x0 = (size_t)x;
+	if (y0 >= h - 1) {
+		y0 = y1 = h - 1;
+		y = (float)y0;
+	} else {
+		y1 = y0 + 1;
+	}
+	if (x0 >= w - 1) {
+		x0 = x1 = w - 1;
+		x = (float)x0;
+	} else {
+		x1 = x0 + 1;
+	}
+	ly = y - (float)y0, lx = x - (float)x0;
+	hy = 1.0f - ly, hx = 1.0f - lx;
+	v[0] = hy * hx * p[y0 * w + x0];
+	v[1] = hy * lx * p[y0 * w + x1];
+	v[2] = ly * hx * p[y1 * w + x0];
+	v[3] = ly * lx * p[y1 * w + x1];
+	if (!max_mode)
+		return v[0] + v[1] + v[2] + v[3];
+	return fmaxf(fmaxf(v[0], v[1]), fmaxf(v[2], v[3]));
+}
+
+static enum qr_status
+roi_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	const struct qr_tensor *x = c->in[R_X], *rt = c->in[R_ROIS];
+	const float *rois = rt->data;
+	struct roi_attrs a;
+	size_t nr = (size_t)rt->dims[0], nc = (size_t)x->dims[1];
+	size_t h = (size_t)x->dims[2], w = (size_t)x->dims[3], r, ch;
+	float *y = c->out[0]->data;
+	float off;
+	enum qr_status st;
+
+	if ((st = roi_attrs(c, d, &a)) != QR_OK)
+		return st;
+	off = a.half_pixel ? 0.5f : 0.0f;
+	for (r = 0; r < nr; r++) {
+		int64_t b = (int64_t)qr_op_get(c->in[R_BATCH], r);
+		const float *q = rois + r * 4;
+		float x0 = q[0] * a.scale - off, y0 = q[1] * a.scale - off;
+		float rw = q[2] * a.scale - off - x0;
+		float rh = q[3] * a.scale - off - y0;
+		float bw, bh, fh, fw;
+		int64_t gh, gw, ph, pw, iy, ix;
+
+		if (b < 0 || b >= x->dims[0])
+			return qr_op_errorf(c, d, QR_ESHAPE, "batch index "
+					    "%lld of roi %zu is outside 0..%lld",
+					    (long long)b, r,
+					    (long long)x->dims[0] - 1);
+		if (!a.half_pixel) {
+			rw = rw > 1.0f ? rw : 1.0f;
+			rh = rh > 1.0f ? rh : 1.0f;
+		}
+		bh = rh / (float)a.oh;
+		bw = rw / (float)a.ow;
+		fh = a.sampling > 0 ? (float)a.sampling :
+		     ceilf(rh / (float)a.oh);
+		fw = a.sampling > 0 ? (float)a.sampling :
+		     ceilf(rw / (float)a.ow);
+		/* a hostile roi must not ask for billions of samples (NaN
+		 * included); an empty or inverted one takes none */
+		if (!(fh * fw * (float)(a.oh * a.ow) <= (float)MAX_SAMPLES))
+			return qr_op_errorf(c, d, QR_EUNSUPPORTED, "roi %zu "
+					    "(%g x %g) asks for more than %lu "
+					    "samples", r, (double)rw,
+					    (double)rh, (unsigned long)MAX_SAMPLES);
+		gh = fh > 0.0f ? (int64_t)fh : 0;
+		gw = fw > 0.0f ? (int64_t)fw : 0;
+		for (ch = 0; ch < nc; ch++) {
+			const float *p = (const float *)x->data +
+					 ((size_t)b * nc + ch) * h * w;
+
+			for (ph = 0; ph < a.oh; ph++)
+				for (pw = 0; pw < a.ow; pw++) {
+					float acc = 0.0f;
+					int first = 1;
+
+					for (iy = 0; iy < gh; iy++) {
+						float sy = y0 + (float)ph * bh +
+							   ((float)iy + 0.5f) *
+							   bh / (float)gh;
+
+						for (ix = 0; ix < gw; ix++) {
+							float sx = x0 +
+								(float)pw * bw +
+								((float)ix + 0.5f) *
+								bw / (float)gw;
+							float v = roi_sample(
+								p, h, w, sy, sx,
+								a.max_mode);
+
+							if (!a.max_mode)
+								acc += v;
+							else if (first || v > acc)
+								acc = v;
+							first = 0;
+						}
+					}
+					if (!a.max_mode && gh * gw > 0)
+						acc /= (float)(gh * gw);
+					*y++ = acc;
+				}
+		}
+	}
+	return QR_OK;
+}
+
+const struct qr_op_desc qr_op_roi_align = {
+	.domain = "", .name = "RoiAlign", .since = 10,
+	.check = roi_check, .infer = roi_infer, .run = roi_run,
 };

@@ -57,6 +57,14 @@ boxes (x, the only input, is random normal per check):
                 (Round(2x)/2, so many tie and the lower box index must
                 win), iou_threshold 0.3, no score_threshold, at most 100
 
+and RoiAlign on x [2,3,10,12] with 6 constant rois, some reaching past
+the edges:
+
+  roi_avg       opset 16, avg, half_pixel, 3x4 bins, spatial_scale 0.8
+  roi_max_out   opset 16, max (each sample the largest weighted corner,
+                as ONNX Runtime), output_half_pixel, 2x5 bins, 3x3
+                samples a bin
+
 and, in tests/data/activations/ (compared within a relative L2 error of
 1e-6 by tests/ort_crosscheck.sh: ONNX Runtime's cubic weights and
 interpolations round differently in the last bits):
@@ -305,3 +313,26 @@ def einsum():
 
 
 einsum()
+
+
+def roi_align(name, opset, **attrs):
+    rng = np.random.RandomState(14)
+    rois = np.concatenate([rng.rand(6, 2) * 8 - 1, rng.rand(6, 2) * 8 + 4],
+                          axis=1).astype(np.float32)
+    inits = [numpy_helper.from_array(rois, "rois"),
+             numpy_helper.from_array(np.array([0, 1, 1, 0, 1, 0], np.int64), "batch")]
+    g = helper.make_graph([helper.make_node("RoiAlign", ["x", "rois", "batch"], ["y"],
+                                            name="roi_align", **attrs)],
+                          name,
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 10, 12])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
+                          producer_name="qreport-fixtures", producer_version="1")
+    m.ir_version = 8
+    onnx.save(m, os.path.join(OUT, name + ".onnx"))
+
+
+roi_align("roi_avg", 16, output_height=3, output_width=4, spatial_scale=0.8)
+roi_align("roi_max_out", 16, mode="max", output_height=2, output_width=5,
+          coordinate_transformation_mode="output_half_pixel", sampling_ratio=3)
