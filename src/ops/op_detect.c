@@ -397,15 +397,18 @@ roi_run(struct qr_op_call *c, struct qr_diag *d)
 		     ceilf(rh / (float)a.oh);
 		fw = a.sampling > 0 ? (float)a.sampling :
 		     ceilf(rw / (float)a.ow);
-		/* a hostile roi must not ask for billions of samples (NaN
-		 * included); an empty or inverted one takes none */
-		if (!(fh * fw * (float)(a.oh * a.ow) <= (float)MAX_SAMPLES))
+		/* an empty or inverted roi takes no samples; a hostile one
+		 * must not ask for billions */
+		fh = fh > 0.0f ? fh : 0.0f;
+		fw = fw > 0.0f ? fw : 0.0f;
+		if (!(fh <= (float)MAX_SAMPLES && fw <= (float)MAX_SAMPLES &&
+		      fh * fw * (float)(a.oh * a.ow) <= (float)MAX_SAMPLES))
 			return qr_op_errorf(c, d, QR_EUNSUPPORTED, "roi %zu "
 					    "(%g x %g) asks for more than %lu "
 					    "samples", r, (double)rw,
 					    (double)rh, (unsigned long)MAX_SAMPLES);
-		gh = fh > 0.0f ? (int64_t)fh : 0;
-		gw = fw > 0.0f ? (int64_t)fw : 0;
+		gh = (int64_t)fh;
+		gw = (int64_t)fw;
 		for (ch = 0; ch < nc; ch++) {
 			const float *p = (const float *)x->data +
 					 ((size_t)b * nc + ch) * h * w;
