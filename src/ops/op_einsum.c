@@ -9,16 +9,21 @@
  * used once, in alphabetical order. A letter twice in one operand reads
  * its diagonal; a letter absent from the output is summed over.
  *
- * Every output element is a sum over the summed letters' index space of
- * the operands' products, in float for float inputs (in that index
- * order, so the last bits may differ from ONNX Runtime's, which reorders
- * the operands into matrix products), in double then converted for the
- * others. An equation whose index space holds more than 2^32 products
- * is refused (a real attention's holds 1e7 to 1e9).
+ * Two float operands whose letters each appear once per operand, none
+ * summed within one operand alone and none broadcast, are a batch of
+ * matrix products (as ONNX Runtime computes them): each operand is
+ * gathered into [batch][rows][k] and [batch][k][columns], multiplied with
+ * qr_sgemm and scattered into the output's order. Anything else sums
+ * every output element over the summed letters' index space one product
+ * at a time, in float for float inputs (so the last bits may differ from
+ * ORT's), in double then converted for the others; such a sum of more
+ * than 2^32 products is refused, naming the node, as it would run for
+ * minutes.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/kernels.h"
 #include "ops/op-int.h"
 
 #define N_LETTERS 52
@@ -191,6 +196,48 @@ bad:
 			    "the %zu operand(s)", eqn, e->n_ops);
 }
 
+/* The labels of each role in a two-operand product; 0 when the equation
+ * is not one (see the top of the file). */
+struct gemm_form {
+	int batch[MAX_LABELS], m[MAX_LABELS], n[MAX_LABELS], k[MAX_LABELS];
+	int nb, nm, nn, nk;
+};
+
+static int
+gemm_form(const struct qr_op_call *c, const struct eq *e,
+	  struct gemm_form *g)
+{
+	int in_a[MAX_LABELS] = {0}, in_b[MAX_LABELS] = {0}, i, l;
+	size_t k;
+
+	if (e->n_ops != 2 || c->in[0]->dtype != QR_DT_FLOAT)
+		return 0;
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < e->rank[k]; i++) {
+			int *in = k == 0 ? in_a : in_b;
+
+			l = e->label[k][i];
+			if (in[l]++ > 0 || c->in[k]->dims[i] != e->size[l])
+				return 0; /* a diagonal, or a broadcast */
+		}
+	memset(g, 0, sizeof *g);
+	for (l = 0; l < MAX_LABELS; l++) {
+		if (!e->used[l] && !e->in_out[l])
+			continue;
+		if (in_a[l] && in_b[l] && e->in_out[l])
+			g->batch[g->nb++] = l;
+		else if (in_a[l] && in_b[l])
+			g->k[g->nk++] = l;
+		else if (in_a[l] && e->in_out[l])
+			g->m[g->nm++] = l;
+		else if (in_b[l] && e->in_out[l])
+			g->n[g->nn++] = l;
+		else
+			return 0; /* summed within one operand, or neither */
+	}
+	return 1;
+}
+
 static enum qr_status
 einsum_check(const struct qr_op_call *c, struct qr_diag *d)
 {
@@ -203,6 +250,10 @@ einsum_check(const struct qr_op_call *c, struct qr_diag *d)
 		return qr_op_errorf(c, d, QR_EGRAPH, "attribute equation is "
 				    "required");
 	for (i = 0; i < c->n_in; i++)
+		if (!qr_op_has_in(c, i))
+			return qr_op_errorf(c, d, QR_EGRAPH, "operand %zu is "
+					    "missing", i);
+	for (i = 0; i < c->n_in; i++)
 		if ((st = qr_op_want_dtype(c, d, i, QR_DTM_NUMERIC)) != QR_OK ||
 		    (st = qr_op_same_dtype(c, d, 0, i)) != QR_OK)
 			return st;
@@ -214,6 +265,7 @@ static enum qr_status
 einsum_infer(struct qr_op_call *c, struct qr_diag *d)
 {
 	struct eq e;
+	struct gemm_form gf;
 	int64_t dims[QR_TENSOR_MAX_DIMS];
 	enum qr_status st;
 	size_t work = 1;
@@ -227,7 +279,7 @@ einsum_infer(struct qr_op_call *c, struct qr_diag *d)
 		if ((e.used[i] || e.in_out[i]) &&
 		    qr_mul_overflow(work, (size_t)e.size[i], &work) != 0)
 			work = SIZE_MAX;
-	if (work > MAX_WORK)
+	if (work > MAX_WORK && !gemm_form(c, &e, &gf))
 		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "equation '%s' "
 				    "takes more than %zu products, one by one",
 				    qr_op_attr_str(c, "equation", ""),
@@ -236,6 +288,132 @@ einsum_infer(struct qr_op_call *c, struct qr_diag *d)
 		dims[i] = e.size[e.out_label[i]];
 	return qr_tensor_set_shape(c->out[0], c->in[0]->dtype, e.out_rank,
 				   dims, qr_op_out_name(c, 0), d);
+}
+
+/* Copy the n_lab-label walk of src (a step per label, the last label
+ * fastest) into dst, in that order, contiguous. */
+static void
+gather(const float *src, const size_t *step, const int64_t *size, int n_lab,
+       float *dst)
+{
+	int64_t idx[MAX_LABELS] = {0};
+	size_t off = 0;
+	int i;
+
+	for (;;) {
+		*dst++ = src[off];
+		for (i = n_lab - 1; i >= 0; i--) {
+			off += step[i];
+			if (++idx[i] < size[i])
+				break;
+			off -= (size_t)size[i] * step[i];
+			idx[i] = 0;
+		}
+		if (i < 0)
+			return;
+	}
+}
+
+/* Operand k's step along each of the n labels in lab. */
+static void
+steps_of(size_t stride[][MAX_LABELS], size_t k, const int *lab, int n,
+	 size_t *step, int64_t *size, const struct eq *e)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		step[i] = stride[k][lab[i]];
+		size[i] = e->size[lab[i]];
+	}
+}
+
+/* The product of the labels' sizes. */
+static size_t
+labels_size(const struct eq *e, const int *lab, int n)
+{
+	size_t p = 1;
+	int i;
+
+	for (i = 0; i < n; i++)
+		p *= (size_t)e->size[lab[i]];
+	return p;
+}
+
+/* The two-operand product as batched GEMMs (gemm_form holds). */
+static void
+einsum_gemm(struct qr_op_call *c, const struct eq *e,
+	    const struct gemm_form *g, size_t stride[][MAX_LABELS])
+{
+	size_t nb = labels_size(e, g->batch, g->nb);
+	size_t m = labels_size(e, g->m, g->nm), n = labels_size(e, g->n, g->nn);
+	size_t kk = labels_size(e, g->k, g->nk), out_step[MAX_LABELS], b;
+	int lab[MAX_LABELS], nl, i, j;
+	size_t step[MAX_LABELS];
+	int64_t size[MAX_LABELS];
+	float *a = xmalloc(nb * m * kk * sizeof *a);
+	float *bm = xmalloc(nb * kk * n * sizeof *bm);
+	float *cm = xmalloc(nb * m * n * sizeof *cm);
+	float *ws = xmalloc(qr_sgemm_workspace());
+	struct qr_sgemm_plan pl;
+
+	/* A as [batch][m][k], B as [batch][k][n] */
+	nl = 0;
+	for (i = 0; i < g->nb; i++)
+		lab[nl++] = g->batch[i];
+	for (i = 0; i < g->nm; i++)
+		lab[nl++] = g->m[i];
+	for (i = 0; i < g->nk; i++)
+		lab[nl++] = g->k[i];
+	steps_of(stride, 0, lab, nl, step, size, e);
+	if (nb * m * kk > 0)
+		gather(c->in[0]->data, step, size, nl, a);
+	nl = g->nb;
+	for (i = 0; i < g->nk; i++)
+		lab[nl++] = g->k[i];
+	for (i = 0; i < g->nn; i++)
+		lab[nl++] = g->n[i];
+	steps_of(stride, 1, lab, nl, step, size, e);
+	if (nb * kk * n > 0)
+		gather(c->in[1]->data, step, size, nl, bm);
+	qr_sgemm_plan(m, n, kk, 0, n, n, &pl);
+	for (b = 0; b < nb; b++)
+		qr_sgemm(&pl, m, n, kk, a + b * m * kk, kk, bm + b * kk * n, n,
+			 0, cm + b * m * n, n, 0, ws);
+	/* C [batch][m][n] into the output's axis order */
+	for (i = 0; i < MAX_LABELS; i++)
+		out_step[i] = 0;
+	for (i = e->out_rank - 1, b = 1; i >= 0; i--) {
+		out_step[e->out_label[i]] = b;
+		b *= (size_t)e->size[e->out_label[i]];
+	}
+	nl = 0;
+	for (i = 0; i < g->nb; i++)
+		lab[nl++] = g->batch[i];
+	for (i = 0; i < g->nm; i++)
+		lab[nl++] = g->m[i];
+	for (i = 0; i < g->nn; i++)
+		lab[nl++] = g->n[i];
+	if (nb * m * n > 0) {
+		int64_t idx[MAX_LABELS] = {0};
+		float *y = c->out[0]->data;
+		size_t off = 0, at;
+
+		for (at = 0; at < nb * m * n; at++) {
+			y[off] = cm[at];
+			for (j = nl - 1; j >= 0; j--) {
+				off += out_step[lab[j]];
+				if (++idx[j] < e->size[lab[j]])
+					break;
+				off -= (size_t)e->size[lab[j]] *
+				       out_step[lab[j]];
+				idx[j] = 0;
+			}
+		}
+	}
+	free(a);
+	free(bm);
+	free(cm);
+	free(ws);
 }
 
 static enum qr_status
@@ -247,6 +425,7 @@ einsum_run(struct qr_op_call *c, struct qr_diag *d)
 	size_t stride[QR_TENSOR_MAX_DIMS][MAX_LABELS], off[QR_TENSOR_MAX_DIMS];
 	size_t k, o, n_out = c->out[0]->n_elem, n_inner = 1;
 	int is_float = c->in[0]->dtype == QR_DT_FLOAT;
+	struct gemm_form gf;
 	enum qr_status st;
 
 	if ((st = parse(c, d, &e)) != QR_OK)
@@ -274,6 +453,10 @@ einsum_run(struct qr_op_call *c, struct qr_diag *d)
 	}
 	if (n_out == 0)
 		return QR_OK;
+	if (gemm_form(c, &e, &gf)) {
+		einsum_gemm(c, &e, &gf, stride);
+		return QR_OK;
+	}
 	for (o = 0; o < n_out; o++) {
 		double acc = 0.0;
 		float accf = 0.0f;

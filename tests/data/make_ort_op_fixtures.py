@@ -81,7 +81,9 @@ interpolations round differently in the last bits):
                 constant (...ij,jk->...ik), a broadcast "..." (a 1 against
                 3), diagonals (bhii->bhi), a trace summed to a scalar
                 (bhii), a transpose (bhij->jibh), an outer product and
-                three operands (bhij,jk,kl->bhil): 8 outputs
+                three operands (bhij,jk,kl->bhil), and products written
+                in another axis order (bhij,jk->kbih; bhij,bhkj->ikhb):
+                10 outputs
 """
 import os
 
@@ -298,7 +300,9 @@ def einsum():
              ("trace", ["x"], "bhii"),
              ("transpose", ["x"], "bhij->jibh"),
              ("outer", ["x", "v"], "bhij,k->bhijk"),
-             ("three", ["x", "w", "w2"], "bhij,jk,kl->bhil"))
+             ("three", ["x", "w", "w2"], "bhij,jk,kl->bhil"),
+             ("permuted", ["x", "w"], "bhij,jk->kbih"),
+             ("batch_last", ["x", "x"], "bhij,bhkj->ikhb"))
     nodes = [helper.make_node("Einsum", ins, [name], name=name, equation=eq)
              for name, ins, eq in cases]
     g = helper.make_graph(nodes, "einsum",
