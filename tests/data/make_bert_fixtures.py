@@ -345,6 +345,33 @@ def sym_int8(w):
     return q, scale
 
 
+def int8_weight(w, a):
+    """w quantized as quantize_dynamic does it (sym_int8): the initializers
+    w_quantized, w_scale and w_zero_point."""
+    q, s = sym_int8(a)
+    return [numpy_helper.from_array(q, w + "_quantized"),
+            numpy_helper.from_array(np.array(s, np.float32), w + "_scale"),
+            numpy_helper.from_array(np.array(0, np.int8), w + "_zero_point")]
+
+
+def matmul_integer(n, xq, xs, xz, wq, ws, wz):
+    """quantize_dynamic's nodes for MatMul n after its input's
+    DynamicQuantizeLinear: MatMulInteger -> Cast -> Mul by the two scales,
+    writing n's output name."""
+    out = n.output[0]
+    return [
+        helper.make_node("MatMulInteger", [xq, wq, xz, wz], [out + "_output_quantized"],
+                         name=n.name + "_quant"),
+        helper.make_node("Cast", [out + "_output_quantized"],
+                         [out + "_output_quantized_cast_output"],
+                         name=out + "_output_quantized_cast", to=F),
+        helper.make_node("Mul", [xs, ws], [n.name + "_quant_scales_mul:0"],
+                         name=n.name + "_quant_scales_mul"),
+        helper.make_node("Mul", [out + "_output_quantized_cast_output",
+                                 n.name + "_quant_scales_mul:0"], [out],
+                         name=n.name + "_quant_output_scale_mul")]
+
+
 def make_bert_dyn(opt):
     g = opt.graph
     inits = {t.name: t for t in g.initializer}
@@ -361,10 +388,7 @@ def make_bert_dyn(opt):
         return x + "_quantized", x + "_scale", x + "_zero_point"
 
     def quant_w(w):
-        q, s = sym_int8(numpy_helper.to_array(inits.pop(w)))
-        new_inits.extend([numpy_helper.from_array(q, w + "_quantized"),
-                          numpy_helper.from_array(np.array(s, np.float32), w + "_scale"),
-                          numpy_helper.from_array(np.array(0, np.int8), w + "_zero_point")])
+        new_inits.extend(int8_weight(w, numpy_helper.to_array(inits.pop(w))))
         return w + "_quantized", w + "_scale", w + "_zero_point"
 
     for n in g.node:
@@ -378,18 +402,7 @@ def make_bert_dyn(opt):
         elif n.op_type == "MatMul":
             xq, xs, xz = quant_x(n.input[0])
             wq, ws, wz = quant_w(n.input[1])
-            out = n.output[0]
-            nodes += [
-                helper.make_node("MatMulInteger", [xq, wq, xz, wz], [out + "_output_quantized"],
-                                 name=n.name + "_quant"),
-                helper.make_node("Cast", [out + "_output_quantized"],
-                                 [out + "_output_quantized_cast_output"],
-                                 name=out + "_output_quantized_cast", to=F),
-                helper.make_node("Mul", [xs, ws], [n.name + "_quant_scales_mul:0"],
-                                 name=n.name + "_quant_scales_mul"),
-                helper.make_node("Mul", [out + "_output_quantized_cast_output",
-                                         n.name + "_quant_scales_mul:0"], [out],
-                                 name=n.name + "_quant_output_scale_mul")]
+            nodes += matmul_integer(n, xq, xs, xz, wq, ws, wz)
         else:
             nodes.append(n)
     qg = helper.make_graph(nodes, "bert_opt_dyn", list(g.input), list(g.output),

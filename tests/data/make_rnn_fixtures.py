@@ -265,30 +265,13 @@ def make_lstm_dyn():
             q.attribute.extend(n.attribute)
             nodes.append(q)
         elif n.op_type == "MatMul":
-            x = n.input[0]
-            qx = helper.make_node("DynamicQuantizeLinear", [x],
-                                  [x + "_quantized", x + "_scale", x + "_zero_point"],
-                                  name=x + "_QuantizeLinear")
-            w = n.input[1]
-            q, s = sym_int8(numpy_helper.to_array(inits.pop(w)))
-            new_inits.extend([numpy_helper.from_array(q, w + "_quantized"),
-                              numpy_helper.from_array(np.array(s, np.float32), w + "_scale"),
-                              numpy_helper.from_array(np.array(0, np.int8), w + "_zero_point")])
-            out = n.output[0]
-            nodes += [
-                qx,
-                helper.make_node("MatMulInteger", [x + "_quantized", w + "_quantized",
-                                                   x + "_zero_point", w + "_zero_point"],
-                                 [out + "_output_quantized"], name=n.name + "_quant"),
-                helper.make_node("Cast", [out + "_output_quantized"],
-                                 [out + "_output_quantized_cast_output"],
-                                 name=out + "_output_quantized_cast", to=F),
-                helper.make_node("Mul", [x + "_scale", w + "_scale"],
-                                 [n.name + "_quant_scales_mul:0"],
-                                 name=n.name + "_quant_scales_mul"),
-                helper.make_node("Mul", [out + "_output_quantized_cast_output",
-                                         n.name + "_quant_scales_mul:0"], [out],
-                                 name=n.name + "_quant_output_scale_mul")]
+            x, w = n.input[0], n.input[1]
+            nodes.append(helper.make_node(
+                "DynamicQuantizeLinear", [x], [x + "_quantized", x + "_scale", x + "_zero_point"],
+                name=x + "_QuantizeLinear"))
+            new_inits.extend(bert.int8_weight(w, numpy_helper.to_array(inits.pop(w))))
+            nodes += bert.matmul_integer(n, x + "_quantized", x + "_scale", x + "_zero_point",
+                                         w + "_quantized", w + "_scale", w + "_zero_point")
         else:
             nodes.append(n)
     qg = helper.make_graph(nodes, g.name, list(g.input), list(g.output),
