@@ -149,6 +149,29 @@ if [ $rc -eq 0 ]; then
 else
 	echo "not ok $n - renamed candidate: $(cat "$work/renamed") $(head -c 300 "$work/rep_renamed.err")"
 fi
+# without --data: token ids over the vocabulary's 100 rows, token types
+# over 2, the mask ones (every key attends), and no warning about it
+"$QREPORT" --float "$fx/bert_float.onnx" --quant "$fx/bert_opt_dyn.onnx" \
+	--samples 4 -o "$work/rep_random" --quiet 2>"$work/rep_random.err"
+rc=$?
+$PY - "$work/rep_random/report.json" >"$work/random" 2>&1 <<'PYEOF'
+import json, sys
+ds = json.load(open(sys.argv[1]))["dataset"]
+want = ["input_ids: random uniform 0..99 int64 (rows looked up by "
+        "'/embeddings/word_embeddings/Gather')",
+        "attention_mask: ones int64 (an attention mask: every position "
+        "attends)", "token_type_ids: random uniform 0..1 int64"]
+missing = [w for w in want if w not in ds["preprocessing"]]
+print(ds["preprocessing"], "; warnings:", ds["warnings"])
+sys.exit(1 if missing or ds["warnings"] or not ds["random"] else 0)
+PYEOF
+rc2=$?
+n=$((n + 1))
+if [ $rc -eq 0 ] && [ $rc2 -eq 0 ]; then
+	echo "ok $n - random data for BERT: ids over the vocabulary, mask ones, no warning"
+else
+	echo "not ok $n - random data for BERT: exit $rc: $(cat "$work/random") $(head -c 300 "$work/rep_random.err")"
+fi
 # against ONNX Runtime: both models behind one stacked input, the samples
 # stacked under the report's sample names, the report without the
 # integer pairs that carry no scale

@@ -4,7 +4,7 @@
  * folders with classes, .npy, ONNX test_data_set .pb, random, several
  * inputs). Fixtures: tests/data/images/ (tests/data/make_image_fixtures.py)
  * and samples/. Models are mostly built in memory: the dataset only reads
- * the graph inputs.
+ * the graph inputs (and, for random integer inputs, who reads them).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,8 +37,8 @@ fixture(const char *name)
 
 struct fake {
 	struct qr_model m;
-	struct qr_value_info vi[4];
-	struct qr_dim dims[4][8];
+	struct qr_value_info vi[6];
+	struct qr_dim dims[6][8];
 };
 
 /* Add input name; dims < 0 are dynamic (named "d<k>"). */
@@ -1034,6 +1034,134 @@ out:
 	qr_diag_clear(&d);
 }
 
+/* Range of input k's int64 (or int32) values over `samples` samples. */
+static void
+int_range(struct qr_dataset *ds, size_t k, int64_t *lo, int64_t *hi,
+	  size_t *distinct)
+{
+	struct qr_tensor *const *in;
+	struct qr_diag d = {0};
+	const char *name;
+	unsigned char seen[64] = {0};
+	size_t n, i;
+	int label;
+
+	*lo = INT64_MAX;
+	*hi = INT64_MIN;
+	*distinct = 0;
+	while (qr_dataset_next(ds, &in, &n, &label, &name, &d) == QR_OK &&
+	       n > k) {
+		for (i = 0; i < in[k]->n_elem; i++) {
+			int64_t v = in[k]->dtype == QR_DT_INT32 ?
+				    ((int32_t *)in[k]->data)[i] :
+				    ((int64_t *)in[k]->data)[i];
+
+			*lo = v < *lo ? v : *lo;
+			*hi = v > *hi ? v : *hi;
+			if (v >= 0 && v < 64 && !seen[v]++)
+				++*distinct;
+		}
+	}
+	qr_diag_clear(&d);
+}
+
+/*
+ * Random integer inputs take their values from what reads them: token
+ * ids index their table's rows (through Unsqueeze/Cast, also behind a
+ * DequantizeLinear, along the Gather's axis), masks are ones.
+ */
+static void
+test_random_ints(void)
+{
+	static const char *n0_in[] = {"ids", "axes"}, *n0_out[] = {"ids_u"};
+	static const char *n1_in[] = {"table", "ids_c"}, *n1_out[] = {"e"};
+	static const char *n2_in[] = {"qtab", "qs"}, *n2_out[] = {"tab2"};
+	static const char *n3_in[] = {"tab2", "seg"}, *n3_out[] = {"e2"};
+	static const char *n4_in[] = {"other", "other"}, *n4_out[] = {"o2"};
+	static const char *n5_in[] = {"e", "w", "b", "m2"}, *n5_out[] = {"a"};
+	static const char *n6_in[] = {"ids_u"}, *n6_out[] = {"ids_c"};
+	struct qr_attr ax1 = {.name = "axis", .type = QR_ATTR_INT, .i = -1};
+	struct qr_node nodes[] = {
+		{"unsq", "Unsqueeze", "", 2, n0_in, 1, n0_out, 0, NULL},
+		{"emb", "Gather", "", 2, n1_in, 1, n1_out, 0, NULL},
+		{"dq", "DequantizeLinear", "", 2, n2_in, 1, n2_out, 0, NULL},
+		{"seg_emb", "Gather", "", 2, n3_in, 1, n3_out, 1, &ax1},
+		{"add", "Add", "", 2, n4_in, 1, n4_out, 0, NULL},
+		{"att", "Attention", "com.microsoft", 4, n5_in, 1, n5_out, 0,
+		 NULL},
+		{"cast", "Cast", "", 1, n6_in, 1, n6_out, 0, NULL},
+	};
+	struct qr_tensor_data inits[] = {
+		{.name = "table", .dtype = QR_DT_FLOAT, .ndim = 2,
+		 .dims = {37, 8}},
+		{.name = "qtab", .dtype = QR_DT_INT8, .ndim = 2,
+		 .dims = {4, 6}},
+	};
+	int64_t seq[2] = {1, 48}, big[2] = {2, 300};
+	struct qr_dataset_opts o;
+	struct qr_dataset *ds = NULL;
+	struct qr_diag d = {0};
+	struct fake f;
+	const char *desc;
+	int64_t lo, hi;
+	size_t distinct;
+
+	memset(&f, 0, sizeof f);
+	fake_input(&f, "ids", QR_DT_INT64, 2, seq);
+	fake_input(&f, "seg", QR_DT_INT32, 2, seq);
+	fake_input(&f, "attention_mask", QR_DT_INT64, 2, seq);
+	fake_input(&f, "m2", QR_DT_INT32, 2, seq);
+	fake_input(&f, "other", QR_DT_INT64, 2, big);
+	f.m.graph.nodes = nodes;
+	f.m.graph.n_node = sizeof nodes / sizeof nodes[0];
+	f.m.graph.inits = inits;
+	f.m.graph.n_init = 2;
+	memset(&o, 0, sizeof o);
+	o.samples = 10;
+	if (!ok(qr_dataset_open(&f.m, &o, &ds, &d) == QR_OK &&
+		d.n_warnings == 1 && strstr(d.warnings[0].msg, "'other'") &&
+		strstr(d.warnings[0].msg, "zeros"), "random ints: one warning, "
+		"for the input that looks up nothing (%s)",
+		d.n_warnings ? d.warnings[0].msg : d.msg))
+		goto out;
+	desc = qr_dataset_describe(ds);
+	ok(strstr(desc, "ids: random uniform 0..36 int64 (rows looked up by "
+		  "'emb'), seed 0") && strstr(desc, "seg: random uniform 0..5 "
+		  "int32 (rows looked up by 'seg_emb')") &&
+	   strstr(desc, "attention_mask: ones int64 (an attention mask: ") &&
+	   strstr(desc, "m2: ones int32 (an attention mask of 'att': ") &&
+	   strstr(desc, "other: random zeros int64"), "describe: %s", desc);
+	int_range(ds, 0, &lo, &hi, &distinct);
+	ok(lo == 0 && hi == 36 && distinct == 37, "token ids cover the "
+	   "table's 37 rows, none past them: %lld..%lld, %zu distinct",
+	   (long long)lo, (long long)hi, distinct);
+	qr_dataset_free(ds);
+	ds = NULL;
+	qr_dataset_open(&f.m, &o, &ds, &d);
+	int_range(ds, 1, &lo, &hi, &distinct);
+	ok(lo == 0 && hi == 5 && distinct == 6, "int32 segment ids: the "
+	   "rows along the Gather's axis -1 of a dequantized table: "
+	   "%lld..%lld", (long long)lo, (long long)hi);
+	qr_dataset_free(ds);
+	ds = NULL;
+	qr_dataset_open(&f.m, &o, &ds, &d);
+	int_range(ds, 2, &lo, &hi, &distinct);
+	ok(lo == 1 && hi == 1, "a mask by name is ones");
+	qr_dataset_free(ds);
+	ds = NULL;
+	qr_dataset_open(&f.m, &o, &ds, &d);
+	int_range(ds, 3, &lo, &hi, &distinct);
+	ok(lo == 1 && hi == 1, "Attention's mask_index is ones");
+	qr_dataset_free(ds);
+	ds = NULL;
+	qr_dataset_open(&f.m, &o, &ds, &d);
+	int_range(ds, 4, &lo, &hi, &distinct);
+	ok(lo == 0 && hi == 0, "other int64: zeros");
+out:
+	qr_dataset_free(ds);
+	qr_diag_clear(&d);
+}
+
 static void
 test_inputs(void)
 {
@@ -1109,6 +1237,7 @@ main(void)
 	test_npy();
 	test_pb();
 	test_random();
+	test_random_ints();
 	test_inputs();
 	if (getenv("QR_TEST_KEEP") == NULL)
 		qr_remove_tree(tmpdir);
