@@ -10,7 +10,8 @@
 # and in the single-op models of tests/data/ort-ops/ (ops the networks
 # above do not use, whose last bits other architectures showed:
 # QLinearSoftmax, AveragePool after DequantizeLinear, float Softmax,
-# ReduceMean/ReduceSum over trailing axes).
+# ReduceMean/ReduceSum over trailing axes, NonMaxSuppression, RoiAlign,
+# and the 3-D Conv, MaxPool and AveragePool of video models).
 # qreport sums floats in the order ONNX Runtime's MLAS does on x86-64
 # (kernels/sgemm.c: GEMM slices, the M = 1 kernels, pre-packed weights,
 # depthwise taps, the global average pool), so even a QDQ model, whose

@@ -32,7 +32,7 @@
 
 struct qr_conv_f32_packed {
 	size_t c_out, c_in;      /* channels */
-	size_t kh, kw;           /* kernel size */
+	size_t kd, kh, kw;       /* kernel size; kd 0 but for 3-D */
 	size_t group;            /* groups */
 	int transposed;          /* ConvTranspose weights */
 	int depthwise;           /* one input channel per group */
@@ -75,6 +75,33 @@ size_t
 qr_conv_out_w(const struct qr_conv_params *p)
 {
 	return out_dim(p->w, p->kw, p->stride_w, p->pad_l, p->pad_r, p->dil_w);
+}
+
+size_t
+qr_conv_out_d(const struct qr_conv_params *p)
+{
+	return p->kd ? out_dim(p->d, p->kd, p->stride_d, p->pad_f, p->pad_k,
+			       p->dil_d) : 1;
+}
+
+/* Taps of one output over the input channels of a group, and the input
+ * and output sizes of one channel (3-D: volumes). */
+static size_t
+taps(const struct qr_conv_params *p)
+{
+	return (p->kd ? p->kd : 1) * p->kh * p->kw;
+}
+
+static size_t
+in_size(const struct qr_conv_params *p)
+{
+	return (p->kd ? p->d : 1) * p->h * p->w;
+}
+
+static size_t
+out_size(const struct qr_conv_params *p)
+{
+	return qr_conv_out_d(p) * qr_conv_out_h(p) * qr_conv_out_w(p);
 }
 
 size_t
@@ -195,12 +222,14 @@ copy_strided_f32(float *d, const float *s, size_t n, size_t sw)
 
 #define IM2COL_BODY(T, COPY)                                                \
 	size_t oh_n = qr_conv_out_h(p), ow_n = qr_conv_out_w(p);            \
-	size_t ci, ki, kj;                                                  \
+	size_t plane = oh_n * ow_n, kd_n = p->kd ? p->kd : 1;               \
+	size_t d_n = p->kd ? p->d : 1, ci, kt, ki, kj;                      \
 	T *row = col;                                                       \
                                                                             \
 	for (ci = 0; ci < cin_g; ci++) {                                    \
 		/* an empty image has no data (NULL): all padding */        \
-		const T *xc = x ? x + ci * p->h * p->w : x;                 \
+		const T *xc = x ? x + ci * d_n * p->h * p->w : x;           \
+		for (kt = 0; kt < kd_n; kt++)                               \
 		for (ki = 0; ki < p->kh; ki++) {                            \
 			for (kj = 0; kj < p->kw; kj++, row += ncols) {      \
 				size_t lo, hi, c = col0, end = col0 + ncols;\
@@ -209,22 +238,30 @@ copy_strided_f32(float *d, const float *s, size_t n, size_t sw)
 				valid_span(ow_n, p->stride_w, p->pad_l,     \
 					   kj * p->dil_w, p->w, &lo, &hi);  \
 				while (c < end) {                           \
-					size_t oh = c / ow_n, ow = c % ow_n;\
+					size_t od = c / plane;              \
+					size_t oh = c / ow_n % oh_n;        \
+					size_t ow = c % ow_n;               \
 					size_t stop = ow_n - ow;            \
+					/* 2-D: stride_d = dil_d = 0 */     \
+					size_t idp = od * p->stride_d +     \
+						     kt * p->dil_d;         \
 					size_t ihp = oh * p->stride_h +     \
 						     ki * p->dil_h;         \
 					size_t t;                           \
                                                                             \
-					(void)oh_n;                         \
 					if (stop > end - c)                 \
 						stop = end - c;             \
-					if (ihp < p->pad_t || p->w == 0 ||  \
+					if (idp < p->pad_f ||               \
+					    idp - p->pad_f >= d_n ||        \
+					    ihp < p->pad_t || p->w == 0 ||  \
 					    ihp - p->pad_t >= p->h) {       \
 						for (t = 0; t < stop; t++)  \
 							d[t] = pad;         \
 					} else {                            \
 						const T *xr = xc +          \
-						    (ihp - p->pad_t) * p->w;\
+						    ((idp - p->pad_f) *     \
+						    p->h + (ihp -           \
+						    p->pad_t)) * p->w;      \
 						size_t a = lo > ow ? lo - ow : 0;\
 						size_t b = hi > ow ? hi - ow : 0;\
 						size_t sw = p->stride_w;    \
@@ -325,6 +362,19 @@ qr_conv_f32_pack_view(size_t c_out, size_t c_in, size_t kh, size_t kw,
 }
 
 struct qr_conv_f32_packed *
+qr_conv3d_f32_pack_view(size_t c_out, size_t c_in, size_t kd, size_t kh,
+			size_t kw, size_t group, const float *w)
+{
+	struct qr_conv_f32_packed *pk = pack(c_out, c_in, kh, kw, group, w, 0,
+					     1);
+
+	QR_ASSERT(kd >= 1);
+	pk->kd = kd;
+	pk->depthwise = 0;
+	return pk;
+}
+
+struct qr_conv_f32_packed *
 qr_convt_f32_pack_new(size_t c_out, size_t c_in, size_t kh, size_t kw,
 		      size_t group, const float *w)
 {
@@ -379,7 +429,8 @@ static void
 check_geom(const struct qr_conv_f32_packed *pk, const struct qr_conv_params *p)
 {
 	QR_ASSERT(p->c_out == pk->c_out && p->c_in == pk->c_in &&
-		  p->kh == pk->kh && p->kw == pk->kw && p->group == pk->group);
+		  p->kd == pk->kd && p->kh == pk->kh && p->kw == pk->kw &&
+		  p->group == pk->group);
 	QR_ASSERT(p->stride_h >= 1 && p->stride_w >= 1 && p->dil_h >= 1 &&
 		  p->dil_w >= 1);
 }
@@ -389,7 +440,8 @@ is_pointwise(const struct qr_conv_params *p)
 {
 	return p->kh == 1 && p->kw == 1 && p->stride_h == 1 &&
 	       p->stride_w == 1 && !p->pad_t && !p->pad_l && !p->pad_b &&
-	       !p->pad_r;
+	       !p->pad_r && p->kd <= 1 && p->stride_d <= 1 && !p->pad_f &&
+	       !p->pad_k;
 }
 
 
@@ -498,8 +550,7 @@ static void
 gemm_plan(const struct qr_conv_f32_packed *pk, const struct qr_conv_params *p,
 	  int n_threads, struct gemm_job *j)
 {
-	size_t ohw = qr_conv_out_h(p) * qr_conv_out_w(p);
-	size_t k = p->c_in / p->group * p->kh * p->kw;
+	size_t ohw = out_size(p), k = p->c_in / p->group * taps(p);
 	size_t cout_g = p->c_out / p->group, ng = p->n * p->group;
 	size_t nt = n_threads > 1 ? (size_t)n_threads : 1;
 
@@ -587,8 +638,7 @@ gemm_task(void *ctx, size_t u, int slot)
 	const struct gemm_job *j = ctx;
 	const struct qr_conv_params *p = j->p;
 	size_t cin_g = p->c_in / p->group, cout_g = p->c_out / p->group;
-	size_t ohw = qr_conv_out_h(p) * qr_conv_out_w(p), hw = p->h * p->w;
-	size_t k = cin_g * p->kh * p->kw;
+	size_t ohw = out_size(p), hw = in_size(p), k = cin_g * taps(p);
 	size_t rb = u % j->n_rb, cu = u / j->n_rb;
 	size_t cb = cu % j->n_cb, ngi = cu / j->n_cb;
 	size_t g = ngi % p->group, n = ngi / p->group;

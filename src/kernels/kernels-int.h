@@ -107,7 +107,8 @@ void qr_ig_gemm(const struct qr_ig_weights *iw, const uint8_t *xp,
 /*
  * im2col of output columns [col0, col0 + ncols) of one image and group:
  * x is [cin_g][h][w]; col is [cin_g * kh * kw][ncols] row-major; taps that
- * fall in the padding get pad.
+ * fall in the padding get pad. A 3-D conv (p->kd > 0): x is
+ * [cin_g][d][h][w], col [cin_g * kd * kh * kw][ncols] over [od][oh][ow].
  */
 void qr_im2col_f32(const struct qr_conv_params *p, const float *x,
 		   size_t cin_g, size_t col0, size_t ncols, float *col);

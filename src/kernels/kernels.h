@@ -170,12 +170,18 @@ struct qr_conv_params {
 	size_t dil_h, dil_w;       /* dilations, >= 1 */
 	size_t group;     /* groups; c_in and c_out are multiples of it */
 	size_t out_pad_h, out_pad_w; /* ConvTranspose output_padding, else 0 */
+	/* 3-D Conv: the depth axis, before h (input d, kernel kd, stride,
+	 * dilation, leading and trailing padding). kd = 0 for 1-D and 2-D
+	 * convs, which leave the rest 0 too. */
+	size_t d, kd, stride_d, dil_d, pad_f, pad_k;
 };
 
 /* Conv output height/width: floor((h + pads - dil*(k-1) - 1) / stride) + 1,
  * or 0 when the dilated kernel is larger than the padded input. */
 size_t qr_conv_out_h(const struct qr_conv_params *p);
 size_t qr_conv_out_w(const struct qr_conv_params *p);
+/* Conv output depth (3-D; 1 when kd is 0). */
+size_t qr_conv_out_d(const struct qr_conv_params *p);
 /* ConvTranspose output height/width:
  * stride*(h-1) + out_pad + dil*(k-1) + 1 - pad_begin - pad_end (0 if < 1). */
 size_t qr_convt_out_h(const struct qr_conv_params *p);
@@ -221,12 +227,19 @@ struct qr_conv_f32_packed *qr_conv_f32_pack_q(size_t c_out, size_t c_in,
 					      size_t kh, size_t kw,
 					      size_t group,
 					      const struct qr_conv_qweights *q);
+/* qr_conv_f32_pack_view for 3-D Conv weights [c_out][c_in/group][kd][kh][kw]:
+ * always GEMM (the depthwise loop is 2-D), through a 3-D im2col. */
+struct qr_conv_f32_packed *qr_conv3d_f32_pack_view(size_t c_out, size_t c_in,
+						   size_t kd, size_t kh,
+						   size_t kw, size_t group,
+						   const float *w);
 /* Bytes of workspace qr_conv_f32_run / qr_convt_f32_run need for the
  * geometry p (which must match the pack) on n_threads (may be 0). */
 size_t qr_conv_f32_workspace(const struct qr_conv_f32_packed *pk,
 			     const struct qr_conv_params *p, int n_threads);
 /* y[n][c_out][oh][ow] = conv(x[n][c_in][h][w]) + bias[c_out] (bias may be
- * NULL). x and y must not overlap. Split over n_threads of the pool
+ * NULL; 3-D: y[n][c_out][od][oh][ow] from x[n][c_in][d][h][w], summed in
+ * ORT's order as the 2-D GEMM convs). x and y must not overlap. Split over n_threads of the pool
  * (ConvTranspose: one thread). */
 void qr_conv_f32_run(const struct qr_conv_f32_packed *pk,
 		     const struct qr_conv_params *p, const float *x,
@@ -411,6 +424,10 @@ struct qr_pool_params {
 	size_t dil_h, dil_w;       /* dilations, >= 1 */
 	int ceil_mode;             /* round output size up (ceil_mode = 1) */
 	int count_include_pad;     /* AveragePool: divide by the padded count */
+	/* 3-D windows: depth, the axis before h; 1-D and 2-D windows have
+	 * d = kd = stride_d = dil_d = 1 and no depth padding. The 2-D
+	 * kernels take planes of h x w and ignore these. */
+	size_t d, kd, stride_d, dil_d, pad_f, pad_k;
 };
 
 /* Output height/width, ONNX rule: floor or ceil of
@@ -418,6 +435,7 @@ struct qr_pool_params {
  * would start in the trailing padding is dropped. */
 size_t qr_pool_out_h(const struct qr_pool_params *p);
 size_t qr_pool_out_w(const struct qr_pool_params *p);
+size_t qr_pool_out_d(const struct qr_pool_params *p);
 /* MaxPool: padding never wins (it is -inf). */
 void qr_maxpool_f32(const struct qr_pool_params *p, const float *x, float *y);
 /* MaxPool on uint8 (y_signed = 0) or int8 (1) tensors, exact. */
@@ -425,8 +443,25 @@ void qr_maxpool_q8(const struct qr_pool_params *p, const void *x, int is_signed,
 		   void *y);
 /* AveragePool: sum over the window's in-image elements divided by their
  * count, or with count_include_pad by the window clipped to the padded
- * image (ORT's rule, which ceil mode can make smaller than kh*kw). */
+ * image (ORT's rule, which ceil mode can make smaller than kh*kw); summed
+ * as qr_avgpool3d_f32. */
 void qr_avgpool_f32(const struct qr_pool_params *p, const float *x, float *y);
+/*
+ * 3-D windows over [n][c][d][h][w]: MaxPool (float, or uint8/int8 as
+ * qr_maxpool_q8) and AveragePool, summed as ONNX Runtime does: where its
+ * MLAS vector kernel runs (stride_w <= 2, windows of at most 32 along
+ * each axis, rows of at most 2044 with their padding, and not both
+ * ceil_mode and count_include_pad), each kernel column down its planes
+ * and rows, then the columns left to right; otherwise plane by plane,
+ * row by row, in order; a window that is the whole unpadded volume at
+ * stride 1 as qr_global_avgpool_f32. The divisor is as qr_avgpool_f32's.
+ */
+void qr_maxpool3d_f32(const struct qr_pool_params *p, const float *x,
+		      float *y);
+void qr_maxpool3d_q8(const struct qr_pool_params *p, const void *x,
+		     int is_signed, void *y);
+void qr_avgpool3d_f32(const struct qr_pool_params *p, const float *x,
+		      float *y);
 /* GlobalAveragePool / GlobalMaxPool over nc planes of hw elements. */
 void qr_global_avgpool_f32(const float *x, size_t nc, size_t hw, float *y);
 void qr_global_maxpool_f32(const float *x, size_t nc, size_t hw, float *y);

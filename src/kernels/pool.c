@@ -44,6 +44,13 @@ qr_pool_out_w(const struct qr_pool_params *p)
 			p->ceil_mode);
 }
 
+size_t
+qr_pool_out_d(const struct qr_pool_params *p)
+{
+	return pool_out(p->d, p->kd, p->stride_d, p->pad_f, p->pad_k, p->dil_d,
+			p->ceil_mode);
+}
+
 /* Taps of window o along one axis: first tap index in the input (may be
  * negative), and how many taps fall in [0, in) and in [-pb, in + pe). */
 struct taps {
@@ -312,55 +319,209 @@ qr_maxpool_q8(const struct qr_pool_params *p, const void *x, int is_signed,
 		maxpool_u8(p, x, y);
 }
 
-/* Summed as ONNX Runtime's MLAS does (so a QDQ model's pooled value at
- * a quantization tie rounds as in ORT; densenet's 2x2 transition pools
- * of dequantized values hit ties on 4.5% of outputs): each kernel
- * column down its rows, then the column sums left to right, then one
- * division by the count. */
+/* ---- 3-D windows ---- */
+
+/* The taps of output (od, oh, ow) along each axis. */
+struct taps3 {
+	struct taps d, h, w;
+};
+
+static struct taps3
+taps3_of(const struct qr_pool_params *p, size_t od, size_t oh, size_t ow)
+{
+	struct taps3 t;
+
+	t.d = taps_of(od, p->d, p->kd, p->stride_d, p->pad_f, p->pad_k,
+		      p->dil_d);
+	t.h = taps_of(oh, p->h, p->kh, p->stride_h, p->pad_t, p->pad_b,
+		      p->dil_h);
+	t.w = taps_of(ow, p->w, p->kw, p->stride_w, p->pad_l, p->pad_r,
+		      p->dil_w);
+	return t;
+}
+
+/* Input index of tap i of t along an axis of length n, or -1 outside. */
+static inline ptrdiff_t
+tap_at(const struct taps *t, size_t i, size_t dil, size_t n)
+{
+	ptrdiff_t at = t->start + (ptrdiff_t)(i * dil);
+
+	return at >= 0 && at < (ptrdiff_t)n ? at : -1;
+}
+
+/* Element (id, ih, iw) of a [d][h][w] volume. */
+#define AT3(xp, p, id, ih, iw) \
+	((xp)[((size_t)(id) * (p)->h + (size_t)(ih)) * (p)->w + (size_t)(iw)])
+
+/* MaxPool over every volume: m starts at INIT, keeps the largest tap. */
+#define MAXPOOL3_LOOP(T, INIT)                                              \
+	size_t od_n = qr_pool_out_d(p), oh_n = qr_pool_out_h(p);            \
+	size_t ow_n = qr_pool_out_w(p), vol = p->d * p->h * p->w;           \
+	size_t pl, od, oh, ow, a, b, k;                                     \
+	for (pl = 0; pl < p->n * p->c; pl++) {                              \
+		const T *xp = x ? x + pl * vol : x;                         \
+		for (od = 0; od < od_n; od++)                               \
+		for (oh = 0; oh < oh_n; oh++)                               \
+		for (ow = 0; ow < ow_n; ow++, y++) {                        \
+			struct taps3 t = taps3_of(p, od, oh, ow);           \
+			ptrdiff_t id, ih, iw;                               \
+			m = INIT;                                           \
+			for (a = 0; a < p->kd; a++) {                       \
+				id = tap_at(&t.d, a, p->dil_d, p->d);       \
+				for (b = 0; id >= 0 && b < p->kh; b++) {    \
+					ih = tap_at(&t.h, b, p->dil_h, p->h);\
+					for (k = 0; ih >= 0 && k < p->kw;   \
+					     k++) {                         \
+						iw = tap_at(&t.w, k,        \
+							    p->dil_w, p->w);\
+						if (iw >= 0 &&              \
+						    AT3(xp, p, id, ih, iw) > m)\
+							m = AT3(xp, p, id,  \
+								ih, iw);    \
+					}                                   \
+				}                                           \
+			}                                                   \
+			*y = m;                                             \
+		}                                                           \
+	}
+
+void
+qr_maxpool3d_f32(const struct qr_pool_params *p, const float *x, float *y)
+{
+	float m;
+
+	MAXPOOL3_LOOP(float, -INFINITY)
+}
+
+void
+qr_maxpool3d_q8(const struct qr_pool_params *p, const void *xv, int is_signed,
+		void *yv)
+{
+	if (is_signed) {
+		const int8_t *x = xv;
+		int8_t *y = yv;
+		int8_t m;
+
+		MAXPOOL3_LOOP(int8_t, -128)
+	} else {
+		const uint8_t *x = xv;
+		uint8_t *y = yv;
+		uint8_t m;
+
+		MAXPOOL3_LOOP(uint8_t, 0)
+	}
+}
+
+/* Whether MLAS pools these windows with its vector kernel (see
+ * kernels.h); the reduction buffer holds 2048 floats, 4 of them spare. */
+static int
+mlas_vector_order(const struct qr_pool_params *p)
+{
+	return !(p->count_include_pad && p->ceil_mode) && p->stride_w <= 2 && p->kd <= 32 && p->kh <= 32 &&
+	       p->kw <= 32 && p->w + p->pad_l + p->pad_r <= 2044;
+}
+
+/* MLAS's vector order: each kernel column down its planes and rows, then
+ * the column sums left to right. */
+static float
+sum_columns(const struct qr_pool_params *p, const float *xp,
+	    const struct taps3 *t)
+{
+	ptrdiff_t id, ih, iw;
+	float s = 0.0f;
+	size_t a, b, k;
+
+	for (k = 0; k < p->kw; k++) {
+		float col = 0.0f;
+
+		if ((iw = tap_at(&t->w, k, p->dil_w, p->w)) < 0)
+			continue;
+		for (a = 0; a < p->kd; a++) {
+			if ((id = tap_at(&t->d, a, p->dil_d, p->d)) < 0)
+				continue;
+			for (b = 0; b < p->kh; b++)
+				if ((ih = tap_at(&t->h, b, p->dil_h, p->h)) >= 0)
+					col += AT3(xp, p, id, ih, iw);
+		}
+		s += col;
+	}
+	return s;
+}
+
+/* MLAS's generic order: plane by plane, row by row, in order. */
+static float
+sum_in_order(const struct qr_pool_params *p, const float *xp,
+	     const struct taps3 *t)
+{
+	ptrdiff_t id, ih, iw;
+	float s = 0.0f;
+	size_t a, b, k;
+
+	for (a = 0; a < p->kd; a++) {
+		if ((id = tap_at(&t->d, a, p->dil_d, p->d)) < 0)
+			continue;
+		for (b = 0; b < p->kh; b++) {
+			if ((ih = tap_at(&t->h, b, p->dil_h, p->h)) < 0)
+				continue;
+			for (k = 0; k < p->kw; k++)
+				if ((iw = tap_at(&t->w, k, p->dil_w, p->w)) >= 0)
+					s += AT3(xp, p, id, ih, iw);
+		}
+	}
+	return s;
+}
+
+/* Whether the window is the whole unpadded volume at stride 1, which
+ * MLAS pools with its global kernel. */
+static int
+global_window(const struct qr_pool_params *p)
+{
+	return p->kd == p->d && p->kh == p->h && p->kw == p->w &&
+	       p->stride_d == 1 && p->stride_h == 1 && p->stride_w == 1 &&
+	       !p->pad_f && !p->pad_k && !p->pad_t && !p->pad_b &&
+	       !p->pad_l && !p->pad_r;
+}
+
+void
+qr_avgpool3d_f32(const struct qr_pool_params *p, const float *x, float *y)
+{
+	size_t od_n = qr_pool_out_d(p), oh_n = qr_pool_out_h(p);
+	size_t ow_n = qr_pool_out_w(p), vol = p->d * p->h * p->w;
+	size_t pl, od, oh, ow;
+	int columns = mlas_vector_order(p);
+
+	if (global_window(p) && x != NULL) {
+		qr_global_avgpool_f32(x, p->n * p->c, vol, y);
+		return;
+	}
+	for (pl = 0; pl < p->n * p->c; pl++) {
+		/* an empty image (all taps padding) has no data */
+		const float *xp = x ? x + pl * vol : x;
+
+		for (od = 0; od < od_n; od++)
+		for (oh = 0; oh < oh_n; oh++)
+		for (ow = 0; ow < ow_n; ow++, y++) {
+			struct taps3 t = taps3_of(p, od, oh, ow);
+			size_t cnt = p->count_include_pad ?
+				t.d.padded * t.h.padded * t.w.padded :
+				t.d.valid * t.h.valid * t.w.valid;
+			float s = columns ? sum_columns(p, xp, &t) :
+					    sum_in_order(p, xp, &t);
+
+			*y = cnt ? s / (float)cnt : 0.0f;
+		}
+	}
+}
+
+/* A 2-D window is a 3-D one over a single plane. */
 void
 qr_avgpool_f32(const struct qr_pool_params *p, const float *x, float *y)
 {
-	size_t oh_n = qr_pool_out_h(p), ow_n = qr_pool_out_w(p);
-	size_t pl, oh, ow, i, j;
+	struct qr_pool_params q = *p;
 
-	for (pl = 0; pl < p->n * p->c; pl++) {
-		/* an empty image (all taps padding) has no data */
-		const float *xp = x ? x + pl * p->h * p->w : x;
-		float *yp = y + pl * oh_n * ow_n;
-
-		for (oh = 0; oh < oh_n; oh++) {
-			struct taps th = taps_of(oh, p->h, p->kh, p->stride_h,
-						 p->pad_t, p->pad_b, p->dil_h);
-
-			for (ow = 0; ow < ow_n; ow++) {
-				struct taps tw = taps_of(ow, p->w, p->kw,
-							 p->stride_w, p->pad_l,
-							 p->pad_r, p->dil_w);
-				size_t cnt = p->count_include_pad
-					? th.padded * tw.padded
-					: th.valid * tw.valid;
-				float s = 0.0f;
-
-				for (j = 0; j < p->kw; j++) {
-					ptrdiff_t iw = tw.start +
-						(ptrdiff_t)(j * p->dil_w);
-					float col = 0.0f;
-
-					if (iw < 0 || iw >= (ptrdiff_t)p->w)
-						continue;
-					for (i = 0; i < p->kh; i++) {
-						ptrdiff_t ih = th.start +
-							(ptrdiff_t)(i * p->dil_h);
-
-						if (ih >= 0 && ih < (ptrdiff_t)p->h)
-							col += xp[ih * (ptrdiff_t)p->w + iw];
-					}
-					s += col;
-				}
-				yp[oh * ow_n + ow] = cnt ? s / (float)cnt : 0.0f;
-			}
-		}
-	}
+	q.d = q.kd = q.stride_d = q.dil_d = 1;
+	q.pad_f = q.pad_k = 0;
+	qr_avgpool3d_f32(&q, x, y);
 }
 
 /* Summed as ONNX Runtime's MLAS does (so a QDQ model's pooled value near

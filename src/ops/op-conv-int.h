@@ -79,7 +79,7 @@ enum qr_status qr_op_conv_shape(const struct qr_op_call *c,
 				int64_t *dims);
 
 /*
- * Pool shapes: x is [N][C][spatial] with 1 or 2 spatial dims; fills p
+ * Pool shapes: x is [N][C][spatial] with 1 to 3 spatial dims; fills p
  * and the output shape. Pads follow auto_pad (SAME pads use the dilated
  * window, as the ONNX spec). Errors as qr_op_conv_shape, and
  * QR_EUNSUPPORTED when the pool would take over QR_OP_POOL_WORK_MAX steps.

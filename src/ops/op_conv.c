@@ -6,6 +6,7 @@
  * depend on the image size); weights that are graph inputs are packed at
  * every run.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -321,7 +322,8 @@ geom_dims(const struct conv_geom *g, int *ndim, int64_t *dims)
 		dims[2 + i] = g->out[i];
 }
 
-/* The kernels' 2-D params of a 1-D or 2-D geometry (1-D is the w axis). */
+/* The kernels' params of a geometry: 1-D is the w axis, 3-D adds the
+ * depth axis before h (1-D and 2-D leave kd 0). */
 static void
 geom_params(const struct conv_geom *g, struct qr_conv_params *p)
 {
@@ -358,6 +360,14 @@ geom_params(const struct conv_geom *g, struct qr_conv_params *p)
 	p->pad_l = v[4][1];
 	p->pad_b = v[5][0];
 	p->pad_r = v[5][1];
+	if (g->nsp == 3) {
+		p->d = (size_t)g->in[0];
+		p->kd = (size_t)g->k[0];
+		p->stride_d = (size_t)g->s[0];
+		p->dil_d = (size_t)g->dl[0];
+		p->pad_f = (size_t)g->pb[0];
+		p->pad_k = (size_t)g->pe[0];
+	}
 }
 
 /* 1-D / 2-D conv geometry as the kernels' params and the output shape;
@@ -385,20 +395,21 @@ qr_op_pool_shape(const struct qr_op_call *c, struct qr_diag *d,
 		 const struct qr_op_win *win, const struct qr_tensor *x,
 		 struct qr_pool_params *p, int *ndim, int64_t *dims)
 {
-	int64_t in[2] = {1, 1}, k[2] = {1, 1}, s[2] = {1, 1}, dl[2] = {1, 1};
-	int64_t pb[2] = {0, 0}, pe[2] = {0, 0};
+	/* index 0 depth, 1 height, 2 width; a missing axis is 1 long */
+	int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1};
+	int64_t dl[3] = {1, 1, 1}, pb[3] = {0, 0, 0}, pe[3] = {0, 0, 0};
 	enum qr_status st;
 	size_t work;
 	char b[128];
 	int nsp, i;
 
-	if ((st = win_input(c, d, win, x, 2, &nsp)) != QR_OK)
+	if ((st = win_input(c, d, win, x, 3, &nsp)) != QR_OK)
 		return st;
 	if (win->nsp != nsp || !win->has_kernel)
 		return qr_op_errorf(c, d, QR_EGRAPH, "kernel_shape must name "
 				    "the %d spatial dims", nsp);
 	for (i = 0; i < nsp; i++) {
-		int a = 2 - nsp + i;
+		int a = 3 - nsp + i;
 		int64_t dk;
 
 		in[a] = x->dims[2 + i];
@@ -416,39 +427,57 @@ qr_op_pool_shape(const struct qr_op_call *c, struct qr_diag *d,
 	memset(p, 0, sizeof *p);
 	p->n = (size_t)x->dims[0];
 	p->c = (size_t)x->dims[1];
-	p->h = (size_t)in[0];
-	p->w = (size_t)in[1];
-	p->kh = (size_t)k[0];
-	p->kw = (size_t)k[1];
-	p->stride_h = (size_t)s[0];
-	p->stride_w = (size_t)s[1];
-	p->dil_h = (size_t)dl[0];
-	p->dil_w = (size_t)dl[1];
-	p->pad_t = (size_t)pb[0];
-	p->pad_b = (size_t)pe[0];
-	p->pad_l = (size_t)pb[1];
-	p->pad_r = (size_t)pe[1];
+	p->d = (size_t)in[0];
+	p->h = (size_t)in[1];
+	p->w = (size_t)in[2];
+	p->kd = (size_t)k[0];
+	p->kh = (size_t)k[1];
+	p->kw = (size_t)k[2];
+	p->stride_d = (size_t)s[0];
+	p->stride_h = (size_t)s[1];
+	p->stride_w = (size_t)s[2];
+	p->dil_d = (size_t)dl[0];
+	p->dil_h = (size_t)dl[1];
+	p->dil_w = (size_t)dl[2];
+	p->pad_f = (size_t)pb[0];
+	p->pad_k = (size_t)pe[0];
+	p->pad_t = (size_t)pb[1];
+	p->pad_b = (size_t)pe[1];
+	p->pad_l = (size_t)pb[2];
+	p->pad_r = (size_t)pe[2];
 	/* SAME pads make the division exact: ceil_mode changes nothing */
 	p->ceil_mode = win->auto_pad == QR_AUTOPAD_NOTSET ? win->ceil_mode : 0;
 	p->count_include_pad = win->count_include_pad;
 	*ndim = x->ndim;
 	dims[0] = x->dims[0];
 	dims[1] = x->dims[1];
-	if (nsp == 2)
-		dims[2] = (int64_t)qr_pool_out_h(p);
+	if (nsp == 3)
+		dims[2] = (int64_t)qr_pool_out_d(p);
+	if (nsp >= 2)
+		dims[nsp] = (int64_t)qr_pool_out_h(p);
 	dims[1 + nsp] = (int64_t)qr_pool_out_w(p);
 	/* the kernels visit every window position of every output */
 	if (qr_mul_overflow(p->n, p->c, &work) ||
+	    qr_mul_overflow(work, qr_pool_out_d(p), &work) ||
+	    qr_mul_overflow(work, p->kd, &work) ||
 	    qr_mul_overflow(work, qr_pool_out_h(p), &work) ||
 	    qr_mul_overflow(work, qr_pool_out_w(p), &work) ||
 	    qr_mul_overflow(work, p->kh, &work) ||
 	    qr_mul_overflow(work, p->kw, &work) ||
-	    work > QR_OP_POOL_WORK_MAX)
-		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "window %zux%zu "
-				    "over input '%s' %s needs more than %llu "
-				    "steps", p->kh, p->kw, qr_op_in_name(c, 0),
+	    work > QR_OP_POOL_WORK_MAX) {
+		char kb[80];
+
+		if (nsp == 3)
+			snprintf(kb, sizeof kb, "%zux%zux%zu", p->kd, p->kh,
+				 p->kw);
+		else
+			snprintf(kb, sizeof kb, "%zux%zu", p->kh, p->kw);
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "window %s over "
+				    "input '%s' %s needs more than %llu steps",
+				    kb, qr_op_in_name(c, 0),
 				    qr_shape_str(x, b, sizeof b),
 				    (unsigned long long)QR_OP_POOL_WORK_MAX);
+	}
 	return QR_OK;
 }
 
@@ -641,9 +670,10 @@ conv_infer(struct qr_op_call *c, struct qr_diag *d)
 }
 
 /*
- * 3-D Conv and ConvTranspose: plain direct loops (the kernels are 2-D),
- * summing in the order of the input channels and kernel taps. Slow, but
- * exact enough for the few 3-D models qreport meets.
+ * 3-D ConvTranspose: a plain direct loop (the kernels' ConvTranspose is
+ * 2-D), summing in the order of the input channels and kernel taps. Slow,
+ * but exact enough for the few 3-D decoders qreport meets. (3-D Conv goes
+ * through the GEMM as 2-D convs do.)
  */
 static void
 conv3d_run(const struct conv_geom *g, int transposed, const float *x,
@@ -785,14 +815,26 @@ conv_run(struct qr_op_call *c, struct qr_diag *d)
 			wt.data = wdq;
 		}
 	}
+	memset(&p, 0, sizeof p);
+	geom_params(&g, &p);
+	if (g.nsp == 3 && !st->transposed) {
+		struct qr_conv_f32_packed *pk = qr_conv3d_f32_pack_view(
+			p.c_out, p.c_in, p.kd, p.kh, p.kw, p.group, wt.data);
+
+		ws = qr_op_ws(c, &st->ws, &st->ws_cap,
+			      qr_conv_f32_workspace(pk, &p, c->n_threads));
+		qr_conv_f32_run(pk, &p, c->in[0]->data, bias, c->out[0]->data,
+				ws, c->n_threads);
+		qr_conv_f32_packed_free(pk);
+		free(wdq);
+		return QR_OK;
+	}
 	if (g.nsp == 3) {
 		conv3d_run(&g, st->transposed, c->in[0]->data, wt.data, bias,
 			   c->out[0]->data);
 		free(wdq);
 		return QR_OK;
 	}
-	memset(&p, 0, sizeof p);
-	geom_params(&g, &p);
 	if (c->any_order && st->w_const && !st->transposed &&
 	    wino_worth(&p)) {
 		if (st->wino == NULL)

@@ -1,7 +1,7 @@
 /*
  * op_pool: MaxPool (float, uint8, int8; with the optional Indices output),
  * AveragePool (float), GlobalAveragePool and GlobalMaxPool (float, any
- * spatial rank). Windows are 1-D or 2-D; see op-conv-int.h.
+ * spatial rank). Windows are 1-D, 2-D or 3-D; see op-conv-int.h.
  */
 #include <math.h>
 #include <string.h>
@@ -23,9 +23,9 @@ pool_check(const struct qr_op_call *c, struct qr_diag *d, int is_max)
 						     QR_DTM_FLOAT)) != QR_OK ||
 	    (st = qr_op_win_parse(c, d, &win)) != QR_OK)
 		return st;
-	if (win.nsp > 2)
+	if (win.nsp > 3)
 		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%d-D windows are "
-				    "not supported (1-D and 2-D only)",
+				    "not supported (1-D to 3-D only)",
 				    win.nsp);
 	if (!win.has_kernel)
 		return qr_op_errorf(c, d, QR_EGRAPH, "kernel_shape is "
@@ -85,53 +85,52 @@ pool_infer(struct qr_op_call *c, struct qr_diag *d)
 
 /*
  * MaxPool with Indices, as ONNX Runtime: the first maximum of each window
- * wins, and its index is flat over the whole input tensor, each plane
- * row major, or column major with storage_order 1.
+ * wins, and its index is flat over the whole input tensor, each volume
+ * row major, or column major with storage_order 1 (the first spatial
+ * axis fastest). A 1-D or 2-D window has one plane (d = 1).
  */
 #define MAXPOOL_IDX(T)                                                      \
 	do {                                                                \
 		const T *x = c->in[0]->data;                                \
 		T *y = c->out[0]->data;                                     \
-		for (pl = 0; pl < p.n * p.c; pl++) {                        \
-			const T *xp = x + pl * p.h * p.w;                   \
-			for (oh = 0; oh < oh_n; oh++) {                     \
-				for (ow = 0; ow < ow_n; ow++, at++) {       \
-					ptrdiff_t h0 = (ptrdiff_t)(oh *     \
-					    p.stride_h) - (ptrdiff_t)p.pad_t;\
-					ptrdiff_t w0 = (ptrdiff_t)(ow *     \
-					    p.stride_w) - (ptrdiff_t)p.pad_l;\
-					int found = 0;                      \
-					T m = 0;                            \
-					int64_t mi = 0;                     \
-					for (i = 0; i < p.kh; i++) {        \
-						ptrdiff_t ih = h0 +         \
-						    (ptrdiff_t)(i * p.dil_h);\
-						if (ih < 0 ||               \
-						    ih >= (ptrdiff_t)p.h)   \
-							continue;           \
-						for (j = 0; j < p.kw; j++) {\
-							ptrdiff_t iw = w0 + \
-							    (ptrdiff_t)(j * \
-							    p.dil_w);       \
-							T v;                \
-							if (iw < 0 || iw >= \
-							    (ptrdiff_t)p.w) \
-								continue;   \
-							v = xp[ih * (ptrdiff_t)p.w + iw]; \
-							if (!found || v > m) {\
-								m = v;      \
-								mi = (int64_t)(pl * p.h * p.w) + \
-								    (col_major ? \
-								    iw * (int64_t)p.h + ih : \
-								    ih * (int64_t)p.w + iw); \
-								found = 1;  \
-							}                   \
-						}                           \
-					}                                   \
-					y[at] = m;                          \
-					idx[at] = mi;                       \
+		for (pl = 0; pl < p.n * p.c; pl++)                          \
+		for (od = 0; od < od_n; od++)                               \
+		for (oh = 0; oh < oh_n; oh++)                               \
+		for (ow = 0; ow < ow_n; ow++, at++) {                       \
+			ptrdiff_t d0 = (ptrdiff_t)(od * p.stride_d) -       \
+				       (ptrdiff_t)p.pad_f;                  \
+			ptrdiff_t h0 = (ptrdiff_t)(oh * p.stride_h) -       \
+				       (ptrdiff_t)p.pad_t;                  \
+			ptrdiff_t w0 = (ptrdiff_t)(ow * p.stride_w) -       \
+				       (ptrdiff_t)p.pad_l;                  \
+			int found = 0;                                      \
+			T m = 0;                                            \
+			int64_t mi = 0;                                     \
+			for (a = 0; a < p.kd; a++)                          \
+			for (i = 0; i < p.kh; i++)                          \
+			for (j = 0; j < p.kw; j++) {                        \
+				ptrdiff_t id = d0 + (ptrdiff_t)(a * p.dil_d);\
+				ptrdiff_t ih = h0 + (ptrdiff_t)(i * p.dil_h);\
+				ptrdiff_t iw = w0 + (ptrdiff_t)(j * p.dil_w);\
+				T v;                                        \
+				if (id < 0 || id >= (ptrdiff_t)p.d ||       \
+				    ih < 0 || ih >= (ptrdiff_t)p.h ||       \
+				    iw < 0 || iw >= (ptrdiff_t)p.w)         \
+					continue;                           \
+				v = x[pl * vol + ((size_t)id * p.h +        \
+					(size_t)ih) * p.w + (size_t)iw];    \
+				if (!found || v > m) {                      \
+					m = v;                              \
+					mi = (int64_t)(pl * vol) +          \
+					    (col_major ? id + (ih + iw *    \
+					    (ptrdiff_t)p.h) * (ptrdiff_t)p.d\
+					    : (id * (ptrdiff_t)p.h + ih) *  \
+					    (ptrdiff_t)p.w + iw);           \
+					found = 1;                          \
 				}                                           \
 			}                                                   \
+			y[at] = m;                                          \
+			idx[at] = mi;                                       \
 		}                                                           \
 	} while (0)
 
@@ -139,8 +138,9 @@ static void
 maxpool_indices(struct qr_op_call *c, const struct qr_pool_params *pp)
 {
 	struct qr_pool_params p = *pp;
-	size_t oh_n = qr_pool_out_h(&p), ow_n = qr_pool_out_w(&p);
-	size_t pl, oh, ow, i, j, at = 0;
+	size_t od_n = qr_pool_out_d(&p), oh_n = qr_pool_out_h(&p);
+	size_t ow_n = qr_pool_out_w(&p), vol = p.d * p.h * p.w;
+	size_t pl, od, oh, ow, a, i, j, at = 0;
 	int64_t *idx = c->out[1]->data;
 	int col_major = qr_op_attr_int(c, "storage_order", 0) != 0;
 
@@ -168,7 +168,12 @@ maxpool_run(struct qr_op_call *c, struct qr_diag *d)
 		maxpool_indices(c, &p);
 		return QR_OK;
 	}
-	if (c->in[0]->dtype == QR_DT_FLOAT)
+	if (ndim == 5 && c->in[0]->dtype == QR_DT_FLOAT)
+		qr_maxpool3d_f32(&p, c->in[0]->data, c->out[0]->data);
+	else if (ndim == 5)
+		qr_maxpool3d_q8(&p, c->in[0]->data,
+				c->in[0]->dtype == QR_DT_INT8, c->out[0]->data);
+	else if (c->in[0]->dtype == QR_DT_FLOAT)
 		qr_maxpool_f32(&p, c->in[0]->data, c->out[0]->data);
 	else
 		qr_maxpool_q8(&p, c->in[0]->data,
@@ -186,7 +191,9 @@ avgpool_run(struct qr_op_call *c, struct qr_diag *d)
 
 	if ((st = pool_params(c, d, &p, &ndim, dims)) != QR_OK)
 		return st;
-	if (c->out[0]->n_elem != 0)
+	if (c->out[0]->n_elem != 0 && ndim == 5)
+		qr_avgpool3d_f32(&p, c->in[0]->data, c->out[0]->data);
+	else if (c->out[0]->n_elem != 0)
 		qr_avgpool_f32(&p, c->in[0]->data, c->out[0]->data);
 	return QR_OK;
 }

@@ -57,6 +57,27 @@ boxes (x, the only input, is random normal per check):
                 (Round(2x)/2, so many tie and the lower box index must
                 win), iou_threshold 0.3, no score_threshold, at most 100
 
+and 3-D pools (video models), x [1,4,6,9,10] unless said, the QDQ ones
+as the avg_ models above (AveragePool between DequantizeLinear and
+QuantizeLinear, so the sum's order shows), the uint8/int8 MaxPools on
+the QuantizeLinear output itself:
+
+  mp3_pads_ceil  MaxPool 2x3x3, strides 1,2,2, asymmetric pads, ceil_mode
+  mp3_dil_idx    MaxPool 2x2x3 with Indices, dilations 2,2,1
+  mp3_idx_cm     MaxPool 3x2x2 with Indices, storage_order 1, x [2,3,5,6,7]
+  mp3_u8         uint8 MaxPool 3x3x3, stride 2, pads 1
+  mp3_s8         int8 MaxPool 1x3x3, strides 1,2,2
+  ap3_2s2        2x2x2 stride 2, x [1,8,8,16,16]
+  ap3_3s1p1_cip  3x3x3, pads 1, count_include_pad
+  ap3_ceil       3x3x3 stride 2, ceil_mode
+  ap3_ceil_cip   2x3x3 stride 2, ceil_mode and count_include_pad: ORT
+                 sums these in plain order, not by columns
+  ap3_s3         2x3x4, stride 3 across (plain order too), x [1,4,6,9,20]
+
+and the same two plain-order cases with 2-D windows: avg_ceil_cip (2x3,
+stride 2, ceil_mode, count_include_pad, x [1,4,9,10]) and avg_s3 (3x4,
+strides 1,3, x [1,4,9,20]).
+
 and RoiAlign on x [2,3,10,12] with 6 constant rois, some reaching past
 the edges:
 
@@ -340,3 +361,120 @@ def roi_align(name, opset, **attrs):
 roi_align("roi_avg", 16, output_height=3, output_width=4, spatial_scale=0.8)
 roi_align("roi_max_out", 16, mode="max", output_height=2, output_width=5,
           coordinate_transformation_mode="output_half_pixel", sampling_ratio=3)
+
+
+def pool(name, op, shape, qdq=None, n_out=1, opset=13, **attrs):
+    """x -> [Q -> DQ] -> op -> [Q -> DQ]; qdq is None (float),
+    "grid" (DequantizeLinear'd input and a requantized output: .5 ties) or
+    "u8"/"s8" (the pool runs on the quantized tensor itself)."""
+    signed = qdq == "s8"
+    zt = np.int8 if signed else np.uint8
+    inits = [numpy_helper.from_array(np.array(0.05, np.float32), "s"),
+             numpy_helper.from_array(np.array(0 if signed else 128, zt), "z")]
+    outs = ["p", "idx"][:n_out]
+    if qdq is None:
+        nodes = [helper.make_node(op, ["x"], outs, name="pool", **attrs)]
+        last = "p"
+    elif qdq == "grid":
+        nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q"),
+                 helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"], name="dq"),
+                 helper.make_node(op, ["xd"], outs, name="pool", **attrs),
+                 helper.make_node("QuantizeLinear", ["p", "s", "z"], ["pq"], name="q2"),
+                 helper.make_node("DequantizeLinear", ["pq", "s", "z"], ["y"], name="dq2")]
+        last = "y"
+    else:
+        nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q"),
+                 helper.make_node(op, ["xq"], ["pq"], name="pool", **attrs),
+                 helper.make_node("DequantizeLinear", ["pq", "s", "z"], ["y"], name="dq")]
+        last = "y"
+    outputs = [helper.make_tensor_value_info(last, TensorProto.FLOAT, None)]
+    if n_out > 1:
+        outputs.append(helper.make_tensor_value_info("idx", TensorProto.INT64, None))
+    g = helper.make_graph(nodes, name,
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          outputs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)],
+                          producer_name="qreport-fixtures", producer_version="1")
+    m.ir_version = 8
+    onnx.save(m, os.path.join(OUT, name + ".onnx"))
+
+
+# 3-D pools (video models: s3d, r3d): x [N, C, D, H, W]
+V = [1, 4, 6, 9, 10]
+pool("mp3_pads_ceil", "MaxPool", V, kernel_shape=[2, 3, 3], strides=[1, 2, 2],
+       pads=[0, 1, 1, 1, 1, 0], ceil_mode=1)
+pool("mp3_dil_idx", "MaxPool", V, n_out=2, kernel_shape=[2, 2, 3], strides=[2, 1, 2],
+       dilations=[2, 2, 1], pads=[1, 0, 1, 0, 1, 1])
+pool("mp3_idx_cm", "MaxPool", [2, 3, 5, 6, 7], n_out=2, kernel_shape=[3, 2, 2],
+       strides=[2, 2, 2], pads=[1, 1, 0, 1, 0, 1], storage_order=1)
+pool("mp3_u8", "MaxPool", V, qdq="u8", kernel_shape=[3, 3, 3], strides=[2, 2, 2],
+       pads=[1, 1, 1, 1, 1, 1])
+pool("mp3_s8", "MaxPool", V, qdq="s8", kernel_shape=[1, 3, 3], strides=[1, 2, 2],
+       pads=[0, 1, 1, 0, 1, 1])
+pool("ap3_2s2", "AveragePool", [1, 8, 8, 16, 16], qdq="grid", kernel_shape=[2, 2, 2],
+       strides=[2, 2, 2])
+pool("ap3_3s1p1_cip", "AveragePool", V, qdq="grid", kernel_shape=[3, 3, 3],
+       pads=[1, 1, 1, 1, 1, 1], count_include_pad=1)
+pool("ap3_ceil", "AveragePool", V, qdq="grid", kernel_shape=[3, 3, 3], strides=[2, 2, 2],
+       pads=[1, 0, 1, 0, 1, 0], ceil_mode=1)
+pool("ap3_ceil_cip", "AveragePool", V, qdq="grid", kernel_shape=[2, 3, 3],
+       strides=[2, 2, 2], pads=[0, 1, 1, 0, 1, 1], ceil_mode=1, count_include_pad=1)
+# stride 3 across: MLAS sums in plain order instead of by columns
+pool("ap3_s3", "AveragePool", [1, 4, 6, 9, 20], qdq="grid", kernel_shape=[2, 3, 4],
+       strides=[1, 1, 3], pads=[1, 1, 1, 1, 1, 1])
+# 2-D windows where MLAS's vector kernel does not run
+pool("avg_ceil_cip", "AveragePool", [1, 4, 9, 10], qdq="grid", kernel_shape=[2, 3],
+     strides=[2, 2], pads=[0, 1, 0, 1], ceil_mode=1, count_include_pad=1)
+pool("avg_s3", "AveragePool", [1, 4, 9, 20], qdq="grid", kernel_shape=[3, 4], strides=[1, 3],
+     pads=[1, 1, 1, 1])
+# a window that is the whole volume: MLAS's global kernel and its order
+pool("ap3_whole", "AveragePool", [1, 8, 2, 7, 7], qdq="grid", kernel_shape=[2, 7, 7])
+pool("avg_whole", "AveragePool", [1, 8, 7, 7], qdq="grid", kernel_shape=[7, 7])
+
+
+def conv3d(name, shape, cout, k, qdq=False, **attrs):
+    """x -> Conv (3-D, seeded constant weights and bias); qdq: input and
+    weights through QuantizeLinear -> DequantizeLinear (per-channel int8
+    weights) and the output requantized, as a QDQ video model."""
+    rng = np.random.RandomState(sum(map(ord, name)))
+    group = attrs.get("group", 1)
+    w = (rng.randn(cout, shape[1] // group, *k) * 0.2).astype(np.float32)
+    b = (rng.randn(cout) * 0.1).astype(np.float32)
+    inits = [numpy_helper.from_array(b, "b")]
+    if qdq:
+        ws = (np.abs(w).reshape(cout, -1).max(axis=1) / 127).astype(np.float32)
+        wq = np.clip(np.round(w / ws.reshape(-1, 1, 1, 1, 1)), -127, 127).astype(np.int8)
+        inits += [numpy_helper.from_array(wq, "wq"), numpy_helper.from_array(ws, "ws"),
+                  numpy_helper.from_array(np.zeros(cout, np.int8), "wz"),
+                  numpy_helper.from_array(np.array(0.05, np.float32), "s"),
+                  numpy_helper.from_array(np.array(128, np.uint8), "z")]
+        nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q"),
+                 helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"], name="dq"),
+                 helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"], name="wdq",
+                                  axis=0),
+                 helper.make_node("Conv", ["xd", "w", "b"], ["c"], name="conv", **attrs),
+                 helper.make_node("QuantizeLinear", ["c", "s", "z"], ["cq"], name="q2"),
+                 helper.make_node("DequantizeLinear", ["cq", "s", "z"], ["y"], name="dq2")]
+    else:
+        inits.append(numpy_helper.from_array(w, "w"))
+        nodes = [helper.make_node("Conv", ["x", "w", "b"], ["y"], name="conv", **attrs)]
+    g = helper.make_graph(nodes, name,
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                          producer_name="qreport-fixtures", producer_version="1")
+    m.ir_version = 8
+    onnx.save(m, os.path.join(OUT, name + ".onnx"))
+
+
+# 3-D convs (r3d, r2plus1d, s3d): im2col over the volume, then ORT's GEMM
+conv3d("c3_333", [1, 8, 6, 10, 12], 16, [3, 3, 3], pads=[1, 1, 1, 1, 1, 1])
+conv3d("c3_stem", [1, 3, 8, 16, 16], 24, [3, 7, 7], strides=[1, 2, 2],
+       pads=[1, 3, 3, 1, 3, 3])
+conv3d("c3_t1", [2, 16, 5, 7, 9], 12, [3, 1, 1], strides=[2, 1, 1], pads=[1, 0, 0, 1, 0, 0])
+conv3d("c3_pw", [1, 32, 4, 6, 6], 24, [1, 1, 1])
+conv3d("c3_dil_grp", [1, 12, 7, 9, 9], 12, [2, 3, 3], dilations=[2, 1, 2], group=3,
+       pads=[1, 2, 0, 0, 1, 2])
+conv3d("c3_dw", [1, 8, 5, 8, 8], 8, [3, 3, 3], group=8, pads=[1, 1, 1, 1, 1, 1])
+conv3d("c3_qdq", [1, 16, 6, 10, 10], 32, [3, 3, 3], qdq=True, strides=[1, 2, 2],
+       pads=[1, 1, 1, 1, 1, 1])
