@@ -1617,7 +1617,7 @@ test_qconv(void)
 			scale[i] = qr_requant_scale(0.02f + 0.001f * (float)rnd_int(0, 9),
 						    0.001f * (float)rnd_int(1, 20), 0.5f);
 		}
-		pk = qr_qconv_pack_new(p.c_out, p.c_in, p.kh, p.kw, p.group, w,
+		pk = qr_qconv_pack_new(p.c_out, p.c_in, 0, p.kh, p.kw, p.group, w,
 				       wsg, wz, per_ch ? p.c_out : 1);
 		wsp = xmalloc(qr_qconv_workspace(pk, &p, 3));
 		q.x_signed = xs;

@@ -751,14 +751,14 @@ test_qlinear_conv(void)
 	static const int8_t w[] = {1, 0, 0, 1, 2, 2, 2, 2}, wz[] = {0, 1};
 	static const int32_t bias[] = {0, 2};
 	static const float xs = 0.5f, ws[] = {1.0f, 0.25f}, ys = 1.0f;
-	static const int64_t k3[] = {3, 3, 3};
+	static const int64_t k4[] = {3, 3, 3, 3};
 	/* x - 10 = [[0,1,2],[3,4,5],[6,7,8]]. Channel 0 sums the
 	 * diagonal: 4, 6, 10, 12, * 0.5. Channel 1 ((2 - 1) = 1 per tap)
 	 * sums the window + 2: 10, 14, 22, 26, * 0.125 = 1.25, 1.75, 2.75,
 	 * 3.25 -> 1, 2, 3, 3 */
 	static const uint8_t want[] = {2, 3, 5, 6, 1, 2, 3, 3};
 	static const int64_t dims[] = {1, 2, 2, 2};
-	struct qr_attr bad[] = {a_ints("kernel_shape", k3, 3)};
+	struct qr_attr bad[] = {a_ints("kernel_shape", k4, 4)};
 	struct tin in[] = {
 		{U8, 4, {1, 1, 3, 3}, x}, SCALAR(F32, &xs), SCALAR(U8, &xz),
 		{S8, 4, {2, 1, 2, 2}, w}, {F32, 1, {2}, ws}, {S8, 1, {2}, wz},
@@ -767,7 +767,7 @@ test_qlinear_conv(void)
 
 	expect("QLinearConv per-channel scales and zero points",
 	       &qr_op_qlinear_conv, in, N_OF(in), NULL, 0, 4, dims, want, 8);
-	expect_refused("QLinearConv 3-D kernel_shape", &qr_op_qlinear_conv,
+	expect_refused("QLinearConv 4-D kernel_shape", &qr_op_qlinear_conv,
 		       in, N_OF(in), bad, 1, QR_EUNSUPPORTED);
 }
 

@@ -84,22 +84,20 @@ qr_conv_out_d(const struct qr_conv_params *p)
 			       p->dil_d) : 1;
 }
 
-/* Taps of one output over the input channels of a group, and the input
- * and output sizes of one channel (3-D: volumes). */
-static size_t
-taps(const struct qr_conv_params *p)
+size_t
+qr_conv_taps(const struct qr_conv_params *p)
 {
 	return (p->kd ? p->kd : 1) * p->kh * p->kw;
 }
 
-static size_t
-in_size(const struct qr_conv_params *p)
+size_t
+qr_conv_in_size(const struct qr_conv_params *p)
 {
 	return (p->kd ? p->d : 1) * p->h * p->w;
 }
 
-static size_t
-out_size(const struct qr_conv_params *p)
+size_t
+qr_conv_out_size(const struct qr_conv_params *p)
 {
 	return qr_conv_out_d(p) * qr_conv_out_h(p) * qr_conv_out_w(p);
 }
@@ -550,7 +548,7 @@ static void
 gemm_plan(const struct qr_conv_f32_packed *pk, const struct qr_conv_params *p,
 	  int n_threads, struct gemm_job *j)
 {
-	size_t ohw = out_size(p), k = p->c_in / p->group * taps(p);
+	size_t ohw = qr_conv_out_size(p), k = p->c_in / p->group * qr_conv_taps(p);
 	size_t cout_g = p->c_out / p->group, ng = p->n * p->group;
 	size_t nt = n_threads > 1 ? (size_t)n_threads : 1;
 
@@ -638,7 +636,7 @@ gemm_task(void *ctx, size_t u, int slot)
 	const struct gemm_job *j = ctx;
 	const struct qr_conv_params *p = j->p;
 	size_t cin_g = p->c_in / p->group, cout_g = p->c_out / p->group;
-	size_t ohw = out_size(p), hw = in_size(p), k = cin_g * taps(p);
+	size_t ohw = qr_conv_out_size(p), hw = qr_conv_in_size(p), k = cin_g * qr_conv_taps(p);
 	size_t rb = u % j->n_rb, cu = u / j->n_rb;
 	size_t cb = cu % j->n_cb, ngi = cu / j->n_cb;
 	size_t g = ngi % p->group, n = ngi / p->group;

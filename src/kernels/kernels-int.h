@@ -104,6 +104,12 @@ void qr_ig_gemm(const struct qr_ig_weights *iw, const uint8_t *xp,
 		const int32_t *colsum, size_t nb, int32_t x_zp, int32_t *c,
 		size_t ldc);
 
+/* Kernel taps per input channel, and the input and output sizes of one
+ * channel (3-D convs: volumes). */
+size_t qr_conv_taps(const struct qr_conv_params *p);
+size_t qr_conv_in_size(const struct qr_conv_params *p);
+size_t qr_conv_out_size(const struct qr_conv_params *p);
+
 /*
  * im2col of output columns [col0, col0 + ncols) of one image and group:
  * x is [cin_g][h][w]; col is [cin_g * kh * kw][ncols] row-major; taps that

@@ -313,14 +313,16 @@ void qr_qgemm_packed_free(struct qr_qgemm_packed *pk);
 struct qr_qconv_packed;
 
 /*
- * Pack QLinearConv / ConvInteger weights w ([c_out][c_in/group][kh][kw];
- * int8_t when w_signed, else uint8_t) with w_zp holding n_w_zp zero points
- * (1 or c_out). Depthwise convs get a direct loop, 1x1 convs with stride
- * 1 and no padding a plain int8 GEMM on x, others im2col (padding with
- * the input zero point) + the int8 GEMM.
+ * Pack QLinearConv / ConvInteger weights w ([c_out][c_in/group][kh][kw],
+ * or [kd][kh][kw] for a 3-D conv, else kd = 0; int8_t when w_signed, else
+ * uint8_t) with w_zp holding n_w_zp zero points (1 or c_out). Depthwise
+ * 2-D convs get a direct loop, 1x1 convs with stride 1 and no padding a
+ * plain int8 GEMM on x, others im2col (padding with the input zero point)
+ * + the int8 GEMM.
  */
 struct qr_qconv_packed *qr_qconv_pack_new(size_t c_out, size_t c_in,
-					  size_t kh, size_t kw, size_t group,
+					  size_t kd, size_t kh, size_t kw,
+					  size_t group,
 					  const void *w, int w_signed,
 					  const int32_t *w_zp, size_t n_w_zp);
 /* Bytes of workspace the runs need for geometry p on n_threads. */

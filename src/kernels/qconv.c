@@ -262,17 +262,17 @@ qr_qgemm_run(const struct qr_qgemm_packed *pk, const void *a, int a_signed,
 
 struct qr_qconv_packed {
 	size_t c_out, c_in;       /* channels */
-	size_t kh, kw;            /* kernel size */
+	size_t kd, kh, kw;        /* kernel size; kd 0 but for 3-D */
 	size_t group;             /* groups */
-	int depthwise;            /* direct loop instead of GEMM */
+	int depthwise;            /* direct loop instead of GEMM (2-D) */
 	struct qr_ig_weights *gw; /* GEMM weights, one per group, owned */
 	int32_t *dw;              /* depthwise: w - w_zp, [c_out][kh*kw] */
 	float *dwf;               /* the same as floats (exact) */
 };
 
 struct qr_qconv_packed *
-qr_qconv_pack_new(size_t c_out, size_t c_in, size_t kh, size_t kw,
-		  size_t group, const void *w, int w_signed,
+qr_qconv_pack_new(size_t c_out, size_t c_in, size_t kd, size_t kh,
+		  size_t kw, size_t group, const void *w, int w_signed,
 		  const int32_t *w_zp, size_t n_w_zp)
 {
 	struct qr_qconv_packed *pk = xcalloc(1, sizeof *pk);
@@ -282,13 +282,14 @@ qr_qconv_pack_new(size_t c_out, size_t c_in, size_t kh, size_t kw,
 	QR_ASSERT(n_w_zp == 1 || n_w_zp == c_out);
 	pk->c_out = c_out;
 	pk->c_in = c_in;
+	pk->kd = kd;
 	pk->kh = kh;
 	pk->kw = kw;
 	pk->group = group;
 	cin_g = c_in / group;
 	cout_g = c_out / group;
-	k = cin_g * kh * kw;
-	if (cin_g == 1 && group > 1) {
+	k = cin_g * (kd ? kd : 1) * kh * kw;
+	if (cin_g == 1 && group > 1 && kd == 0) {
 		pk->depthwise = 1;
 		pk->dw = xmalloc((c_out * k + 1) * sizeof *pk->dw);
 		pk->dwf = xmalloc((c_out * k + 1) * sizeof *pk->dwf);
@@ -338,7 +339,8 @@ static void
 qcheck_geom(const struct qr_qconv_packed *pk, const struct qr_conv_params *p)
 {
 	QR_ASSERT(p->c_out == pk->c_out && p->c_in == pk->c_in &&
-		  p->kh == pk->kh && p->kw == pk->kw && p->group == pk->group);
+		  p->kd == pk->kd && p->kh == pk->kh && p->kw == pk->kw &&
+		  p->group == pk->group);
 	QR_ASSERT(p->stride_h >= 1 && p->stride_w >= 1 && p->dil_h >= 1 &&
 		  p->dil_w >= 1);
 }
@@ -348,7 +350,8 @@ q_pointwise(const struct qr_conv_params *p)
 {
 	return p->kh == 1 && p->kw == 1 && p->stride_h == 1 &&
 	       p->stride_w == 1 && !p->pad_t && !p->pad_l && !p->pad_b &&
-	       !p->pad_r;
+	       !p->pad_r && p->kd <= 1 && p->stride_d <= 1 && !p->pad_f &&
+	       !p->pad_k;
 }
 
 static int
@@ -361,7 +364,7 @@ dw_exact_float(const struct qr_conv_params *p)
 static size_t
 q_block(const struct qr_qconv_packed *pk, const struct qr_conv_params *p)
 {
-	size_t ohw = qr_conv_out_h(p) * qr_conv_out_w(p);
+	size_t ohw = qr_conv_out_size(p);
 	size_t nb = QR_IG_BUDGET / pk->gw[0].k4 / 64 * 64;
 
 	if (nb < 64)
@@ -375,7 +378,7 @@ q_block(const struct qr_qconv_packed *pk, const struct qr_conv_params *p)
 static size_t
 q_slot(const struct qr_qconv_packed *pk, const struct qr_conv_params *p)
 {
-	size_t ohw = qr_conv_out_h(p) * qr_conv_out_w(p), k, nbp;
+	size_t ohw = qr_conv_out_size(p), k, nbp;
 
 	if (pk->depthwise) {
 		struct qr_dw_geom g;
@@ -384,7 +387,7 @@ q_slot(const struct qr_qconv_packed *pk, const struct qr_conv_params *p)
 		return g.rows * g.row_len * sizeof(float) +
 		       2 * ohw * sizeof(int32_t) + 3 * 64;
 	}
-	k = p->c_in / p->group * p->kh * p->kw;
+	k = p->c_in / p->group * qr_conv_taps(p);
 	nbp = round_up(q_block(pk, p), QR_IG_NALIGN);
 	return k * nbp + pk->gw[0].k4 * nbp + nbp * sizeof(int32_t) +
 	       (p->c_out / p->group) * nbp * sizeof(int32_t) + 5 * 64;
@@ -534,8 +537,8 @@ qgemm_conv_task(void *ctx, size_t t, int slot)
 	const struct qr_conv_params *p = j->p;
 	const struct qr_qconv_packed *pk = j->pk;
 	size_t cin_g = p->c_in / p->group, cout_g = p->c_out / p->group;
-	size_t ohw = qr_conv_out_h(p) * qr_conv_out_w(p), hw = p->h * p->w;
-	size_t k = cin_g * p->kh * p->kw, nbp = round_up(j->nb, QR_IG_NALIGN);
+	size_t ohw = qr_conv_out_size(p), hw = qr_conv_in_size(p);
+	size_t k = cin_g * qr_conv_taps(p), nbp = round_up(j->nb, QR_IG_NALIGN);
 	char *base = j->ws + (size_t)slot * j->slot;
 	uint8_t *col = qr_align64(base);
 	uint8_t *xp = qr_align64(col + k * nbp);
@@ -594,7 +597,7 @@ qconv_core(const struct qr_qconv_packed *pk, const struct qr_conv_params *p,
 	   const struct qr_qconv_quant *q, void *y8, int32_t *y32, void *ws,
 	   int n_threads)
 {
-	size_t ohw = qr_conv_out_h(p) * qr_conv_out_w(p);
+	size_t ohw = qr_conv_out_size(p);
 	size_t nt = n_threads > 1 ? (size_t)n_threads : 1;
 	struct qconv_job j;
 

@@ -69,7 +69,8 @@ enum qr_status qr_op_win_parse(const struct qr_op_call *c, struct qr_diag *d,
  * ([M][C/group][k...], or [C][M/group][k...] when transposed) fill the
  * kernels' params p and the output shape (*ndim, dims). Checks ranks,
  * channel counts and kernel_shape against w; QR_ESHAPE / QR_EGRAPH /
- * QR_EUNSUPPORTED (3-D) naming the node.
+ * QR_EUNSUPPORTED (over 3-D) naming the node; 3-D sets p->kd and the rest
+ * of the depth axis.
  */
 enum qr_status qr_op_conv_shape(const struct qr_op_call *c,
 				struct qr_diag *d, const struct qr_op_win *win,

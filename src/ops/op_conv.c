@@ -370,7 +370,7 @@ geom_params(const struct conv_geom *g, struct qr_conv_params *p)
 	}
 }
 
-/* 1-D / 2-D conv geometry as the kernels' params and the output shape;
+/* 1-D to 3-D conv geometry as the kernels' params and the output shape;
  * errors name the node (see op-conv-int.h). */
 enum qr_status
 qr_op_conv_shape(const struct qr_op_call *c, struct qr_diag *d,
@@ -382,7 +382,7 @@ qr_op_conv_shape(const struct qr_op_call *c, struct qr_diag *d,
 	enum qr_status st;
 
 	memset(p, 0, sizeof *p);
-	if ((st = conv_geom(c, d, win, x, w, transposed, 2, &g)) != QR_OK)
+	if ((st = conv_geom(c, d, win, x, w, transposed, 3, &g)) != QR_OK)
 		return st;
 	geom_params(&g, p);
 	geom_dims(&g, ndim, dims);

@@ -84,13 +84,13 @@ qlconv_check(const struct qr_op_call *c, struct qr_diag *d)
 	    (st = qr_op_want_dtype(c, d, 8, QR_DTM(QR_DT_INT32))) != QR_OK ||
 	    (st = qr_op_win_parse(c, d, &win)) != QR_OK)
 		return st;
-	if (win.nsp > 2)
+	if (win.nsp > 3)
 		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%d-D windows are "
-				    "not supported (1-D and 2-D only)",
+				    "not supported (1-D to 3-D only)",
 				    win.nsp);
-	if (c->in != NULL && c->in[3] != NULL && c->in[3]->ndim > 4)
+	if (c->in != NULL && c->in[3] != NULL && c->in[3]->ndim > 5)
 		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%d-D convolution "
-				    "is not supported (1-D and 2-D only)",
+				    "is not supported (1-D to 3-D only)",
 				    c->in[3]->ndim - 2);
 	c->out_dtype[0] = qr_op_dtype(c, 7);
 	return QR_OK;

@@ -519,23 +519,24 @@ struct qconv_state {
 };
 
 /* Packed conv weights of w for group with wzp (1 or c_out values); NULL
- * when w is not a 1-D / 2-D conv weight of that group. */
+ * when w is not a 1-D to 3-D conv weight of that group. */
 struct qr_qconv_packed *
 qr_op_qconv_pack(const struct qr_tensor *w, int64_t group, const int32_t *wzp,
 		 size_t n_wzp)
 {
-	size_t kh, kw, c_out;
+	size_t kd, kh, kw, c_out;
 
-	if (w->ndim < 3 || w->ndim > 4 || group < 1 ||
+	if (w->ndim < 3 || w->ndim > 5 || group < 1 ||
 	    (w->dtype != QR_DT_INT8 && w->dtype != QR_DT_UINT8))
 		return NULL;
-	kh = w->ndim == 4 ? (size_t)w->dims[2] : 1;
+	kd = w->ndim == 5 ? (size_t)w->dims[2] : 0;
+	kh = w->ndim >= 4 ? (size_t)w->dims[w->ndim - 2] : 1;
 	kw = (size_t)w->dims[w->ndim - 1];
 	c_out = (size_t)w->dims[0];
 	if (c_out % (size_t)group != 0 || (n_wzp != 1 && n_wzp != c_out))
 		return NULL;
 	return qr_qconv_pack_new(c_out, (size_t)w->dims[1] * (size_t)group,
-				 kh, kw, (size_t)group, w->data,
+				 kd, kh, kw, (size_t)group, w->data,
 				 w->dtype == QR_DT_INT8, wzp, n_wzp);
 }
 
@@ -579,13 +580,13 @@ convint_check(const struct qr_op_call *c, struct qr_diag *d)
 	    (st = qr_op_same_dtype(c, d, 1, 3)) != QR_OK ||
 	    (st = qr_op_win_parse(c, d, &win)) != QR_OK)
 		return st;
-	if (win.nsp > 2)
+	if (win.nsp > 3)
 		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%d-D windows are "
-				    "not supported (1-D and 2-D only)",
+				    "not supported (1-D to 3-D only)",
 				    win.nsp);
-	if (c->in != NULL && c->in[1] != NULL && c->in[1]->ndim > 4)
+	if (c->in != NULL && c->in[1] != NULL && c->in[1]->ndim > 5)
 		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%d-D convolution "
-				    "is not supported (1-D and 2-D only)",
+				    "is not supported (1-D to 3-D only)",
 				    c->in[1]->ndim - 2);
 	c->out_dtype[0] = QR_DT_INT32;
 	return QR_OK;

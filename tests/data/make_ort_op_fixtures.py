@@ -478,3 +478,54 @@ conv3d("c3_dil_grp", [1, 12, 7, 9, 9], 12, [2, 3, 3], dilations=[2, 1, 2], group
 conv3d("c3_dw", [1, 8, 5, 8, 8], 8, [3, 3, 3], group=8, pads=[1, 1, 1, 1, 1, 1])
 conv3d("c3_qdq", [1, 16, 6, 10, 10], 32, [3, 3, 3], qdq=True, strides=[1, 2, 2],
        pads=[1, 1, 1, 1, 1, 1])
+
+
+def qlinear_conv3d(name, shape, cout, k, integer=False, **attrs):
+    """x -> QuantizeLinear (uint8) -> QLinearConv (3-D, int8 weights per
+    output channel, int32 bias) -> DequantizeLinear, as ORT's QOperator
+    quantizer writes a Conv3d; integer: ConvInteger -> Cast -> Mul
+    instead, as its dynamic quantization does."""
+    rng = np.random.RandomState(sum(map(ord, name)))
+    group = attrs.get("group", 1)
+    w = (rng.randn(cout, shape[1] // group, *k) * 0.2).astype(np.float32)
+    ws = (np.abs(w).reshape(cout, -1).max(axis=1) / 127).astype(np.float32)
+    wq = np.clip(np.round(w / ws.reshape(-1, 1, 1, 1, 1)), -127, 127).astype(np.int8)
+    inits = [numpy_helper.from_array(wq, "wq"),
+             numpy_helper.from_array(np.array(0.05, np.float32), "xs"),
+             numpy_helper.from_array(np.array(128, np.uint8), "xz")]
+    if integer:
+        inits += [numpy_helper.from_array(np.array(0, np.int8), "wz"),
+                  numpy_helper.from_array(np.float32(0.05) * ws.max(keepdims=True).astype(np.float32),
+                                          "sc")]
+        nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="q"),
+                 helper.make_node("ConvInteger", ["xq", "wq", "xz", "wz"], ["acc"], name="conv",
+                                  **attrs),
+                 helper.make_node("Cast", ["acc"], ["accf"], name="cast", to=TensorProto.FLOAT),
+                 helper.make_node("Mul", ["accf", "sc"], ["y"], name="scale")]
+    else:
+        b = (rng.randn(cout) * 0.1).astype(np.float32)
+        bq = np.round(b / (0.05 * ws)).astype(np.int32)
+        inits += [numpy_helper.from_array(ws, "ws"),
+                  numpy_helper.from_array(np.zeros(cout, np.int8), "wz"),
+                  numpy_helper.from_array(bq, "bq"),
+                  numpy_helper.from_array(np.array(0.08, np.float32), "ys"),
+                  numpy_helper.from_array(np.array(120, np.uint8), "yz")]
+        nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="q"),
+                 helper.make_node("QLinearConv", ["xq", "xs", "xz", "wq", "ws", "wz", "ys",
+                                                  "yz", "bq"], ["yq"], name="conv", **attrs),
+                 helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"], name="dq")]
+    g = helper.make_graph(nodes, name,
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                          producer_name="qreport-fixtures", producer_version="1")
+    m.ir_version = 8
+    onnx.save(m, os.path.join(OUT, name + ".onnx"))
+
+
+qlinear_conv3d("qc3_333", [1, 8, 6, 10, 12], 16, [3, 3, 3], pads=[1, 1, 1, 1, 1, 1])
+qlinear_conv3d("qc3_stem", [1, 3, 8, 16, 16], 24, [3, 7, 7], strides=[1, 2, 2],
+               pads=[1, 3, 3, 1, 3, 3])
+qlinear_conv3d("qc3_pw_grp", [1, 16, 4, 6, 6], 24, [1, 1, 1], group=2)
+qlinear_conv3d("ci3_333", [1, 8, 5, 9, 9], 12, [3, 3, 3], integer=True, strides=[2, 1, 1],
+               pads=[1, 1, 1, 1, 1, 1])
