@@ -11,7 +11,8 @@
 # above do not use, whose last bits other architectures showed:
 # QLinearSoftmax, AveragePool after DequantizeLinear, float Softmax,
 # ReduceMean/ReduceSum over trailing axes, NonMaxSuppression, RoiAlign,
-# and the 3-D Conv, MaxPool and AveragePool of video models).
+# and the 3-D Conv, MaxPool and AveragePool of video models, If), and
+# torchvision's ssdlite320_mobilenet_v3_large, whose NMS runs in an If.
 # qreport sums floats in the order ONNX Runtime's MLAS does on x86-64
 # (kernels/sgemm.c: GEMM slices, the M = 1 kernels, pre-packed weights,
 # depthwise taps, the global average pool), so even a QDQ model, whose
@@ -82,6 +83,14 @@ for m in resnet18 mobilenet_v2; do
 		check "$MODELS/$m$v.onnx" "$m$v" "$m$v" input 7
 	done
 done
+# a detector as torchvision exports it (tests/models/make_detector.py):
+# its batched NMS sits in an If, HardSwish throughout the backbone
+if [ ! -f "$MODELS/ssdlite.onnx" ]; then
+	$PY "$top_srcdir/tests/models/make_detector.py" "$MODELS" \
+		>"$MODELS/make_detector.log" 2>&1 ||
+		{ echo "Bail out! making the detector failed: see $MODELS/make_detector.log"; exit 1; }
+fi
+check "$MODELS/ssdlite.onnx" ssdlite "ssdlite320_mobilenet_v3_large (If)" image 4
 # single-op models (tests/data/make_ort_op_fixtures.py), three inputs each
 for f in "$top_srcdir"/tests/data/ort-ops/*.onnx; do
 	name=$(basename "$f" .onnx)

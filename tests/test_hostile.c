@@ -474,6 +474,8 @@ test_run_cmd(void)
 		{"truncated.onnx", {"truncated.onnx", NULL}},
 		{"cycle.onnx", {"loop_", NULL}},
 		{"wide_relu.onnx", {"wide_relu", NULL}},
+		{"if_unsupported.onnx", {"branchy", NULL}},
+		{"if_bad_cond.onnx", {"two_conds", NULL}},
 		{"ext_dotdot.onnx", {"w_dotdot", NULL}},
 		{"claim_1e9.onnx", {"w_1e9", NULL}},
 	};

@@ -367,6 +367,7 @@ run_main(const struct run_opts *o, struct qr_diag *d)
 	const struct qr_graph_data *gd;
 	enum qr_status st;
 	size_t i, n_out;
+	int made = 0; /* run created o->outdir */
 
 	st = qr_onnx_load(o->model, &m, d);
 	if (st != QR_OK)
@@ -390,6 +391,7 @@ run_main(const struct run_opts *o, struct qr_diag *d)
 	st = load_inputs(o, e, ins, d);
 	if (st != QR_OK)
 		goto out;
+	made = access(o->outdir, F_OK) != 0;
 	st = qr_mkdirs(o->outdir, d);
 	if (st != QR_OK)
 		goto out;
@@ -415,6 +417,9 @@ run_main(const struct run_opts *o, struct qr_diag *d)
 	if (o->profile)
 		print_profile(e, o->repeat > 0 ? o->repeat : 1);
 out:
+	/* a failed run leaves no folder of half its outputs behind */
+	if (st != QR_OK && made)
+		qr_remove_tree(o->outdir);
 	for (i = 0; i < o->n_in; i++)
 		qr_tensor_free(ins[i]);
 	qr_diag_clear(&ctx.d);

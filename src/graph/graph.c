@@ -32,6 +32,7 @@ struct entry {
  * the outer graph. */
 struct node_uses {
 	size_t n;              /* entries in names */
+	size_t n_own;          /* of them, the node's own inputs (first) */
 	const char **names;    /* borrowed from the model ("" skipped) */
 };
 
@@ -181,6 +182,7 @@ node_uses_build(const struct qr_node *n, struct node_uses *u)
 	for (i = 0; i < n->n_in; i++)
 		if (n->in[i][0] != '\0')
 			u->names[u->n++] = n->in[i];
+	u->n_own = u->n;
 	for (i = 0; i < n_sub; i++)
 		if (!strset_has(&def, sub[i]))
 			u->names[u->n++] = sub[i];
@@ -562,4 +564,14 @@ qr_graph_is_output(const struct qr_graph *g, const char *name)
 	const struct entry *e = tab_find(g, name);
 
 	return e != NULL && (e->flags & ENT_OUTPUT) != 0;
+}
+
+/* Names node i's subgraphs read from the outer graph (see graph.h). */
+const char *const *
+qr_graph_outer_uses(const struct qr_graph *g, size_t i, size_t *n)
+{
+	const struct node_uses *u = &g->uses[i];
+
+	*n = u->n - u->n_own;
+	return u->names + u->n_own;
 }

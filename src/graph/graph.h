@@ -44,6 +44,11 @@ const size_t *qr_graph_consumers(const struct qr_graph *g, const char *name,
  * either seen through Identity nodes. NULL when name is not constant. */
 const struct qr_tensor_data *qr_graph_const(const struct qr_graph *g,
 					    const char *name);
+/* Names node i's subgraphs (If, Loop and Scan bodies, nested ones too)
+ * read from this graph, each once, in first-use order; *n gets the count
+ * (0 for a node without subgraphs). */
+const char *const *qr_graph_outer_uses(const struct qr_graph *g, size_t i,
+				       size_t *n);
 /* 1 when name is a graph output. */
 int qr_graph_is_output(const struct qr_graph *g, const char *name);
 

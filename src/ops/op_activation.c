@@ -87,7 +87,7 @@ DEF_ACT(sigmoid_run, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)), 0, 0)
 DEF_ACT(hard_sigmoid_run, fmaxf(0.0f, fminf(1.0f, pa * x + pb)),
 	fmax(0.0, fmin(1.0, pa * x + pb)), ATTR("alpha", 0.2f),
 	ATTR("beta", 0.5f))
-DEF_ACT(hard_swish_run, x * fmaxf(0.0f, fminf(1.0f, x / 6.0f + 0.5f)),
+DEF_ACT(hard_swish_run, x * fmaxf(0.0f, fminf(1.0f, x * (1.0f / 6.0f) + 0.5f)),
 	x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5)), 0, 0)
 DEF_ACT(elu_run, x < 0 ? pa * (expf(x) - 1.0f) : x,
 	x < 0 ? pa * (exp(x) - 1.0) : x, ATTR("alpha", 1.0f), 0)

@@ -10,6 +10,13 @@
  * fit), so peak memory follows the widest cut of the graph rather than
  * its total. Steps whose inputs are all constant are run once at load
  * (step_fold) and hand their stored outputs to each run's hook.
+ *
+ * If: the executor runs it itself (an op knows nothing of graphs). Each
+ * branch is a child executor over the branch as a graph whose inputs are
+ * the names the branches read from this graph (qr_graph_outer_uses);
+ * those values live until the If has run. At run the condition picks a
+ * child, which runs on the current tensors, and its outputs are copied
+ * into the If's. Nodes inside a branch reach no hook.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +78,17 @@ struct step {
 	const struct qr_qview **in_q; /* n_in: the views its inputs are
 				    * given as (call.in_q), or NULL */
 	struct qr_tensor **nulls;  /* view: n_out NULLs, for the hook */
+	/* If: */
+	struct qr_exec *branch[2]; /* then and else executors, else NULL */
+	struct qr_model *branch_m[2]; /* their models: this one's, with the
+				    * branch as graph (owned, borrowing) */
+	struct qr_value_info *outer_vi; /* the branches' inputs: the values
+				    * they read from this graph */
+	size_t *outer_val;         /* those values here */
+	struct qr_tensor *outer_t; /* their tensors this run, named as the
+				    * branches' inputs (borrowing data) */
+	struct qr_tensor **outer_in; /* pointers to outer_t */
+	size_t n_outer;
 };
 
 /* A freed buffer waiting for reuse. */
@@ -244,6 +262,14 @@ step_free(struct step *s)
 	}
 	free(s->in_q);
 	free(s->nulls);
+	for (j = 0; j < 2; j++) {
+		qr_exec_free(s->branch[j]);
+		free(s->branch_m[j]);
+	}
+	free(s->outer_vi);
+	free(s->outer_val);
+	free(s->outer_t);
+	free(s->outer_in);
 }
 
 /* Free e, its activations and the ops' prepared state; NULL is a no-op.
@@ -392,6 +418,96 @@ lazy_order(const struct qr_graph *g)
  * check once with the dtypes known at load. Nodes that cannot run go to
  * *u (heap, *n_u entries); other failures are returned.
  */
+/* If has no op: the executor runs it (step.branch). */
+static const struct qr_op_desc if_desc = {
+	.domain = "", .name = "If", .since = 1,
+};
+
+static int
+is_if(const struct qr_node *n)
+{
+	return (n->domain[0] == '\0' || strcmp(n->domain, "ai.onnx") == 0) &&
+	       strcmp(n->op_type, "If") == 0;
+}
+
+/*
+ * Build step i's branch executors (see the top of this file). Errors
+ * (a branch missing, an output count that differs from the node's, a
+ * branch qreport cannot run) make the If unsupported, saying why.
+ */
+static enum qr_status
+if_build(struct qr_exec *e, struct step *s, size_t i, struct qr_diag *d)
+{
+	static const char *const attr[2] = {"then_branch", "else_branch"};
+	const struct qr_node *n = s->call.node;
+	const char *const *names;
+	struct qr_exec_opts o;
+	enum qr_status st;
+	size_t k, b, n_out;
+
+	names = qr_graph_outer_uses(e->g, s->node, &s->n_outer);
+	s->outer_vi = xcalloc(s->n_outer + 1, sizeof *s->outer_vi);
+	s->outer_val = xcalloc(s->n_outer + 1, sizeof *s->outer_val);
+	s->outer_t = xcalloc(s->n_outer + 1, sizeof *s->outer_t);
+	s->outer_in = xcalloc(s->n_outer + 1, sizeof *s->outer_in);
+	for (k = 0; k < s->n_outer; k++) {
+		struct value *v;
+
+		s->outer_val[k] = val_find(e, names[k]);
+		QR_ASSERT(s->outer_val[k] != NO_STEP); /* graph checked */
+		v = &e->vals[s->outer_val[k]];
+		if (v->kind == V_NODE)
+			v->last_use = i;
+		s->outer_vi[k].name = names[k];
+		s->outer_vi[k].dtype = v->dtype;
+		s->outer_vi[k].ndim = -1;
+		s->outer_in[k] = &s->outer_t[k];
+	}
+	if (n->n_in != 1)
+		return qr_errorf(d, QR_EGRAPH, "takes one input (the "
+				 "condition), not %zu", n->n_in);
+	memset(&o, 0, sizeof o);
+	o.n_threads = e->opts.n_threads;
+	o.any_order = e->opts.any_order;
+	for (b = 0; b < 2; b++) {
+		const struct qr_attr *a = qr_node_attr(n, attr[b]);
+		struct qr_model *m;
+
+		if (a == NULL || a->type != QR_ATTR_GRAPH || a->g == NULL)
+			return qr_errorf(d, QR_EGRAPH, "no %s graph", attr[b]);
+		m = s->branch_m[b] = xmalloc(sizeof *m);
+		*m = *e->m;
+		m->graph = *a->g;
+		m->graph.inputs = s->outer_vi;
+		m->graph.n_input = s->n_outer;
+		st = qr_exec_new(m, &o, &s->branch[b], d);
+		if (st != QR_OK) {
+			/* "else_branch: 1 unsupported node: ..." */
+			char *pre = xasprintf("model '%s': ", e->m->path);
+			size_t len = strlen(pre);
+			char *msg = xasprintf("%s: %s", attr[b],
+					      d->msg + (strncmp(d->msg, pre,
+							len) == 0 ? len : 0));
+
+			qr_errorf(d, st, "%s", msg);
+			free(msg);
+			free(pre);
+			return st;
+		}
+		n_out = s->branch[b]->n_outs;
+		if (n_out != n->n_out)
+			return qr_errorf(d, QR_EGRAPH, "%s has %zu outputs, "
+					 "the node %zu", attr[b], n_out,
+					 n->n_out);
+	}
+	for (k = 0; k < n->n_out; k++) {
+		const struct qr_exec *t = s->branch[0];
+
+		s->out_dtype[k] = t->vals[t->out_vals[k]].dtype;
+	}
+	return QR_OK;
+}
+
 static enum qr_status
 exec_build(struct qr_exec *e, struct qr_unsupported **u, size_t *n_u,
 	   struct qr_diag *d)
@@ -528,6 +644,12 @@ exec_build(struct qr_exec *e, struct qr_unsupported **u, size_t *n_u,
 		s->desc = s->call.opset > 0 ?
 			qr_op_find(n->domain, n->op_type, s->call.opset) :
 			NULL;
+		if (s->desc == NULL && s->call.opset > 0 && is_if(n)) {
+			if (if_build(e, s, i, &cd) == QR_OK)
+				s->desc = &if_desc;
+			else
+				cd.status = QR_EUNSUPPORTED;
+		}
 		if (s->desc != NULL && s->desc->check != NULL) {
 			struct qr_op_call c = s->call;
 
@@ -644,7 +766,7 @@ readers_index(struct qr_exec *e)
 	e->reader_in = xcalloc(e->n_vals + 1, sizeof *e->reader_in);
 	for (i = 0; i < e->n_vals; i++)
 		e->reader[i] = NO_STEP;
-	for (i = 0; i < e->n_steps; i++)
+	for (i = 0; i < e->n_steps; i++) {
 		for (j = 0; j < e->steps[i].call.n_in; j++) {
 			size_t v = e->steps[i].in_val[j];
 
@@ -653,6 +775,10 @@ readers_index(struct qr_exec *e)
 			e->reader[v] = e->reader[v] == NO_STEP ? i : e->n_steps;
 			e->reader_in[v] = j;
 		}
+		/* an If's branches read whole tensors: never a view */
+		for (j = 0; j < e->steps[i].n_outer; j++)
+			e->reader[e->steps[i].outer_val[j]] = e->n_steps;
+	}
 }
 
 /* With opts.views at load: the step that would read s's output as a view
@@ -736,7 +862,7 @@ step_fold(struct qr_exec *e, struct step *s)
 	const struct step *taker;
 	int ok = 1;
 
-	if (s->recheck || s->call.n_out == 0)
+	if (s->recheck || s->call.n_out == 0 || s->branch[0] != NULL)
 		return;
 	for (j = 0; j < s->call.n_out; j++)
 		if (s->out_val[j] == NO_STEP || e->vals[s->out_val[j]].keep ||
@@ -1094,6 +1220,61 @@ step_recheck(struct step *s, struct qr_diag *d)
 	return s->desc->check(&s->call, d);
 }
 
+/* Run If step s: the branch its condition picks, on the current
+ * tensors; its outputs are copied into the step's. */
+static enum qr_status
+if_exec(struct qr_exec *e, struct step *s, struct qr_diag *d)
+{
+	const struct qr_tensor *c = s->call.in[0];
+	const struct qr_node *n = s->call.node;
+	struct qr_tensor *const *outs;
+	struct qr_exec *b;
+	enum qr_status st;
+	size_t j, n_outs;
+	char sh[64];
+
+	if (c == NULL || c->n_elem != 1 || c->data == NULL ||
+	    (c->dtype != QR_DT_BOOL && c->dtype != QR_DT_UINT8))
+		return qr_errorf(d, QR_ESHAPE, "node '%s' (If): condition "
+				 "'%s' %s is not one bool", n->name, n->in[0],
+				 c ? qr_shape_str(c, sh, sizeof sh) : "");
+	for (j = 0; j < s->n_outer; j++) {
+		const struct qr_tensor *t = e->vals[s->outer_val[j]].cur;
+
+		if (t == NULL)
+			return qr_errorf(d, QR_EGRAPH, "node '%s' (If): '%s' "
+					 "is not available to its branches",
+					 n->name, s->outer_vi[j].name);
+		s->outer_t[j] = *t;
+		s->outer_t[j].name = s->outer_vi[j].name;
+		s->outer_t[j].owned = 0;
+	}
+	b = s->branch[((const uint8_t *)c->data)[0] ? 0 : 1];
+	st = qr_exec_run(b, s->outer_in, s->n_outer, NULL, NULL, d);
+	if (st != QR_OK)
+		return st;
+	outs = qr_exec_outputs(b, &n_outs);
+	for (j = 0; j < s->call.n_out; j++) {
+		const struct qr_tensor *src = outs[j];
+		struct qr_tensor *t = s->call.out[j];
+
+		st = qr_tensor_set_shape(t, src->dtype, src->ndim, src->dims,
+					 n->out[j], d);
+		if (st != QR_OK)
+			return st;
+		if (s->out_val[j] == NO_STEP) {
+			qr_tensor_alloc(t);
+		} else {
+			t->name = e->vals[s->out_val[j]].name;
+			pool_alloc(e, t);
+			e->vals[s->out_val[j]].cur = t;
+		}
+		if (src->nbytes > 0)
+			memcpy(t->data, src->data, src->nbytes);
+	}
+	return QR_OK;
+}
+
 /* Infer, allocate and run one step whose call.in is filled. */
 static enum qr_status
 step_exec(struct qr_exec *e, struct step *s, struct qr_diag *d)
@@ -1101,6 +1282,8 @@ step_exec(struct qr_exec *e, struct step *s, struct qr_diag *d)
 	enum qr_status st;
 	size_t j;
 
+	if (s->branch[0] != NULL)
+		return if_exec(e, s, d);
 	if (s->recheck) {
 		st = step_recheck(s, d);
 		if (st != QR_OK)
@@ -1317,6 +1500,9 @@ qr_exec_run_node(struct qr_exec *e, size_t node, struct qr_tensor *const *inputs
 	QR_ASSERT(node < e->n_steps);
 	s = &e->steps[e->step_of_node[node]];
 	c = s->call;
+	if (s->branch[0] != NULL)
+		return qr_errorf(d, QR_EUNSUPPORTED, "node '%s' (If): control "
+				 "flow runs only in a whole run", c.node->name);
 	for (j = 0; j < c.n_out; j++)
 		outputs[j] = NULL;
 	in = xcalloc(c.n_in + 1, sizeof *in);

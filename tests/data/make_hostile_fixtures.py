@@ -167,6 +167,35 @@ def graphs():
     save("dup_graph_output.onnx", model(
         [helper.make_node("Relu", ["x"], ["y"], name="only")],
         [vi("x", [1])], [vi("y", [1]), vi("y", [1])]))
+    # If: a branch holding an op qreport cannot run (refused at load,
+    # naming the If and the op), and a condition of two values (refused
+    # at run, naming the If).
+    true = numpy_helper.from_array(np.array(True), "t")
+    m = model(
+        [helper.make_node("Constant", [], ["c"], name="cond", value=true),
+         helper.make_node("If", ["c"], ["y"], name="branchy",
+                          then_branch=helper.make_graph(
+                              [helper.make_node("Relu", ["x"], ["ty"], name="fine")],
+                              "then", [], [vi("ty", [1])]),
+                          else_branch=helper.make_graph(
+                              [helper.make_node("Frobnicate", ["x"], ["ey"], name="odd",
+                                                domain="com.example")],
+                              "else", [], [vi("ey", [1])]))],
+        [vi("x", [1])], [vi("y", [1])])
+    m.opset_import.append(helper.make_opsetid("com.example", 1))
+    save("if_unsupported.onnx", m)
+    two = numpy_helper.from_array(np.array([True, False]), "t2")
+    one = numpy_helper.from_array(np.array([1.0], np.float32), "v")
+    save("if_bad_cond.onnx", model(
+        [helper.make_node("Constant", [], ["c"], name="cond", value=two),
+         helper.make_node("If", ["c"], ["y"], name="two_conds",
+                          then_branch=helper.make_graph(
+                              [helper.make_node("Constant", [], ["ty"], name="tc", value=one)],
+                              "then", [], [vi("ty", [1])]),
+                          else_branch=helper.make_graph(
+                              [helper.make_node("Constant", [], ["ey"], name="ec", value=one)],
+                              "else", [], [vi("ey", [1])]))],
+        [], [vi("y", [1])]))
     # 10,000 inputs: a Sum (legal) and a Relu (one input expected).
     save("wide_sum.onnx", model(
         [helper.make_node("Sum", ["x"] * 10000, ["y"], name="wide_sum")],

@@ -529,3 +529,57 @@ qlinear_conv3d("qc3_stem", [1, 3, 8, 16, 16], 24, [3, 7, 7], strides=[1, 2, 2],
 qlinear_conv3d("qc3_pw_grp", [1, 16, 4, 6, 6], 24, [1, 1, 1], group=2)
 qlinear_conv3d("ci3_333", [1, 8, 5, 9, 9], 12, [3, 3, 3], integer=True, strides=[2, 1, 1],
                pads=[1, 1, 1, 1, 1, 1])
+
+
+def if_model(name, flip):
+    """If, as torchvision's detectors export it: x [3,5] -> y = x * 2 ->
+    If(sum(x) > 0, or <= 0 when flip): the then branch adds a constant to
+    y (a name from the outer graph); the else branch holds a nested If
+    (max(x) > 1) whose branches read x and y and give outputs of other
+    shapes (a [5] reduction) and dtypes are the same; a second output is
+    an int64 ArgMax taken inside the branches."""
+    def graph(gname, nodes, outs, inits=()):
+        return helper.make_graph(nodes, gname, [], [helper.make_tensor_value_info(
+            o, t, None) for o, t in outs], list(inits))
+    c1 = numpy_helper.from_array(np.linspace(-1, 1, 15, dtype=np.float32).reshape(3, 5), "c1")
+    then_g = graph("then", [helper.make_node("Add", ["y", "c1"], ["t_out"], name="t_add"),
+                            helper.make_node("ArgMax", ["t_out"], ["t_idx"], name="t_arg",
+                                             axis=1, keepdims=0)],
+                   [("t_out", TensorProto.FLOAT), ("t_idx", TensorProto.INT64)], [c1])
+    in_then = graph("in_then", [helper.make_node("Sub", ["x", "y"], ["it_out"], name="it_sub"),
+                                helper.make_node("ArgMax", ["x"], ["it_idx"], name="it_arg",
+                                                 axis=1, keepdims=0)],
+                    [("it_out", TensorProto.FLOAT), ("it_idx", TensorProto.INT64)])
+    in_else = graph("in_else", [helper.make_node("ReduceSum", ["y"], ["ie_out"], name="ie_sum",
+                                                 keepdims=0),
+                                helper.make_node("ArgMax", ["y"], ["ie_idx"], name="ie_arg",
+                                                 axis=0, keepdims=0)],
+                    [("ie_out", TensorProto.FLOAT), ("ie_idx", TensorProto.INT64)])
+    else_g = graph("else", [helper.make_node("ReduceMax", ["x"], ["mx"], name="e_max",
+                                             keepdims=0),
+                            helper.make_node("Greater", ["mx", "one"], ["c2"], name="e_gt"),
+                            helper.make_node("If", ["c2"], ["e_out", "e_idx"], name="inner_if",
+                                             then_branch=in_then, else_branch=in_else)],
+                   [("e_out", TensorProto.FLOAT), ("e_idx", TensorProto.INT64)],
+                   [numpy_helper.from_array(np.array(1.0, np.float32), "one")])
+    nodes = [helper.make_node("Mul", ["x", "two"], ["y"], name="double"),
+             helper.make_node("ReduceSum", ["x"], ["s"], name="sum", keepdims=0),
+             helper.make_node("LessOrEqual" if flip else "Greater", ["s", "zero"], ["c"],
+                              name="cond"),
+             helper.make_node("If", ["c"], ["out", "idx"], name="if", then_branch=then_g,
+                              else_branch=else_g),
+             helper.make_node("Neg", ["out"], ["z"], name="after")]
+    g = helper.make_graph(nodes, name,
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 5])],
+                          [helper.make_tensor_value_info("z", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("idx", TensorProto.INT64, None)],
+                          [numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+                           numpy_helper.from_array(np.array(0.0, np.float32), "zero")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                          producer_name="qreport-fixtures", producer_version="1")
+    m.ir_version = 8
+    onnx.save(m, os.path.join(OUT, name + ".onnx"))
+
+
+if_model("if_nested", False)
+if_model("if_nested_flip", True)
