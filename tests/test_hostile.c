@@ -476,6 +476,7 @@ test_run_cmd(void)
 		{"wide_relu.onnx", {"wide_relu", NULL}},
 		{"if_unsupported.onnx", {"branchy", NULL}},
 		{"if_bad_cond.onnx", {"two_conds", NULL}},
+		{"loop_forever.onnx", {"forever", NULL}},
 		{"ext_dotdot.onnx", {"w_dotdot", NULL}},
 		{"claim_1e9.onnx", {"w_1e9", NULL}},
 	};

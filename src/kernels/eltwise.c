@@ -1,8 +1,10 @@
-/* eltwise: numpy-style broadcasting for binary float ops, and clamps. */
+/* eltwise: numpy-style broadcasting for binary float ops, clamps, and
+ * ONNX Runtime's exp. */
 #include "kernels/kernels-int.h"
 #include "util/util.h"
 
 #include <math.h>
+#include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -148,5 +150,60 @@ qr_binary_f32(enum qr_binop op, size_t rank, const int64_t *out_dims,
 				break;
 			idx[d] = 0;
 		}
+	}
+}
+
+/* The float whose bits are u. */
+static float
+float_bits(int32_t u)
+{
+	float f;
+
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+/* MLAS's exp polynomial: exp(r) for |r| <= ln 2 / 2, degree 6, in fused
+ * multiply-adds. */
+float
+qr_exp_poly(float r)
+{
+	float p = 0x1.694000p-10f;
+
+	p = fmaf(p, r, 0x1.125edcp-7f);
+	p = fmaf(p, r, 0x1.555b5ap-5f);
+	p = fmaf(p, r, 0x1.555450p-3f);
+	p = fmaf(p, r, 0x1.fffff6p-2f);
+	p = fmaf(p, r, 1.0f);
+	return fmaf(p, r, 1.0f);
+}
+
+/* See kernels.h. m = round(x / ln 2) through the 1.5 * 2^23 bias; x - m
+ * ln 2 with ln 2 in two parts; 2^m split into 2^n (n clamped to the
+ * normal exponents) and 2^(m - n), multiplied in that order after. */
+void
+qr_exp_ort_f32(const float *x, size_t n, float *y)
+{
+	const float bias = 12582912.0f;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		float v = x[i], biased, m, p;
+		int32_t e, normal;
+
+		v = v < -103.9720840454f ? -103.9720840454f : v;
+		v = v > 88.7762626647950f ? 88.7762626647950f : v;
+		biased = fmaf(v, 1.44269504088896341f, bias);
+		m = biased - bias;
+		v = fmaf(m, -6.93145752e-1f, v);
+		v = fmaf(m, -1.42860677e-6f, v);
+		memcpy(&e, &biased, sizeof e);
+		e = (int32_t)((uint32_t)e << 23);
+		normal = e > 0x3F800000 ? 0x3F800000 : e;
+		normal = normal < (int32_t)0xC1000000 ? (int32_t)0xC1000000 :
+			 normal;
+		p = qr_exp_poly(v);
+		p *= float_bits((int32_t)((uint32_t)(e - normal) + 0x3F800000u));
+		y[i] = p * float_bits((int32_t)((uint32_t)normal + 0x3F800000u));
 	}
 }

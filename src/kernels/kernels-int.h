@@ -104,6 +104,9 @@ void qr_ig_gemm(const struct qr_ig_weights *iw, const uint8_t *xp,
 		const int32_t *colsum, size_t nb, int32_t x_zp, int32_t *c,
 		size_t ldc);
 
+/* MLAS's exp polynomial (eltwise.c): exp(r) for |r| <= ln 2 / 2. */
+float qr_exp_poly(float r);
+
 /* Kernel taps per input channel, and the input and output sizes of one
  * channel (3-D convs: volumes). */
 size_t qr_conv_taps(const struct qr_conv_params *p);

@@ -592,6 +592,12 @@ void qr_binary_f32(enum qr_binop op, size_t rank, const int64_t *out_dims,
 /* y[i] = x[i] clamped to [lo, hi] (Relu, Clip); NaN stays NaN. x may be y. */
 void qr_clamp_f32(const float *x, size_t n, float lo, float hi, float *y);
 
+/* y[i] = exp(x[i]) with ONNX Runtime's bits (MLAS's exp kernel: x
+ * clamped to [-103.97, 88.78], a degree-6 polynomial in fused
+ * multiply-adds, 2^m applied in two factors so that results near the
+ * float range's ends are denormal or finite as there). x may be y. */
+void qr_exp_ort_f32(const float *x, size_t n, float *y);
+
 
 /* ---- Winograd 3x3 convolution (winograd.c) ---- */
 

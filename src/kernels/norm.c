@@ -50,13 +50,7 @@ mlas_exp(float v)
 	memcpy(&u, &biased, sizeof u);
 	u = (u << 23) + 0x3F800000u;
 	memcpy(&scale, &u, sizeof scale);
-	p = 0x1.694000p-10f;
-	p = fmaf(p, v, 0x1.125edcp-7f);
-	p = fmaf(p, v, 0x1.555b5ap-5f);
-	p = fmaf(p, v, 0x1.555450p-3f);
-	p = fmaf(p, v, 0x1.fffff6p-2f);
-	p = fmaf(p, v, 1.0f);
-	p = fmaf(p, v, 1.0f);
+	p = qr_exp_poly(v);
 	return p * scale;
 }
 

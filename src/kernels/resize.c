@@ -92,40 +92,50 @@ qr_resize_nearest(const struct qr_resize_params *p, const void *x,
 	free(iw);
 }
 
-/* Linear taps along one axis: indices i0, i1 and weight of i1. */
+/*
+ * Linear taps along one axis as ONNX Runtime's UpsampleBilinear takes
+ * them: x clamped to [0, n - 1], i0 = its integer part, i1 = i0 + 1 (or
+ * n - 1), and the weights w0 = |x - i1| of i0 and w1 = |x - i0| of i1,
+ * both 0.5 when i0 = i1 (the last index).
+ */
 static void
-linear_taps(float x, size_t in_len, size_t *i0, size_t *i1, float *f)
+linear_taps(float x, size_t in_len, size_t *i0, size_t *i1, float *w0,
+	    float *w1)
 {
-	float fl;
-
-	if (x < 0.0f)
+	if (!(x > 0.0f))
 		x = 0.0f;
 	if (x > (float)(in_len - 1))
 		x = (float)(in_len - 1);
-	fl = floorf(x);
-	*i0 = (size_t)fl;
+	*i0 = (size_t)x;
 	*i1 = *i0 + 1 < in_len ? *i0 + 1 : in_len - 1;
-	*f = x - fl;
+	*w0 = fabsf(x - (float)*i1);
+	*w1 = fabsf(x - (float)*i0);
+	if (*i0 == *i1)
+		*w0 = *w1 = 0.5f;
 }
 
+/* Summed as ONNX Runtime does: w0y*w0x*X00 + w0y*w1x*X01 + w1y*w0x*X10 +
+ * w1y*w1x*X11, each weight product taken first, left to right. */
 void
 qr_resize_linear_f32(const struct qr_resize_params *p, const float *x,
 		     float *y)
 {
 	size_t *h0 = xmalloc((p->oh ? p->oh : 1) * 2 * sizeof *h0);
 	size_t *w0 = xmalloc((p->ow ? p->ow : 1) * 2 * sizeof *w0);
-	float *fh = xmalloc((p->oh ? p->oh : 1) * sizeof *fh);
-	float *fw = xmalloc((p->ow ? p->ow : 1) * sizeof *fw);
+	float *fh = xmalloc((p->oh ? p->oh : 1) * 2 * sizeof *fh);
+	float *fw = xmalloc((p->ow ? p->ow : 1) * 2 * sizeof *fw);
 	size_t c, i, j;
 
 	for (i = 0; i < p->oh; i++)
 		linear_taps(qr_resize_coord(p->coord, i, p->scale_h, p->h,
 					    p->oh),
-			    p->h, &h0[2 * i], &h0[2 * i + 1], &fh[i]);
+			    p->h, &h0[2 * i], &h0[2 * i + 1], &fh[2 * i],
+			    &fh[2 * i + 1]);
 	for (j = 0; j < p->ow; j++)
 		linear_taps(qr_resize_coord(p->coord, j, p->scale_w, p->w,
 					    p->ow),
-			    p->w, &w0[2 * j], &w0[2 * j + 1], &fw[j]);
+			    p->w, &w0[2 * j], &w0[2 * j + 1], &fw[2 * j],
+			    &fw[2 * j + 1]);
 	for (c = 0; c < p->nc; c++) {
 		const float *xp = x + c * p->h * p->w;
 		float *yp = y + c * p->oh * p->ow;
@@ -133,15 +143,16 @@ qr_resize_linear_f32(const struct qr_resize_params *p, const float *x,
 		for (i = 0; i < p->oh; i++) {
 			const float *r0 = xp + h0[2 * i] * p->w;
 			const float *r1 = xp + h0[2 * i + 1] * p->w;
-			float a = fh[i];
+			float a0 = fh[2 * i], a1 = fh[2 * i + 1];
 
 			for (j = 0; j < p->ow; j++) {
 				size_t j0 = w0[2 * j], j1 = w0[2 * j + 1];
-				float b = fw[j];
-				float top = r0[j0] * (1.0f - b) + r0[j1] * b;
-				float bot = r1[j0] * (1.0f - b) + r1[j1] * b;
+				float b0 = fw[2 * j], b1 = fw[2 * j + 1];
 
-				yp[i * p->ow + j] = top * (1.0f - a) + bot * a;
+				yp[i * p->ow + j] = b0 * a0 * r0[j0] +
+						    b1 * a0 * r0[j1] +
+						    b0 * a1 * r1[j0] +
+						    b1 * a1 * r1[j1];
 			}
 		}
 	}

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/kernels.h"
 #include "ops/op-int.h"
 
 /* ---- shared check / infer ---- */
@@ -416,7 +417,17 @@ same_infer(struct qr_op_call *c, struct qr_diag *d)
 	}
 
 DEF_UNARY(sqrt_run, sqrtf(x), sqrt(x), 0)
-DEF_UNARY(exp_run, expf(x), exp(x), 0)
+DEF_UNARY(exp_double_run, expf(x), exp(x), 0)
+
+/* Float Exp with ONNX Runtime's bits (MLAS's kernel), not libm's. */
+static enum qr_status
+exp_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	if (c->out[0]->dtype != QR_DT_FLOAT)
+		return exp_double_run(c, d);
+	qr_exp_ort_f32(c->in[0]->data, c->in[0]->n_elem, c->out[0]->data);
+	return QR_OK;
+}
 DEF_UNARY(log_run, logf(x), log(x), 0)
 DEF_UNARY(neg_run, -x, -x, WRAP(elem_t, -, 0, x))
 DEF_UNARY(abs_run, fabsf(x), fabs(x), (x < 0 ? WRAP(elem_t, -, 0, x) : x))

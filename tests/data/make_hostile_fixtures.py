@@ -196,6 +196,19 @@ def graphs():
                               [helper.make_node("Constant", [], ["ey"], name="ec", value=one)],
                               "else", [], [vi("ey", [1])]))],
         [], [vi("y", [1])]))
+    # A Loop without a trip count whose condition stays true: refused
+    # after qreport's iteration limit, naming the node.
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["go_in"], ["go_out"], name="still"),
+         helper.make_node("Add", ["v_in", "v_in"], ["v_out"], name="twice")],
+        "body", [vi("i", [], TensorProto.INT64), vi("go_in", [], TensorProto.BOOL),
+                 vi("v_in", [1])],
+        [vi("go_out", [], TensorProto.BOOL), vi("v_out", [1])])
+    save("loop_forever.onnx", model(
+        [helper.make_node("Constant", [], ["go"], name="cond", value=true),
+         helper.make_node("Constant", [], ["v0"], name="start", value=one),
+         helper.make_node("Loop", ["", "go", "v0"], ["y"], name="forever", body=body)],
+        [], [vi("y", [1])]))
     # 10,000 inputs: a Sum (legal) and a Relu (one input expected).
     save("wide_sum.onnx", model(
         [helper.make_node("Sum", ["x"] * 10000, ["y"], name="wide_sum")],

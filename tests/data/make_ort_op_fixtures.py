@@ -583,3 +583,63 @@ def if_model(name, flip):
 
 if_model("if_nested", False)
 if_model("if_nested_flip", True)
+
+
+def loop_model(name, trip):
+    """Loop, as torchvision's mask and keypoint heads export it: x [3,4];
+    carried acc (acc * 0.5 + y, y = x * 0.1 read from the outer graph)
+    and grow (a row, max(acc) over axis 0, appended per iteration: the
+    carried value changes shape); a scan output (acc * the iteration
+    number, stacked); the body's condition max(acc) > lim, lim = 0.25 +
+    2 max(y) from the outer graph, ends it after a number of iterations
+    that depends on x (acc tends to 2y; 3 or 4 on the test inputs). trip:
+    the trip count (2: it ends first), or None
+    for none (the condition alone)."""
+    f = TensorProto.FLOAT
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["acc_in", "half"], ["acc_h"], name="b_half"),
+         helper.make_node("Add", ["acc_h", "y"], ["acc_out"], name="b_add"),
+         helper.make_node("ReduceMax", ["acc_out"], ["row"], name="b_rowmax", axes=[0],
+                          keepdims=1),
+         helper.make_node("Concat", ["grow_in", "row"], ["grow_out"], name="b_cat", axis=0),
+         helper.make_node("Cast", ["i"], ["i_f"], name="b_cast", to=f),
+         helper.make_node("Mul", ["acc_out", "i_f"], ["scan"], name="b_scan"),
+         helper.make_node("ReduceMax", ["acc_out"], ["mx"], name="b_max", keepdims=0),
+         helper.make_node("Greater", ["mx", "lim"], ["cond_out"], name="b_gt")],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_in", f, None),
+         helper.make_tensor_value_info("grow_in", f, None)],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_out", f, None),
+         helper.make_tensor_value_info("grow_out", f, None),
+         helper.make_tensor_value_info("scan", f, None)],
+        [numpy_helper.from_array(np.array(0.5, np.float32), "half")])
+    inits = [numpy_helper.from_array(np.array(0.1, np.float32), "tenth"),
+             numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+             numpy_helper.from_array(np.array(0.25, np.float32), "quarter"),
+             numpy_helper.from_array(np.array(True), "go"),
+             numpy_helper.from_array(np.array([0], np.int64), "zero"),
+             numpy_helper.from_array(np.array(trip or 0, np.int64), "m")]
+    nodes = [helper.make_node("Abs", ["x"], ["ax"], name="abs"),
+             helper.make_node("Mul", ["ax", "tenth"], ["y"], name="tenth_of"),
+             helper.make_node("ReduceMax", ["y"], ["ymax"], name="ymax", keepdims=0),
+             helper.make_node("Mul", ["ymax", "two"], ["y2"], name="twice"),
+             helper.make_node("Add", ["y2", "quarter"], ["lim"], name="lim"),
+             helper.make_node("Slice", ["ax", "zero", "zero", "zero"], ["empty"], name="none"),
+             helper.make_node("Loop", ["m" if trip else "", "go", "ax", "empty"],
+                              ["acc", "grow", "stack"], name="loop", body=body),
+             helper.make_node("Neg", ["grow"], ["after"], name="after")]
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", f, [3, 4])],
+                          [helper.make_tensor_value_info("acc", f, None),
+                           helper.make_tensor_value_info("after", f, None),
+                           helper.make_tensor_value_info("stack", f, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                          producer_name="qreport-fixtures", producer_version="1")
+    m.ir_version = 8
+    onnx.save(m, os.path.join(OUT, name + ".onnx"))
+
+
+loop_model("loop_trip", 2)
+loop_model("loop_cond", None)
