@@ -610,6 +610,26 @@ check_ci(const char *fmodel, const char *qmodel)
 	}
 	cJSON_Delete(j);
 
+	/* 3000 "channels" (a detector's anchors): the per-channel chart
+	 * draws runs of them, or cairo takes minutes on 160000 */
+	{
+		char *wf = src("tests/data/activations/wide.onnx");
+		char *wout = tmp("wide");
+		char *whtml = tmp("wide/activations.html");
+
+		rc = run((const char *[]){"--float", wf, "--quant", wf, "-o",
+					  wout, "--samples", "2", "--quiet",
+					  NULL});
+		ok(rc == 0 && file_count(whtml, "3000 channels drawn as 1024 "
+					 "runs of about 3") == 3,
+		   "[1,3000,4] activations (x, boxes, y): each per-channel chart "
+		   "draws 1024 "
+		   "runs of channels (exit %d)", rc);
+		free(whtml);
+		free(wout);
+		free(wf);
+	}
+
 	/* a cancellation (a LayerNorm's mean of centred rows, -100 dB) is
 	 * rounding noise: layer checks skip it */
 	{

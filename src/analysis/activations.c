@@ -285,8 +285,10 @@ step_map(size_t n, size_t *cap)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 	size_t page = pg > 0 ? (size_t)pg : 4096;
-	size_t bytes = n > (SIZE_MAX - page) / sizeof(float) ? 0
-		: (n * sizeof(float) + page - 1) / page * page;
+	/* an empty tensor (no detections) still gets a page */
+	size_t want = n > 0 ? n : 1;
+	size_t bytes = want > (SIZE_MAX - page) / sizeof(float) ? 0
+		: (want * sizeof(float) + page - 1) / page * page;
 	void *p = bytes ? mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
 			: MAP_FAILED;

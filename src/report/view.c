@@ -1279,7 +1279,28 @@ act_hist_chart(struct chart_ctx *cc, const struct qr_analysis *a,
 	return st;
 }
 
-/* Per-channel min/max/mean of a float activation (MCT's view). */
+/* Points a per-channel chart draws at most: past this, channels share a
+ * point (a detector's [1, 159882, 4] anchors have 159882 "channels",
+ * which took cairo minutes to draw one by one). */
+#define CHAN_CHART_MAX 1024
+
+/* Min of the finite values of v[a, b), or NaN (max when is_max). */
+static double
+finite_extreme(const float *v, size_t a, size_t b, int is_max)
+{
+	double r = NAN;
+	size_t i;
+
+	for (i = a; i < b; i++)
+		if (isfinite(v[i]) && (isnan(r) || (is_max ? v[i] > r :
+							 v[i] < r)))
+			r = v[i];
+	return r;
+}
+
+/* Per-channel min/max/mean of a float activation (MCT's view); past
+ * CHAN_CHART_MAX channels, each point is a run of channels (their min,
+ * max and mean of means), ticked with its first channel. */
 static enum qr_status
 act_channel_chart(struct chart_ctx *cc, const struct qr_act_tensor *t,
 		  cJSON *o)
@@ -1288,28 +1309,49 @@ act_channel_chart(struct chart_ctx *cc, const struct qr_act_tensor *t,
 	struct qr_series s[3];
 	struct qr_chart_spec spec = {0};
 	double *mn, *mx, *mean;
-	char *title, *alt;
-	size_t c, n = t->channels;
+	char *title, *alt, **ticks = NULL;
+	size_t c, i, n = t->channels, m;
 
 	if (n == 0) {
 		cJSON_AddNullToObject(o, "chan_chart");
 		return QR_OK;
 	}
-	mn = xcalloc(n, sizeof *mn);
-	mx = xcalloc(n, sizeof *mx);
-	mean = xcalloc(n, sizeof *mean);
-	for (c = 0; c < n; c++) {
-		mn[c] = plottable(t->ch_min[c]);
-		mx[c] = plottable(t->ch_max[c]);
-		mean[c] = plottable(t->ch_mean[c]);
+	m = n > CHAN_CHART_MAX ? CHAN_CHART_MAX : n;
+	mn = xcalloc(m, sizeof *mn);
+	mx = xcalloc(m, sizeof *mx);
+	mean = xcalloc(m, sizeof *mean);
+	if (m < n)
+		ticks = xcalloc(m, sizeof *ticks);
+	for (i = 0; i < m; i++) {
+		size_t a = i * n / m, b = (i + 1) * n / m, k = 0;
+		double sum = 0;
+
+		mn[i] = finite_extreme(t->ch_min, a, b, 0);
+		mx[i] = finite_extreme(t->ch_max, a, b, 1);
+		for (c = a; c < b; c++)
+			if (isfinite(t->ch_mean[c])) {
+				sum += t->ch_mean[c];
+				k++;
+			}
+		mean[i] = k ? sum / (double)k : NAN;
+		if (ticks != NULL)
+			ticks[i] = xasprintf("%zu", a);
 	}
-	s[0] = (struct qr_series){ "min", mn, NULL, n, QR_STYLE_LINE, 0 };
-	s[1] = (struct qr_series){ "max", mx, NULL, n, QR_STYLE_LINE, 1 };
-	s[2] = (struct qr_series){ "mean", mean, NULL, n, QR_STYLE_DOTTED, 2 };
-	title = xasprintf("%s: float activation per channel",
-			  or_empty(t->name));
-	alt = xasprintf("Per-channel min, max and mean of the float activation %s over all samples",
-			or_empty(t->name));
+	s[0] = (struct qr_series){ "min", mn, NULL, m, QR_STYLE_LINE, 0 };
+	s[1] = (struct qr_series){ "max", mx, NULL, m, QR_STYLE_LINE, 1 };
+	s[2] = (struct qr_series){ "mean", mean, NULL, m, QR_STYLE_DOTTED, 2 };
+	if (m < n) {
+		title = xasprintf("%s: float activation per channel (%zu "
+				  "channels, %zu a point)", or_empty(t->name),
+				  n, (n + m - 1) / m);
+		alt = xasprintf("Per-channel min, max and mean of the float activation %s over all samples, %zu channels drawn as %zu runs of about %zu",
+				or_empty(t->name), n, m, (n + m - 1) / m);
+	} else {
+		title = xasprintf("%s: float activation per channel",
+				  or_empty(t->name));
+		alt = xasprintf("Per-channel min, max and mean of the float activation %s over all samples",
+				or_empty(t->name));
+	}
 	spec.title = title;
 	spec.xlabel = "channel";
 	spec.ylabel = "activation value";
@@ -1317,8 +1359,12 @@ act_channel_chart(struct chart_ctx *cc, const struct qr_act_tensor *t,
 	spec.height = 240;
 	spec.n_series = 3;
 	spec.series = s;
+	spec.xticks = (const char *const *)ticks;
 	st = add_chart(cc, o, "chan_chart", "ac", t->name, &spec, alt, NULL,
 		       NULL);
+	for (i = 0; ticks != NULL && i < m; i++)
+		free(ticks[i]);
+	free(ticks);
 	free(alt);
 	free(title);
 	free(mean);

@@ -450,3 +450,25 @@ for src, out in (("digits_qdq.onnx", "run_fails.onnx"),
         helper.make_tensor_value_info("bad_reshape", F, [7, "n"]))
     onnx.checker.check_model(m)
     onnx.save(m, os.path.join(OUT, out))
+
+
+# wide: an activation whose channel axis (dim 1) holds 3000 values, as a
+# detector's [1, anchors, 4] boxes do: its per-channel chart draws runs of
+# channels, not one point each. The candidate is the float model itself.
+def wide():
+    rng = np.random.RandomState(5)
+    g = helper.make_graph(
+        [helper.make_node("Mul", ["x", "k"], ["boxes"], name="scale"),
+         helper.make_node("Relu", ["boxes"], ["y"], name="relu")],
+        "wide",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3000, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3000, 4])],
+        [numpy_helper.from_array(rng.rand(1, 3000, 1).astype(np.float32), "k")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                          producer_name="qreport-fixtures", producer_version="1")
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(OUT, "wide.onnx"))
+
+
+wide()
