@@ -207,3 +207,32 @@ qr_exp_ort_f32(const float *x, size_t n, float *y)
 		y[i] = p * float_bits((int32_t)((uint32_t)normal + 0x3F800000u));
 	}
 }
+
+/* See kernels.h. The clamps keep a NaN, as MAXPS/MINPS with the value
+ * second do. */
+void
+qr_sigmoid_ort_f32(const float *x, size_t n, float *y)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		float v = x[i], v2, p, q, r;
+
+		v = v < -18.0f ? -18.0f : v;
+		v = v > 18.0f ? 18.0f : v;
+		v2 = v * v;
+		p = fmaf(v2, 4.37031012579801e-11f, 1.15627324459942e-07f);
+		p = fmaf(p, v2, 6.08574864600143e-05f);
+		p = fmaf(p, v2, 8.51377133304701e-03f);
+		p = fmaf(p, v2, 2.48287947061529e-01f);
+		p *= v;
+		q = fmaf(v2, 6.10247389755681e-13f, 5.76102136993427e-09f);
+		q = fmaf(q, v2, 6.29106785017040e-06f);
+		q = fmaf(q, v2, 1.70198817374094e-03f);
+		q = fmaf(q, v2, 1.16817656904453e-01f);
+		q = fmaf(q, v2, 9.93151921023180e-01f);
+		r = p / q + 0.5f;
+		r = r < 0.0f ? 0.0f : r;
+		y[i] = r > 1.0f ? 1.0f : r;
+	}
+}

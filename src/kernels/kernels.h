@@ -597,6 +597,11 @@ void qr_clamp_f32(const float *x, size_t n, float lo, float hi, float *y);
  * multiply-adds, 2^m applied in two factors so that results near the
  * float range's ends are denormal or finite as there). x may be y. */
 void qr_exp_ort_f32(const float *x, size_t n, float *y);
+/* y[i] = 1 / (1 + exp(-x[i])) with ONNX Runtime's bits (MLAS's logistic
+ * kernel: x clamped to [-18, 18], a rational polynomial in fused
+ * multiply-adds, the result clamped to [0, 1]; NaN stays NaN). x may be
+ * y. */
+void qr_sigmoid_ort_f32(const float *x, size_t n, float *y);
 
 
 /* ---- Winograd 3x3 convolution (winograd.c) ---- */

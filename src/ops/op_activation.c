@@ -83,7 +83,19 @@ same_infer(struct qr_op_call *c, struct qr_diag *d)
 
 DEF_ACT(leaky_relu_run, x < 0 ? x * pa : x, x < 0 ? x * pa : x,
 	ATTR("alpha", 0.01f), 0)
-DEF_ACT(sigmoid_run, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)), 0, 0)
+DEF_ACT(sigmoid_double_run, 1.0f / (1.0f + expf(-x)), 1.0 / (1.0 + exp(-x)),
+	0, 0)
+
+/* Float Sigmoid with ONNX Runtime's bits (MLAS's logistic kernel). */
+static enum qr_status
+sigmoid_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	if (c->out[0]->dtype != QR_DT_FLOAT)
+		return sigmoid_double_run(c, d);
+	qr_sigmoid_ort_f32(c->in[0]->data, c->in[0]->n_elem,
+			   c->out[0]->data);
+	return QR_OK;
+}
 DEF_ACT(hard_sigmoid_run, fmaxf(0.0f, fminf(1.0f, pa * x + pb)),
 	fmax(0.0, fmin(1.0, pa * x + pb)), ATTR("alpha", 0.2f),
 	ATTR("beta", 0.5f))
