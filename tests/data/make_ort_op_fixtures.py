@@ -432,6 +432,17 @@ pool("ap3_whole", "AveragePool", [1, 8, 2, 7, 7], qdq="grid", kernel_shape=[2, 7
 pool("avg_whole", "AveragePool", [1, 8, 7, 7], qdq="grid", kernel_shape=[7, 7])
 
 
+def save_xy(name, nodes, shape, inits):
+    """Save OUT/name.onnx: float x of shape in, float y out, opset 13."""
+    g = helper.make_graph(nodes, name,
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                          producer_name="qreport-fixtures", producer_version="1")
+    m.ir_version = 8
+    onnx.save(m, os.path.join(OUT, name + ".onnx"))
+
+
 def conv3d(name, shape, cout, k, qdq=False, **attrs):
     """x -> Conv (3-D, seeded constant weights and bias); qdq: input and
     weights through QuantizeLinear -> DequantizeLinear (per-channel int8
@@ -458,13 +469,7 @@ def conv3d(name, shape, cout, k, qdq=False, **attrs):
     else:
         inits.append(numpy_helper.from_array(w, "w"))
         nodes = [helper.make_node("Conv", ["x", "w", "b"], ["y"], name="conv", **attrs)]
-    g = helper.make_graph(nodes, name,
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
-                          producer_name="qreport-fixtures", producer_version="1")
-    m.ir_version = 8
-    onnx.save(m, os.path.join(OUT, name + ".onnx"))
+    save_xy(name, nodes, shape, inits)
 
 
 # 3-D convs (r3d, r2plus1d, s3d): im2col over the volume, then ORT's GEMM
@@ -514,13 +519,7 @@ def qlinear_conv3d(name, shape, cout, k, integer=False, **attrs):
                  helper.make_node("QLinearConv", ["xq", "xs", "xz", "wq", "ws", "wz", "ys",
                                                   "yz", "bq"], ["yq"], name="conv", **attrs),
                  helper.make_node("DequantizeLinear", ["yq", "ys", "yz"], ["y"], name="dq")]
-    g = helper.make_graph(nodes, name,
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
-                          producer_name="qreport-fixtures", producer_version="1")
-    m.ir_version = 8
-    onnx.save(m, os.path.join(OUT, name + ".onnx"))
+    save_xy(name, nodes, shape, inits)
 
 
 qlinear_conv3d("qc3_333", [1, 8, 6, 10, 12], 16, [3, 3, 3], pads=[1, 1, 1, 1, 1, 1])
