@@ -818,6 +818,57 @@ test_memory_plan(void)
 	qr_tensor_free(x);
 }
 
+/* 60 unsupported nodes: counted per op type, listed while they fit, and
+ * never cut mid-entry (the message used to stop at 1 KB mid-word). */
+static void
+test_unsupported_many(void)
+{
+	enum { N = 60 };
+	static const char *const outs[] = {"y"};
+	static char names[N][64];
+	static const char *ins[N][1], *nouts[N][1];
+	struct qr_node nodes[N];
+	struct hand h;
+	struct qr_exec *e = NULL;
+	struct qr_diag d = {0};
+	const char *tail;
+	size_t i;
+
+	hand_build(&h, NULL, 0, outs, 1);
+	memset(nodes, 0, sizeof nodes);
+	for (i = 0; i < N; i++) {
+		if (i + 1 == N)
+			snprintf(names[i], sizeof names[i], "y");
+		else
+			snprintf(names[i], sizeof names[i],
+				 "a_long_node_name_to_fill_it_%02zu", i);
+		ins[i][0] = i ? names[i - 1] : "x";
+		nouts[i][0] = names[i];
+		nodes[i].name = names[i];
+		nodes[i].op_type = i % 10 == 9 ? "BarOp" : "FooOp";
+		nodes[i].domain = i % 20 == 19 ? "com.example" : "";
+		nodes[i].n_in = 1;
+		nodes[i].in = ins[i];
+		nodes[i].n_out = 1;
+		nodes[i].out = nouts[i];
+	}
+	h.m.graph.n_node = N;
+	h.m.graph.nodes = nodes;
+	qr_exec_new(&h.m, NULL, &e, &d);
+	tail = strstr(d.msg, ", and ");
+	ok(e == NULL && strstr(d.msg, "'hand.onnx': 60 unsupported nodes "
+			       "(54 FooOp, 3 BarOp, 3 com.example.BarOp): "
+			       "'a_long_node_name_to_fill_it_00' (FooOp, "
+			       "opset 13), ") != NULL &&
+	   tail != NULL && strlen(d.msg) < QR_DIAG_MSG_MAX - 1 &&
+	   strspn(tail + 6, "0123456789") > 0 &&
+	   strcmp(tail + 6 + strspn(tail + 6, "0123456789"), " more") == 0 &&
+	   tail[-1] == ')',
+	   "many unsupported nodes: counts per op type, whole entries, "
+	   "\"and N more\"");
+	diag("%s", d.msg);
+}
+
 static void
 test_unsupported(void)
 {
@@ -845,6 +896,7 @@ test_unsupported(void)
 	ok(st == QR_OK && n == 2 && strcmp(u[0].node->op_type, "FooOp") == 0,
 	   "qr_exec_unsupported lists them");
 	qr_unsupported_free(u, n);
+	test_unsupported_many();
 }
 
 /* ---- npy ---- */

@@ -1122,6 +1122,111 @@ views_plan(struct qr_exec *e)
 	}
 }
 
+/* "'n1' (Foo, opset 13)" or "graph input 'x'", then ": why" if any. */
+static void
+unsupported_put(struct qr_buf *b, const struct qr_unsupported *u)
+{
+	const struct qr_node *n = u->node;
+
+	if (n == NULL)
+		qr_buf_printf(b, "graph input '%s'", u->input);
+	else
+		qr_buf_printf(b, "'%s' (%s%s%s, opset %d)", n->name, n->domain,
+			      n->domain[0] ? "." : "", n->op_type, u->opset);
+	if (u->why != NULL)
+		qr_buf_printf(b, ": %s", u->why);
+}
+
+/* Op type of u for the summary ("com.microsoft.Foo", "graph input"). */
+static char *
+unsupported_kind(const struct qr_unsupported *u)
+{
+	const struct qr_node *n = u->node;
+
+	if (n == NULL)
+		return xstrdup("graph input");
+	return xasprintf("%s%s%s", n->domain, n->domain[0] ? "." : "",
+			 n->op_type);
+}
+
+/*
+ * The body of the unsupported-nodes error, sized to fit a qr_diag beside
+ * the model's path: "2 unsupported nodes: 'n1' (Foo, opset 13), 'n2' ...".
+ * Past 5 nodes it starts with counts per op type, most first ("193
+ * unsupported nodes (76 SequenceAt, 38 Loop, ...): ..."), and a list that
+ * would pass room bytes ends ", and N more" on a whole entry. A first entry too
+ * long alone (a subgraph's own list) is cut with "...".
+ */
+static char *
+unsupported_msg(const struct qr_unsupported *u, size_t n_u, size_t room)
+{
+	enum { KINDS_SHOWN = 8 };
+	struct qr_buf b = {0}, one = {0};
+	size_t i, j, n_kind = 0, shown, *count = xcalloc(n_u, sizeof *count);
+	char **kind = xcalloc(n_u, sizeof *kind);
+
+	qr_buf_printf(&b, "%zu unsupported node%s", n_u, n_u == 1 ? "" : "s");
+	if (n_u > 5) {
+		for (i = 0; i < n_u; i++) {
+			char *k = unsupported_kind(&u[i]);
+
+			for (j = 0; j < n_kind && strcmp(kind[j], k) != 0; j++)
+				;
+			if (j == n_kind)
+				kind[n_kind++] = k;
+			else
+				free(k);
+			count[j]++;
+		}
+		/* stable: most frequent first, ties in order of appearance */
+		for (i = 1; i < n_kind; i++)
+			for (j = i; j > 0 && count[j] > count[j - 1]; j--) {
+				size_t c = count[j];
+				char *k = kind[j];
+
+				count[j] = count[j - 1], kind[j] = kind[j - 1];
+				count[j - 1] = c, kind[j - 1] = k;
+			}
+		for (i = 0; i < n_kind && i < KINDS_SHOWN; i++)
+			qr_buf_printf(&b, "%s%zu %s", i ? ", " : " (",
+				      count[i], kind[i]);
+		if (n_kind > KINDS_SHOWN)
+			qr_buf_printf(&b, ", %zu other op types",
+				      n_kind - KINDS_SHOWN);
+		qr_buf_putc(&b, ')');
+	}
+	qr_buf_puts(&b, ": ");
+	for (shown = 0; shown < n_u; shown++) {
+		/* 32 bytes kept for ", and N more" */
+		size_t left = b.len + 32 < room ? room - b.len - 32 : 0;
+
+		one.len = 0;
+		if (shown > 0)
+			qr_buf_puts(&one, ", ");
+		unsupported_put(&one, &u[shown]);
+		if (one.len > left) {
+			if (shown > 0)
+				break;
+			/* cut on a character boundary */
+			for (j = left > 3 ? left - 3 : 0;
+			     j > 0 && ((unsigned char)one.data[j] & 0xC0) ==
+				     0x80; j--)
+				;
+			one.len = j;
+			qr_buf_puts(&one, "...");
+		}
+		qr_buf_append(&b, one.data, one.len);
+	}
+	if (shown < n_u)
+		qr_buf_printf(&b, ", and %zu more", n_u - shown);
+	for (i = 0; i < n_kind; i++)
+		free(kind[i]);
+	free(kind);
+	free(count);
+	qr_buf_free(&one);
+	return qr_buf_take(&b);
+}
+
 /*
  * See run.h. Build, refuse unsupported nodes in one message, then run
  * every prepare once in topological order, folding steps whose inputs
@@ -1149,30 +1254,11 @@ qr_exec_new(const struct qr_model *m, const struct qr_exec_opts *o,
 	if (e->opts.views)
 		readers_index(e);
 	if (n_u > 0) {
-		struct qr_buf b = {0};
-		/* e.g. "model 'x.onnx': 2 unsupported nodes: 'n1' (Foo, opset
-		 * 13), 'n2' (Cast, opset 13): cast to string is not ..." */
-		char *msg;
+		size_t room = strlen(m->path) + 64 < QR_DIAG_MSG_MAX ?
+			      QR_DIAG_MSG_MAX - strlen(m->path) - 64 : 256;
+		char *msg = unsupported_msg(u, n_u, room);
 
-		for (i = 0; i < n_u; i++) {
-			const struct qr_node *n = u[i].node;
-
-			if (n == NULL) {
-				qr_buf_printf(&b, "%sgraph input '%s': %s",
-					      i ? ", " : "", u[i].input,
-					      u[i].why);
-				continue;
-			}
-			qr_buf_printf(&b, "%s'%s' (%s%s%s, opset %d)%s%s",
-				      i ? ", " : "", n->name,
-				      n->domain[0] ? n->domain : "",
-				      n->domain[0] ? "." : "", n->op_type,
-				      u[i].opset, u[i].why ? ": " : "",
-				      u[i].why ? u[i].why : "");
-		}
-		msg = qr_buf_take(&b);
-		st = qr_errorf(d, QR_EUNSUPPORTED, "model '%s': %zu unsupported "
-			       "node%s: %s", m->path, n_u, n_u == 1 ? "" : "s",
+		st = qr_errorf(d, QR_EUNSUPPORTED, "model '%s': %s", m->path,
 			       msg);
 		free(msg);
 		goto out;
