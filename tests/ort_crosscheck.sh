@@ -11,7 +11,9 @@
 # above do not use, whose last bits other architectures showed:
 # QLinearSoftmax, AveragePool after DequantizeLinear, float Softmax,
 # ReduceMean/ReduceSum over trailing axes, NonMaxSuppression, RoiAlign,
-# and the 3-D Conv, MaxPool and AveragePool of video models, If), and
+# the 3-D Conv, MaxPool and AveragePool of video models, If, and Exp,
+# Sigmoid, HardSigmoid and HardSwish on NaN, infinities and their clamp
+# points), and
 # torchvision's ssdlite320_mobilenet_v3_large, whose NMS runs in an If.
 # qreport sums floats in the order ONNX Runtime's MLAS does on x86-64
 # (kernels/sgemm.c: GEMM slices, the M = 1 kernels, pre-packed weights,

@@ -2180,6 +2180,49 @@ test_norm(void)
 	   "instancenorm");
 }
 
+/* One broadcast run of + - * /, rows and single values on each side,
+ * 16-lane blocks and a tail, SIMD and portable: each value as C's own
+ * operator gives it (NaN and infinities included). */
+static void
+test_binary_rows(void)
+{
+	enum { N = 37 };
+	static const enum qr_binop ops[] = {QR_BIN_ADD, QR_BIN_SUB, QR_BIN_MUL,
+					    QR_BIN_DIV};
+	float a[N], b[N], y[N], want;
+	size_t i, o, sa, sb;
+	int port, bad = 0, cases = 0;
+
+	for (i = 0; i < N; i++) {
+		a[i] = (float)i * 0.37f - 5.0f;
+		b[i] = 3.0f - (float)i * 0.21f;
+	}
+	a[3] = NAN;
+	b[20] = INFINITY;
+	b[0] = 0.0f;
+	for (port = 0; port <= 1; port++)
+		for (o = 0; o < 4; o++)
+			for (sa = 0; sa <= 1; sa++)
+				for (sb = 0; sb <= 1; sb++) {
+	qr_kernels_force_portable(port);
+	qr_binary_row_f32(ops[o], N, a, sa, b, sb, y);
+	qr_kernels_force_portable(0);
+	cases++;
+	for (i = 0; i < N; i++) {
+		float x = a[i * sa], z = b[i * sb];
+
+		want = o == 0 ? x + z : o == 1 ? x - z : o == 2 ? x * z : x / z;
+		if (isnan(want) ? !isnan(y[i]) :
+		    memcmp(&want, &y[i], sizeof want) != 0) {
+			bad++;
+			break;
+		}
+	}
+				}
+	ok(bad == 0, "binary rows: %d of %d op/stride/path cases wrong", bad,
+	   cases);
+}
+
 static void
 test_broadcast(void)
 {
@@ -2198,6 +2241,7 @@ test_broadcast(void)
 	ok(memcmp(y, want, sizeof want) == 0, "broadcast add");
 	ok(qr_broadcast_strides(2, out, 1, bad_d, sb) == -1,
 	   "[2] does not broadcast to [2,3]");
+	test_binary_rows();
 }
 
 /* The SIMD paths of quantize, dequantize, QLinearAdd and requantize give
@@ -2341,6 +2385,89 @@ test_maxpool_simd(void)
 	   cases);
 }
 
+/* Exp and Sigmoid (MLAS's polynomials): the 16-lane path gives the
+ * portable loop's bits on 4099 values over [-120, 100] and NaN. */
+static void
+test_exp_sigmoid_simd(void)
+{
+	enum { N = 4099 };
+	static float x[N], a[N], b[N];
+	unsigned seed = 11;
+	int fn, bad[2] = {0, 0};
+	size_t i;
+
+	for (i = 0; i < N; i++) {
+		seed = seed * 1103515245u + 12345u;
+		x[i] = (float)(seed >> 8) / (float)(1u << 24) * 220.0f - 120.0f;
+	}
+	x[5] = NAN;
+	x[N - 2] = NAN;
+	for (fn = 0; fn < 2; fn++) {
+		void (*f)(const float *, size_t, float *) =
+			fn ? qr_sigmoid_ort_f32 : qr_exp_ort_f32;
+
+		qr_kernels_force_portable(0);
+		f(x, N, a);
+		qr_kernels_force_portable(1);
+		f(x, N, b);
+		qr_kernels_force_portable(0);
+		for (i = 0; i < N; i++)
+			if (isnan(a[i]) ? !isnan(b[i]) :
+			    memcmp(&a[i], &b[i], sizeof a[i]) != 0)
+				bad[fn]++;
+	}
+	ok(bad[0] == 0, "exp: simd = portable on %d values (%d differ)", N,
+	   bad[0]);
+	ok(bad[1] == 0, "sigmoid: simd = portable on %d values (%d differ)", N,
+	   bad[1]);
+}
+
+/*
+ * HardSigmoid and HardSwish against onnxruntime-node 1.30's outputs (graph
+ * optimisation off) on special values: NaN stays NaN in both (HardSigmoid
+ * used to give 1), -inf gives NaN in HardSwish (-inf * 0), and the sums
+ * round as x * (1/6) + 0.5. Each value sits both in a 16-wide SIMD block
+ * and in the scalar tail, on the SIMD and the portable path.
+ */
+static void
+test_hard_sigmoid(void)
+{
+	static const float x[] = {NAN, INFINITY, -INFINITY, -0.0f, 0.0f, -3,
+				  3, 1e30f, -1e30f, 2.5f, -2.5f, 0.1f};
+	static const float sig[] = {NAN, 1, 0, 0.5f, 0.5f, 0, 1, 1, 0, 1, 0,
+				    0.5199999809265137f};
+	static const float swish[] = {NAN, INFINITY, NAN, -0.0f, 0.0f, -0.0f,
+				      3, 1e30f, -0.0f, 2.2916667461395264f,
+				      -0.20833328366279602f,
+				      0.05166666582226753f};
+	enum { N = sizeof x / sizeof x[0], M = 16 + N };
+	float in[M], a[M], b[M];
+	int port, bad_sig = 0, bad_swish = 0;
+	size_t i, k;
+
+	for (i = 0; i < M; i++)
+		in[i] = x[i % N];
+	for (port = 0; port <= 1; port++) {
+		qr_kernels_force_portable(port);
+		qr_hard_sigmoid_f32(in, M, 0.2f, 0.5f, a);
+		qr_hard_swish_f32(in, M, b);
+		for (i = 0; i < M; i++) {
+			k = i % N;
+			if (isnan(sig[k]) ? !isnan(a[i]) :
+			    memcmp(&a[i], &sig[k], sizeof a[i]) != 0)
+				bad_sig++;
+			if (isnan(swish[k]) ? !isnan(b[i]) :
+			    memcmp(&b[i], &swish[k], sizeof b[i]) != 0)
+				bad_swish++;
+		}
+	}
+	qr_kernels_force_portable(0);
+	ok(bad_sig == 0, "HardSigmoid: ORT's bits on NaN, infinities, zeros "
+	   "(%d wrong)", bad_sig);
+	ok(bad_swish == 0, "HardSwish: ORT's bits on NaN, infinities, zeros "
+	   "(%d wrong)", bad_swish);
+}
+
 int
 main(void)
 {
@@ -2369,5 +2496,7 @@ main(void)
 	test_softmax_ort();
 	test_sum_ort();
 	test_broadcast();
+	test_hard_sigmoid();
+	test_exp_sigmoid_simd();
 	return done();
 }

@@ -21,7 +21,60 @@ clamp_avx512(const float *x, size_t n, float lo, float hi, float *y)
 			l, _mm512_loadu_ps(x + i))));
 	return i;
 }
+
+/* alpha x + beta clamped to [0, 1], times x when swish; two roundings
+ * before the clamp, as ONNX Runtime (no fused multiply-add). */
+static __attribute__((target("avx512f"))) size_t
+hard_sigmoid_avx512(const float *x, size_t n, float alpha, float beta,
+		    int swish, float *y)
+{
+	const __m512 a = _mm512_set1_ps(alpha), b = _mm512_set1_ps(beta),
+		     zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
+	size_t i;
+
+	for (i = 0; i + 16 <= n; i += 16) {
+		__m512 v = _mm512_loadu_ps(x + i), w;
+
+		w = _mm512_add_ps(_mm512_mul_ps(v, a), b);
+		w = _mm512_min_ps(one, _mm512_max_ps(zero, w));
+		_mm512_storeu_ps(y + i, swish ? _mm512_mul_ps(v, w) : w);
+	}
+	return i;
+}
 #endif
+
+/* The scalar tail of hard_sigmoid_avx512, and the whole loop elsewhere. */
+static void
+hard_sigmoid_f32(const float *x, size_t n, float alpha, float beta,
+		 int swish, float *y)
+{
+	size_t i = 0;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (qr_kernels_cpu_features() & QR_CPU_AVX512BW)
+		i = hard_sigmoid_avx512(x, n, alpha, beta, swish, y);
+#endif
+	for (; i < n; i++) {
+		float v = x[i], w = v * alpha + beta;
+
+		w = 0.0f > w ? 0.0f : w;
+		w = 1.0f < w ? 1.0f : w;
+		y[i] = swish ? v * w : w;
+	}
+}
+
+void
+qr_hard_sigmoid_f32(const float *x, size_t n, float alpha, float beta,
+		    float *y)
+{
+	hard_sigmoid_f32(x, n, alpha, beta, 0, y);
+}
+
+void
+qr_hard_swish_f32(const float *x, size_t n, float *y)
+{
+	hard_sigmoid_f32(x, n, 1.0f / 6.0f, 0.5f, 1, y);
+}
 
 void
 qr_clamp_f32(const float *x, size_t n, float lo, float hi, float *y)
@@ -84,13 +137,53 @@ apply(enum qr_binop op, float a, float b)
 	return 0.0f;
 }
 
-/* Innermost axis with a switch outside the loop, so the common
- * stride-1 / stride-0 cases vectorize. */
-static void
-inner(enum qr_binop op, size_t n, const float *a, size_t sa, const float *b,
-      size_t sb, float *y)
+#if defined(__x86_64__) && defined(__GNUC__)
+/* inner's + - * / on 16 lanes where each side is a row (stride 1) or one
+ * value (stride 0); returns how many values it did. */
+static __attribute__((target("avx512f"))) size_t
+inner_avx512(enum qr_binop op, size_t n, const float *a, size_t sa,
+	     const float *b, size_t sb, float *y)
 {
 	size_t i;
+
+#define LOOP16(OP)                                                          \
+	for (i = 0; i + 16 <= n; i += 16) {                                 \
+		__m512 x = sa ? _mm512_loadu_ps(a + i) : _mm512_set1_ps(*a); \
+		__m512 z = sb ? _mm512_loadu_ps(b + i) : _mm512_set1_ps(*b); \
+		_mm512_storeu_ps(y + i, OP(x, z));                          \
+	}
+
+	if (sa > 1 || sb > 1)
+		return 0;
+	switch (op) {
+	case QR_BIN_ADD: LOOP16(_mm512_add_ps); break;
+	case QR_BIN_SUB: LOOP16(_mm512_sub_ps); break;
+	case QR_BIN_MUL: LOOP16(_mm512_mul_ps); break;
+	case QR_BIN_DIV: LOOP16(_mm512_div_ps); break;
+	default: return 0;
+	}
+#undef LOOP16
+	return i;
+}
+#endif
+
+/* See kernels.h. A switch outside the loop; rows and single values
+ * (stride 1 or 0) of + - * / go 16 lanes at a time. */
+void
+qr_binary_row_f32(enum qr_binop op, size_t n, const float *a, size_t sa,
+		  const float *b, size_t sb, float *y)
+{
+	size_t i = 0;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (n >= 16 && (qr_kernels_cpu_features() & QR_CPU_AVX512BW)) {
+		i = inner_avx512(op, n, a, sa, b, sb, y);
+		a += i * sa;
+		b += i * sb;
+		y += i;
+		n -= i;
+	}
+#endif
 
 #define LOOP(EXPR)                                                          \
 	do {                                                                \
@@ -143,8 +236,8 @@ qr_binary_f32(enum qr_binop op, size_t rank, const int64_t *out_dims,
 			ao += idx[d] * a_strides[d];
 			bo += idx[d] * b_strides[d];
 		}
-		inner(op, n, a + ao, a_strides[rank - 1], b + bo,
-		      b_strides[rank - 1], y + o * n);
+		qr_binary_row_f32(op, n, a + ao, a_strides[rank - 1], b + bo,
+				  b_strides[rank - 1], y + o * n);
 		for (d = rank - 1; d-- > 0;) {
 			if (++idx[d] < (size_t)out_dims[d])
 				break;
@@ -178,6 +271,89 @@ qr_exp_poly(float r)
 	return fmaf(p, r, 1.0f);
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#define AVX512 __attribute__((target("avx512f,avx512bw,fma")))
+
+/* qr_exp_poly, 16 lanes. */
+static AVX512 __m512
+exp_poly_avx512(__m512 r)
+{
+	__m512 p = _mm512_set1_ps(0x1.694000p-10f);
+
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0x1.125edcp-7f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0x1.555b5ap-5f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0x1.555450p-3f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0x1.fffff6p-2f));
+	p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+	return _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+}
+
+/* qr_exp_ort_f32's loop, 16 lanes with the same operations; MAXPS and
+ * MINPS with the value second keep a NaN as its comparisons do. */
+static AVX512 size_t
+exp_ort_avx512(const float *x, size_t n, float *y)
+{
+	const __m512 bias = _mm512_set1_ps(12582912.0f);
+	const __m512i one = _mm512_set1_epi32(0x3F800000);
+	size_t i;
+
+	for (i = 0; i + 16 <= n; i += 16) {
+		__m512 v = _mm512_loadu_ps(x + i), biased, m, p;
+		__m512i e, normal;
+
+		v = _mm512_max_ps(_mm512_set1_ps(-103.9720840454f), v);
+		v = _mm512_min_ps(_mm512_set1_ps(88.7762626647950f), v);
+		biased = _mm512_fmadd_ps(v, _mm512_set1_ps(1.44269504088896341f),
+					 bias);
+		m = _mm512_sub_ps(biased, bias);
+		v = _mm512_fmadd_ps(m, _mm512_set1_ps(-6.93145752e-1f), v);
+		v = _mm512_fmadd_ps(m, _mm512_set1_ps(-1.42860677e-6f), v);
+		e = _mm512_slli_epi32(_mm512_castps_si512(biased), 23);
+		normal = _mm512_min_epi32(e, one);
+		normal = _mm512_max_epi32(normal,
+					  _mm512_set1_epi32((int)0xC1000000));
+		p = exp_poly_avx512(v);
+		p = _mm512_mul_ps(p, _mm512_castsi512_ps(_mm512_add_epi32(
+			_mm512_sub_epi32(e, normal), one)));
+		_mm512_storeu_ps(y + i, _mm512_mul_ps(p, _mm512_castsi512_ps(
+			_mm512_add_epi32(normal, one))));
+	}
+	return i;
+}
+
+/* qr_sigmoid_ort_f32's loop, 16 lanes with the same operations. */
+static AVX512 size_t
+sigmoid_ort_avx512(const float *x, size_t n, float *y)
+{
+	size_t i;
+
+	for (i = 0; i + 16 <= n; i += 16) {
+		__m512 v = _mm512_loadu_ps(x + i), v2, p, q, r;
+
+		v = _mm512_max_ps(_mm512_set1_ps(-18.0f), v);
+		v = _mm512_min_ps(_mm512_set1_ps(18.0f), v);
+		v2 = _mm512_mul_ps(v, v);
+		p = _mm512_fmadd_ps(v2, _mm512_set1_ps(4.37031012579801e-11f),
+				    _mm512_set1_ps(1.15627324459942e-07f));
+		p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(6.08574864600143e-05f));
+		p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(8.51377133304701e-03f));
+		p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(2.48287947061529e-01f));
+		p = _mm512_mul_ps(p, v);
+		q = _mm512_fmadd_ps(v2, _mm512_set1_ps(6.10247389755681e-13f),
+				    _mm512_set1_ps(5.76102136993427e-09f));
+		q = _mm512_fmadd_ps(q, v2, _mm512_set1_ps(6.29106785017040e-06f));
+		q = _mm512_fmadd_ps(q, v2, _mm512_set1_ps(1.70198817374094e-03f));
+		q = _mm512_fmadd_ps(q, v2, _mm512_set1_ps(1.16817656904453e-01f));
+		q = _mm512_fmadd_ps(q, v2, _mm512_set1_ps(9.93151921023180e-01f));
+		r = _mm512_add_ps(_mm512_div_ps(p, q), _mm512_set1_ps(0.5f));
+		r = _mm512_max_ps(_mm512_setzero_ps(), r);
+		_mm512_storeu_ps(y + i, _mm512_min_ps(_mm512_set1_ps(1.0f), r));
+	}
+	return i;
+}
+#undef AVX512
+#endif
+
 /* See kernels.h. m = round(x / ln 2) through the 1.5 * 2^23 bias; x - m
  * ln 2 with ln 2 in two parts; 2^m split into 2^n (n clamped to the
  * normal exponents) and 2^(m - n), multiplied in that order after. */
@@ -185,9 +361,13 @@ void
 qr_exp_ort_f32(const float *x, size_t n, float *y)
 {
 	const float bias = 12582912.0f;
-	size_t i;
+	size_t i = 0;
 
-	for (i = 0; i < n; i++) {
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (qr_kernels_cpu_features() & QR_CPU_AVX512BW)
+		i = exp_ort_avx512(x, n, y);
+#endif
+	for (; i < n; i++) {
 		float v = x[i], biased, m, p;
 		int32_t e, normal;
 
@@ -213,9 +393,13 @@ qr_exp_ort_f32(const float *x, size_t n, float *y)
 void
 qr_sigmoid_ort_f32(const float *x, size_t n, float *y)
 {
-	size_t i;
+	size_t i = 0;
 
-	for (i = 0; i < n; i++) {
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (qr_kernels_cpu_features() & QR_CPU_AVX512BW)
+		i = sigmoid_ort_avx512(x, n, y);
+#endif
+	for (; i < n; i++) {
 		float v = x[i], v2, p, q, r;
 
 		v = v < -18.0f ? -18.0f : v;

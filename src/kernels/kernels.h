@@ -588,9 +588,20 @@ enum qr_binop {
 void qr_binary_f32(enum qr_binop op, size_t rank, const int64_t *out_dims,
 		   const float *a, const size_t *a_strides, const float *b,
 		   const size_t *b_strides, float *y);
+/* y[i] = a[i * sa] op b[i * sb] for i < n: one run of a broadcast. y may
+ * be a or b. */
+void qr_binary_row_f32(enum qr_binop op, size_t n, const float *a, size_t sa,
+		       const float *b, size_t sb, float *y);
 
 /* y[i] = x[i] clamped to [lo, hi] (Relu, Clip); NaN stays NaN. x may be y. */
 void qr_clamp_f32(const float *x, size_t n, float lo, float hi, float *y);
+/* y[i] = x[i] * alpha + beta clamped to [0, 1] (HardSigmoid), two
+ * roundings as ONNX Runtime; NaN stays NaN. x may be y. */
+void qr_hard_sigmoid_f32(const float *x, size_t n, float alpha, float beta,
+			 float *y);
+/* y[i] = x[i] * HardSigmoid(x[i]) with alpha 1/6, beta 0.5 (HardSwish, as
+ * ONNX Runtime: x * (1/6), not x / 6). x may be y. */
+void qr_hard_swish_f32(const float *x, size_t n, float *y);
 
 /* y[i] = exp(x[i]) with ONNX Runtime's bits (MLAS's exp kernel: x
  * clamped to [-103.97, 88.78], a degree-6 polynomial in fused

@@ -96,11 +96,37 @@ sigmoid_run(struct qr_op_call *c, struct qr_diag *d)
 			   c->out[0]->data);
 	return QR_OK;
 }
-DEF_ACT(hard_sigmoid_run, fmaxf(0.0f, fminf(1.0f, pa * x + pb)),
-	fmax(0.0, fmin(1.0, pa * x + pb)), ATTR("alpha", 0.2f),
-	ATTR("beta", 0.5f))
-DEF_ACT(hard_swish_run, x * fmaxf(0.0f, fminf(1.0f, x * (1.0f / 6.0f) + 0.5f)),
-	x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5)), 0, 0)
+/* v clamped to [0, 1]; NaN stays NaN, as the float kernel. */
+static double
+unit_clamp(double v)
+{
+	v = 0.0 > v ? 0.0 : v;
+	return 1.0 < v ? 1.0 : v;
+}
+
+static enum qr_status
+hard_sigmoid_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	float a = ATTR("alpha", 0.2f), b = ATTR("beta", 0.5f);
+
+	if (c->out[0]->dtype == QR_DT_FLOAT)
+		qr_hard_sigmoid_f32(c->in[0]->data, c->in[0]->n_elem, a, b,
+				    c->out[0]->data);
+	else
+		ACT_LOOP(double, unit_clamp(pa * x + pb), c, a, b);
+	return QR_OK;
+}
+
+static enum qr_status
+hard_swish_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	if (c->out[0]->dtype == QR_DT_FLOAT)
+		qr_hard_swish_f32(c->in[0]->data, c->in[0]->n_elem,
+				  c->out[0]->data);
+	else
+		ACT_LOOP(double, x * unit_clamp(x / 6.0 + 0.5), c, 0, 0);
+	return QR_OK;
+}
 DEF_ACT(elu_run, x < 0 ? pa * (expf(x) - 1.0f) : x,
 	x < 0 ? pa * (exp(x) - 1.0) : x, ATTR("alpha", 1.0f), 0)
 DEF_ACT(selu_run, x <= 0 ? pb * (pa * expf(x) - pa) : pb * x,

@@ -183,6 +183,25 @@ broadcast_infer(struct qr_op_call *c, struct qr_diag *d)
 	default: QR_ASSERT(!"dtype refused by check");                      \
 	}
 
+/* y = a op b on floats, a broadcast run at a time through the kernel. */
+static void
+binary_f32(enum qr_binop op, struct qr_tensor *a, struct qr_tensor *b,
+	   struct qr_tensor *y)
+{
+	struct qr_tensor *io[2] = {a, b};
+	const float *pa = a->data, *pb = b->data;
+	float *py = y->data;
+	struct qr_bcast it;
+
+	if (y->n_elem == 0)
+		return;
+	qr_bcast_init(&it, y->ndim, y->dims, io, 2);
+	do
+		qr_binary_row_f32(op, it.inner, pa + it.off[0], it.step[0],
+				  pb + it.off[1], it.step[1], py + it.out_off);
+	while (qr_bcast_next(&it));
+}
+
 #define DEF_BINARY(fn, FEXPR, IEXPR)                                        \
 	static enum qr_status fn(struct qr_op_call *c, struct qr_diag *d)   \
 	{                                                                   \
@@ -194,10 +213,25 @@ broadcast_infer(struct qr_op_call *c, struct qr_diag *d)
 		return QR_OK;                                               \
 	}
 
-DEF_BINARY(add_run, x + z, WRAP(elem_t, +, x, z))
-DEF_BINARY(sub_run, x - z, WRAP(elem_t, -, x, z))
-DEF_BINARY(mul_run, x * z, WRAP(elem_t, *, x, z))
-DEF_BINARY(div_run, x / z, IDIV(elem_t, x, z))
+/* DEF_BINARY with float runs through the kernel's op (+ - * /). */
+#define DEF_ARITH(fn, OP, FEXPR, IEXPR)                                     \
+	static enum qr_status fn(struct qr_op_call *c, struct qr_diag *d)   \
+	{                                                                   \
+		struct qr_tensor *bt_ = c->in[1], view_;                    \
+		if (c->opset < 7)                                           \
+			bt_ = legacy_view(c, &view_);                       \
+		if (c->out[0]->dtype == QR_DT_FLOAT)                        \
+			binary_f32(OP, c->in[0], bt_, c->out[0]);           \
+		else                                                        \
+			BIN_DISPATCH(c->out[0]->dtype, FEXPR, IEXPR,        \
+				     c->in[0], bt_, c->out[0]);             \
+		return QR_OK;                                               \
+	}
+
+DEF_ARITH(add_run, QR_BIN_ADD, x + z, WRAP(elem_t, +, x, z))
+DEF_ARITH(sub_run, QR_BIN_SUB, x - z, WRAP(elem_t, -, x, z))
+DEF_ARITH(mul_run, QR_BIN_MUL, x * z, WRAP(elem_t, *, x, z))
+DEF_ARITH(div_run, QR_BIN_DIV, x / z, IDIV(elem_t, x, z))
 
 const struct qr_op_desc qr_op_add = {
 	.domain = "", .name = "Add", .since = 6,

@@ -86,6 +86,15 @@ the edges:
                 as ONNX Runtime), output_half_pixel, 2x5 bins, 3x3
                 samples a bin
 
+and float activations whose ONNX Runtime kernels approximate or round
+in their own way (MLAS's exp and logistic polynomials, HardSwish's
+x * (1/6)), on x [4,1000] times a gain, with 16 special values
+appended to each row (NaN, infinities, signed zeros, the kernels' clamp
+points), so each row has a 16-wide tail and a scalar one:
+
+  act_ort       Exp (gain 30), Sigmoid (gain 8), HardSigmoid (alpha 0.2,
+                beta 0.5) and HardSwish (gain 1)
+
 and, in tests/data/activations/ (compared within a relative L2 error of
 1e-6 by tests/ort_crosscheck.sh: ONNX Runtime's cubic weights and
 interpolations round differently in the last bits):
@@ -642,3 +651,32 @@ def loop_model(name, trip):
 
 loop_model("loop_trip", 2)
 loop_model("loop_cond", None)
+
+
+def act_ort():
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 18.0, -18.0, 88.7762626647950,
+                        -103.9720840454, 89.0, -104.0, 3.0, -3.0, 1e30, -1e30, 0.1],
+                       np.float32)
+    inits = [numpy_helper.from_array(np.tile(special, (4, 1)), "special")]
+    nodes = []
+    for op, gain, attrs in [("Exp", 30.0, {}), ("Sigmoid", 8.0, {}),
+                            ("HardSigmoid", 1.0, {"alpha": 0.2, "beta": 0.5}),
+                            ("HardSwish", 1.0, {})]:
+        low = op.lower()
+        inits.append(numpy_helper.from_array(np.array(gain, np.float32), low + "_gain"))
+        nodes += [helper.make_node("Mul", ["x", low + "_gain"], [low + "_xg"], name=low + "_gain"),
+                  helper.make_node("Concat", [low + "_xg", "special"], [low + "_in"],
+                                   name=low + "_in", axis=1),
+                  helper.make_node(op, [low + "_in"], [low], name=low, **attrs)]
+    g = helper.make_graph(nodes, "act_ort",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 1000])],
+                          [helper.make_tensor_value_info(op.lower(), TensorProto.FLOAT, [4, 1016])
+                           for op in ("Exp", "Sigmoid", "HardSigmoid", "HardSwish")], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)],
+                          producer_name="qreport-fixtures", producer_version="1")
+    m.ir_version = 8
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(OUT, "act_ort.onnx"))
+
+
+act_ort()
