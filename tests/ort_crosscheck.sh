@@ -12,8 +12,8 @@
 # QLinearSoftmax, AveragePool after DequantizeLinear, float Softmax,
 # ReduceMean/ReduceSum over trailing axes, NonMaxSuppression, RoiAlign,
 # the 3-D Conv, MaxPool and AveragePool of video models, If, and Exp,
-# Sigmoid, HardSigmoid and HardSwish on NaN, infinities and their clamp
-# points), and
+# Sigmoid, HardSigmoid, HardSwish, Erf and the erf GELUs on NaN,
+# infinities and their clamp points), and
 # torchvision's ssdlite320_mobilenet_v3_large, whose NMS runs in an If.
 # qreport sums floats in the order ONNX Runtime's MLAS does on x86-64
 # (kernels/sgemm.c: GEMM slices, the M = 1 kernels, pre-packed weights,
@@ -101,7 +101,7 @@ for f in "$top_srcdir"/tests/data/ort-ops/*.onnx; do
 	done
 done
 # Ops whose ONNX Runtime kernels sum or approximate in their own way
-# (erf, tanh, layer statistics, blocked 4-bit products, fused GEMMs):
+# (tanh, layer statistics, blocked 4-bit products, fused GEMMs):
 # every tensor within a relative L2 error of 1e-6, integers exact. The
 # models: ONNX Runtime's own optimised copies of small PyTorch
 # transformer blocks (FusedMatMul, com.microsoft Gelu,

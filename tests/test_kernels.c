@@ -2385,7 +2385,7 @@ test_maxpool_simd(void)
 	   cases);
 }
 
-/* Exp and Sigmoid (MLAS's polynomials): the 16-lane path gives the
+/* Exp, Sigmoid and Erf (MLAS's polynomials): the 16-lane path gives the
  * portable loop's bits on 4099 values over [-120, 100] and NaN. */
 static void
 test_exp_sigmoid_simd(void)
@@ -2393,7 +2393,7 @@ test_exp_sigmoid_simd(void)
 	enum { N = 4099 };
 	static float x[N], a[N], b[N];
 	unsigned seed = 11;
-	int fn, bad[2] = {0, 0};
+	int fn, bad[3] = {0, 0, 0};
 	size_t i;
 
 	for (i = 0; i < N; i++) {
@@ -2402,9 +2402,10 @@ test_exp_sigmoid_simd(void)
 	}
 	x[5] = NAN;
 	x[N - 2] = NAN;
-	for (fn = 0; fn < 2; fn++) {
+	for (fn = 0; fn < 3; fn++) {
 		void (*f)(const float *, size_t, float *) =
-			fn ? qr_sigmoid_ort_f32 : qr_exp_ort_f32;
+			fn == 0 ? qr_exp_ort_f32 : fn == 1 ? qr_sigmoid_ort_f32 :
+			qr_erf_ort_f32;
 
 		qr_kernels_force_portable(0);
 		f(x, N, a);
@@ -2420,6 +2421,8 @@ test_exp_sigmoid_simd(void)
 	   bad[0]);
 	ok(bad[1] == 0, "sigmoid: simd = portable on %d values (%d differ)", N,
 	   bad[1]);
+	ok(bad[2] == 0, "erf: simd = portable on %d values (%d differ)", N,
+	   bad[2]);
 }
 
 /*

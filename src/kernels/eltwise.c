@@ -271,6 +271,25 @@ qr_exp_poly(float r)
 	return fmaf(p, r, 1.0f);
 }
 
+/* MLAS's erf (a polynomial in x^2 below ERF_SPLIT, 1 - exp(-poly(|x|))
+ * above, |x| clamped to ERF_ABS_MAX) and the exp it uses there. */
+#define ERF_ABS_MAX 3.925f
+#define ERF_SPLIT 0.921875f
+#define ERF_EXP_MIN -88.3762626647949f
+#define ERF_EXP_C 12582912.0f
+static const float erf_small[6] = {
+	-5.99104969e-4f, 4.99339588e-3f, -2.67667342e-2f, 1.12818025e-1f,
+	-3.76124859e-1f, 1.28379151e-1f,
+};
+static const float erf_big[7] = {
+	1.72948930e-5f, -3.83208680e-4f, 3.88393435e-3f, -2.42545605e-2f,
+	1.06777847e-1f, 6.34846687e-1f, 1.28717512e-1f,
+};
+static const float erf_exp[7] = {
+	1.38319808e-3f, 8.37550033e-3f, 4.16689515e-2f, 1.66664466e-1f,
+	4.99999851e-1f, 1.0f, 1.0f,
+};
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #define AVX512 __attribute__((target("avx512f,avx512bw,fma")))
 
@@ -351,6 +370,53 @@ sigmoid_ort_avx512(const float *x, size_t n, float *y)
 	}
 	return i;
 }
+/* qr_erf_ort_f32's loop, 16 lanes with the same operations. */
+static AVX512 size_t
+erf_ort_avx512(const float *x, size_t n, float *y)
+{
+	const __m512i sign_bit = _mm512_set1_epi32((int)0x80000000u);
+	const __m512 c = _mm512_set1_ps(ERF_EXP_C), zero = _mm512_setzero_ps();
+	size_t i;
+
+	for (i = 0; i + 16 <= n; i += 16) {
+		__m512i v = _mm512_loadu_si512(x + i), sign;
+		__m512 a, s, p, q, r, f, e, big_res;
+		__mmask16 big;
+
+		sign = _mm512_and_si512(v, sign_bit);
+		a = _mm512_castsi512_ps(_mm512_andnot_si512(sign_bit, v));
+		a = _mm512_min_ps(_mm512_set1_ps(ERF_ABS_MAX), a);
+		s = _mm512_mul_ps(a, a);
+		p = _mm512_set1_ps(erf_small[0]);
+		for (int k = 1; k < 6; k++)
+			p = _mm512_fmadd_ps(p, s, _mm512_set1_ps(erf_small[k]));
+		p = _mm512_fmadd_ps(p, a, a);
+		big = _mm512_cmp_ps_mask(_mm512_set1_ps(ERF_SPLIT), a,
+					 _CMP_LE_OQ);
+		p = _mm512_mask_blend_ps(big, p, zero);
+		a = _mm512_mask_blend_ps(big, zero, a);
+		q = _mm512_set1_ps(erf_big[0]);
+		for (int k = 1; k < 7; k++)
+			q = _mm512_fmadd_ps(q, a, _mm512_set1_ps(erf_big[k]));
+		q = _mm512_fmadd_ps(q, a, a);
+		q = _mm512_max_ps(_mm512_sub_ps(zero, q) /* -q */, _mm512_set1_ps(
+			ERF_EXP_MIN));
+		r = _mm512_fmadd_ps(q, _mm512_set1_ps(1.44269504088896341f), c);
+		r = _mm512_sub_ps(r, c);
+		f = _mm512_fmadd_ps(r, _mm512_set1_ps(-6.93145752e-1f), q);
+		f = _mm512_fmadd_ps(r, _mm512_set1_ps(-1.42860677e-6f), f);
+		e = _mm512_set1_ps(erf_exp[0]);
+		for (int k = 1; k < 7; k++)
+			e = _mm512_fmadd_ps(e, f, _mm512_set1_ps(erf_exp[k]));
+		e = _mm512_mul_ps(e, _mm512_castsi512_ps(_mm512_slli_epi32(
+			_mm512_add_epi32(_mm512_cvttps_epi32(r),
+					 _mm512_set1_epi32(127)), 23)));
+		big_res = _mm512_sub_ps(_mm512_set1_ps(1.0f), e);
+		_mm512_storeu_si512(y + i, _mm512_or_si512(sign, _mm512_or_si512(
+			_mm512_castps_si512(p), _mm512_castps_si512(big_res))));
+	}
+	return i;
+}
 #undef AVX512
 #endif
 
@@ -418,5 +484,58 @@ qr_sigmoid_ort_f32(const float *x, size_t n, float *y)
 		r = p / q + 0.5f;
 		r = r < 0.0f ? 0.0f : r;
 		y[i] = r > 1.0f ? 1.0f : r;
+	}
+}
+
+/* See kernels.h. Both parts are computed for every value and joined by
+ * their bits (the other part is +0), as MLAS's vector kernel does; NaN
+ * stays NaN, and infinities clamp to +-ERF_ABS_MAX. */
+void
+qr_erf_ort_f32(const float *x, size_t n, float *y)
+{
+	size_t i = 0;
+	int k;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (qr_kernels_cpu_features() & QR_CPU_AVX512BW)
+		i = erf_ort_avx512(x, n, y);
+#endif
+	for (; i < n; i++) {
+		uint32_t v, sign, out;
+		float a, s, p, q, r, f, e, big_res;
+		int32_t ri;
+
+		memcpy(&v, &x[i], sizeof v);
+		sign = v & 0x80000000u;
+		v &= 0x7FFFFFFFu;
+		memcpy(&a, &v, sizeof a);
+		a = ERF_ABS_MAX < a ? ERF_ABS_MAX : a;
+		s = a * a;
+		p = erf_small[0];
+		for (k = 1; k < 6; k++)
+			p = fmaf(p, s, erf_small[k]);
+		p = fmaf(p, a, a);
+		if (ERF_SPLIT <= a)
+			p = 0.0f;
+		else
+			a = 0.0f;
+		q = erf_big[0];
+		for (k = 1; k < 7; k++)
+			q = fmaf(q, a, erf_big[k]);
+		q = -fmaf(q, a, a);
+		q = q > ERF_EXP_MIN ? q : ERF_EXP_MIN;
+		r = fmaf(q, 1.44269504088896341f, ERF_EXP_C) - ERF_EXP_C;
+		f = fmaf(r, -6.93145752e-1f, q);
+		f = fmaf(r, -1.42860677e-6f, f);
+		e = erf_exp[0];
+		for (k = 1; k < 7; k++)
+			e = fmaf(e, f, erf_exp[k]);
+		ri = (int32_t)r;
+		e *= float_bits((int32_t)((uint32_t)(ri + 127) << 23));
+		big_res = 1.0f - e;
+		memcpy(&v, &p, sizeof v);
+		memcpy(&out, &big_res, sizeof out);
+		out |= v | sign;
+		memcpy(&y[i], &out, sizeof out);
 	}
 }

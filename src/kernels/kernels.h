@@ -613,6 +613,10 @@ void qr_exp_ort_f32(const float *x, size_t n, float *y);
  * multiply-adds, the result clamped to [0, 1]; NaN stays NaN). x may be
  * y. */
 void qr_sigmoid_ort_f32(const float *x, size_t n, float *y);
+/* y[i] = erf(x[i]) with ONNX Runtime's bits (MLAS's erf kernel: a
+ * polynomial below |x| = 0.921875, 1 - exp(-polynomial) above, |x|
+ * clamped to 3.925; NaN stays NaN). x may be y. */
+void qr_erf_ort_f32(const float *x, size_t n, float *y);
 
 
 /* ---- Winograd 3x3 convolution (winograd.c) ---- */

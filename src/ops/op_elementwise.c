@@ -468,7 +468,17 @@ DEF_UNARY(abs_run, fabsf(x), fabs(x), (x < 0 ? WRAP(elem_t, -, 0, x) : x))
 DEF_UNARY(reciprocal_run, 1.0f / x, 1.0 / x, 0)
 DEF_UNARY(floor_run, floorf(x), floor(x), 0)
 DEF_UNARY(ceil_run, ceilf(x), ceil(x), 0)
-DEF_UNARY(erf_run, erff(x), erf(x), 0)
+DEF_UNARY(erf_double_run, erff(x), erf(x), 0)
+
+/* Float Erf with ONNX Runtime's bits (MLAS's kernel), not libm's. */
+static enum qr_status
+erf_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	if (c->out[0]->dtype != QR_DT_FLOAT)
+		return erf_double_run(c, d);
+	qr_erf_ort_f32(c->in[0]->data, c->in[0]->n_elem, c->out[0]->data);
+	return QR_OK;
+}
 DEF_UNARY(tanh_run, tanhf(x), tanh(x), 0)
 DEF_UNARY(sin_run, sinf(x), sin(x), 0)
 DEF_UNARY(cos_run, cosf(x), cos(x), 0)

@@ -94,6 +94,9 @@ points), so each row has a 16-wide tail and a scalar one:
 
   act_ort       Exp (gain 30), Sigmoid (gain 8), HardSigmoid (alpha 0.2,
                 beta 0.5) and HardSwish (gain 1)
+  erf_gelu      the same rows (gain 2.5) through Erf, Gelu (opset 20),
+                com.microsoft Gelu and BiasGelu (MLAS's erf polynomial;
+                |x| clamped to 3.925)
 
 and, in tests/data/activations/ (compared within a relative L2 error of
 1e-6 by tests/ort_crosscheck.sh: ONNX Runtime's cubic weights and
@@ -653,11 +656,12 @@ loop_model("loop_trip", 2)
 loop_model("loop_cond", None)
 
 
+ACT_SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 18.0, -18.0, 88.7762626647950,
+                        -103.9720840454, 89.0, -104.0, 3.0, -3.0, 1e30, -1e30, 0.1], np.float32)
+
+
 def act_ort():
-    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 18.0, -18.0, 88.7762626647950,
-                        -103.9720840454, 89.0, -104.0, 3.0, -3.0, 1e30, -1e30, 0.1],
-                       np.float32)
-    inits = [numpy_helper.from_array(np.tile(special, (4, 1)), "special")]
+    inits = [numpy_helper.from_array(np.tile(ACT_SPECIAL, (4, 1)), "special")]
     nodes = []
     for op, gain, attrs in [("Exp", 30.0, {}), ("Sigmoid", 8.0, {}),
                             ("HardSigmoid", 1.0, {"alpha": 0.2, "beta": 0.5}),
@@ -680,3 +684,28 @@ def act_ort():
 
 
 act_ort()
+
+
+def erf_gelu():
+    f = TensorProto.FLOAT
+    inits = [numpy_helper.from_array(np.tile(ACT_SPECIAL, (4, 1)), "special"),
+             numpy_helper.from_array(np.array(2.5, np.float32), "gain"),
+             numpy_helper.from_array(np.linspace(-2, 2, 1016).astype(np.float32), "bias")]
+    nodes = [helper.make_node("Mul", ["x", "gain"], ["xg"], name="gain"),
+             helper.make_node("Concat", ["xg", "special"], ["xs"], name="rows", axis=1),
+             helper.make_node("Erf", ["xs"], ["erf"], name="erf"),
+             helper.make_node("Gelu", ["xs"], ["gelu"], name="gelu"),
+             helper.make_node("Gelu", ["xs"], ["ms_gelu"], name="ms_gelu", domain="com.microsoft"),
+             helper.make_node("BiasGelu", ["xs", "bias"], ["bias_gelu"], name="bias_gelu",
+                              domain="com.microsoft")]
+    outs = ["erf", "gelu", "ms_gelu", "bias_gelu"]
+    g = helper.make_graph(nodes, "erf_gelu", [helper.make_tensor_value_info("x", f, [4, 1000])],
+                          [helper.make_tensor_value_info(o, f, [4, 1016]) for o in outs], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20),
+                                            helper.make_opsetid("com.microsoft", 1)],
+                          producer_name="qreport-fixtures", producer_version="1")
+    m.ir_version = 9
+    onnx.save(m, os.path.join(OUT, "erf_gelu.onnx"))
+
+
+erf_gelu()
