@@ -619,6 +619,22 @@ void qr_sigmoid_ort_f32(const float *x, size_t n, float *y);
 void qr_erf_ort_f32(const float *x, size_t n, float *y);
 
 
+/* ---- box overlap (detect.c) ---- */
+
+/* Boxes as columns of corners (x0 <= x1, y0 <= y1) and their areas. */
+struct qr_boxes {
+	float *x0, *y0, *x1, *y1, *area;
+};
+
+/* (x1 - x0) * (y1 - y0) of the box b = {x0, y0, x1, y1}. */
+float qr_box_area(const float *b);
+/* 1 when box b = {x0, y0, x1, y1} overlaps any of the n boxes k by an
+ * intersection over union above thr, computed as ONNX Runtime's
+ * NonMaxSuppression does (intersection then union in float; a box of no
+ * area, or no intersection, never suppresses). */
+int qr_box_suppressed(const struct qr_boxes *k, size_t n, const float *b,
+		      float thr);
+
 /* ---- Winograd 3x3 convolution (winograd.c) ---- */
 
 /*

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/kernels.h"
 #include "ops/op-int.h"
 
 enum { N_BOXES, N_SCORES, N_MAX, N_IOU, N_SCORE };
@@ -81,28 +82,6 @@ box_at(const float *b, int center)
 	return r;
 }
 
-/* 1 when a and b overlap by more than thr (intersection over union). */
-static int
-suppresses(const struct box *a, const struct box *b, float thr)
-{
-	float ix0 = a->x0 > b->x0 ? a->x0 : b->x0;
-	float iy0 = a->y0 > b->y0 ? a->y0 : b->y0;
-	float ix1 = a->x1 < b->x1 ? a->x1 : b->x1;
-	float iy1 = a->y1 < b->y1 ? a->y1 : b->y1;
-	float iw = ix1 - ix0 > 0.0f ? ix1 - ix0 : 0.0f;
-	float ih = iy1 - iy0 > 0.0f ? iy1 - iy0 : 0.0f;
-	float inter = iw * ih, area_a, area_b, uni;
-
-	if (inter <= 0.0f)
-		return 0;
-	area_a = (a->x1 - a->x0) * (a->y1 - a->y0);
-	area_b = (b->x1 - b->x0) * (b->y1 - b->y0);
-	uni = area_a + area_b - inter;
-	if (area_a <= 0.0f || area_b <= 0.0f || uni <= 0.0f)
-		return 0;
-	return inter / uni > thr;
-}
-
 struct cand {
 	float score;
 	size_t i;
@@ -141,9 +120,10 @@ nms(const struct qr_op_call *c, struct qr_diag *d, int64_t *y, size_t *n)
 	float iou = (float)scalar_in(c, N_IOU, 0);
 	int has_thr = qr_op_has_in(c, N_SCORE) && c->in[N_SCORE]->n_elem > 0;
 	float thr = (float)scalar_in(c, N_SCORE, 0);
-	size_t nb, nc, nbox, b, k, i, j, kept, cap;
+	size_t nb, nc, nbox, b, k, i, kept, cap;
 	struct cand *cd;
-	struct box *keep;
+	struct qr_boxes keep;
+	float *col;
 	char s1[128], s2[128];
 
 	*n = 0;
@@ -166,7 +146,9 @@ nms(const struct qr_op_call *c, struct qr_diag *d, int64_t *y, size_t *n)
 	if (cap == 0)
 		return QR_OK;
 	cd = xmalloc(nbox * sizeof *cd);
-	keep = xmalloc(cap * sizeof *keep);
+	col = xmalloc(5 * cap * sizeof *col);
+	keep.x0 = col, keep.y0 = col + cap, keep.x1 = col + 2 * cap;
+	keep.y1 = col + 3 * cap, keep.area = col + 4 * cap;
 	for (b = 0; b < nb; b++)
 		for (k = 0; k < nc; k++) {
 			const float *s = (const float *)sc->data +
@@ -184,13 +166,14 @@ nms(const struct qr_op_call *c, struct qr_diag *d, int64_t *y, size_t *n)
 			for (i = 0, kept = 0; i < m && kept < cap; i++) {
 				struct box cur = box_at(bb + cd[i].i * 4,
 							center);
+				float c4[4] = {cur.x0, cur.y0, cur.x1,
+					       cur.y1};
 
-				for (j = 0; j < kept; j++)
-					if (suppresses(&keep[j], &cur, iou))
-						break;
-				if (j < kept)
+				if (qr_box_suppressed(&keep, kept, c4, iou))
 					continue;
-				keep[kept++] = cur;
+				keep.x0[kept] = cur.x0, keep.y0[kept] = cur.y0;
+				keep.x1[kept] = cur.x1, keep.y1[kept] = cur.y1;
+				keep.area[kept++] = qr_box_area(c4);
 				if (y != NULL) {
 					y[*n * 3] = (int64_t)b;
 					y[*n * 3 + 1] = (int64_t)k;
@@ -200,7 +183,7 @@ nms(const struct qr_op_call *c, struct qr_diag *d, int64_t *y, size_t *n)
 			}
 		}
 	free(cd);
-	free(keep);
+	free(col);
 	return QR_OK;
 }
 
