@@ -10,7 +10,8 @@
 # and in the single-op models of tests/data/ort-ops/ (ops the networks
 # above do not use, whose last bits other architectures showed:
 # QLinearSoftmax, AveragePool after DequantizeLinear, float Softmax,
-# ReduceMean/ReduceSum over trailing axes, NonMaxSuppression, RoiAlign,
+# ReduceMean/ReduceSum over trailing axes, NonMaxSuppression, TopK with
+# ties, RoiAlign,
 # the 3-D Conv, MaxPool and AveragePool of video models, If, and Exp,
 # Sigmoid, HardSigmoid, HardSwish, Erf and the erf GELUs on NaN,
 # infinities and their clamp points), and

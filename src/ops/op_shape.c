@@ -2185,14 +2185,68 @@ struct topk_item {
 	int64_t idx; /* position along the axis; ties keep lower first */
 };
 
+/* Whether x ranks before y: the smaller key, then the lower index; a NaN
+ * ranks before every number (ONNX Runtime puts a NaN first, largest or
+ * not, though the order of the rest of its row then breaks). */
+static int
+topk_before(const struct topk_item *x, const struct topk_item *y)
+{
+	int xn = isnan(x->key), yn = isnan(y->key);
+
+	if (xn || yn)
+		return xn && yn ? x->idx < y->idx : xn;
+	if (x->key != y->key)
+		return x->key < y->key;
+	return x->idx < y->idx;
+}
+
 static int
 topk_cmp(const void *a, const void *b)
 {
-	const struct topk_item *x = a, *y = b;
+	return topk_before(a, b) ? -1 : topk_before(b, a) ? 1 : 0;
+}
 
-	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
-	return (x->idx > y->idx) - (x->idx < y->idx);
+/* Restore the heap h of n items (the last-ranked at the root) below i. */
+static void
+topk_sift(struct topk_item *h, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, w = i;
+		struct topk_item t;
+
+		if (l < n && topk_before(&h[w], &h[l]))
+			w = l;
+		if (r < n && topk_before(&h[w], &h[r]))
+			w = r;
+		if (w == i)
+			return;
+		t = h[i], h[i] = h[w], h[w] = t;
+		i = w;
+	}
+}
+
+/* The k first-ranked of items[0..len) into items[0..k), in rank order:
+ * a heap of the best k seen, its worst at the root, so each other item
+ * costs one comparison (retinanet's TopK takes 1000 of 100,000s). */
+static void
+topk_select(struct topk_item *items, size_t len, size_t k)
+{
+	size_t q, i;
+
+	if (k == 0)
+		return;
+	if (k * 4 >= len) {
+		qsort(items, len, sizeof *items, topk_cmp);
+		return;
+	}
+	for (i = k / 2 + 1; i-- > 0;)
+		topk_sift(items, k, i);
+	for (q = k; q < len; q++)
+		if (topk_before(&items[q], &items[0])) {
+			items[0] = items[q];
+			topk_sift(items, k, 0);
+		}
+	qsort(items, k, sizeof *items, topk_cmp);
 }
 
 static enum qr_status
@@ -2219,7 +2273,7 @@ topk_run(struct qr_op_call *c, struct qr_diag *d)
 				items[q].key = largest ? -v : v;
 				items[q].idx = (int64_t)q;
 			}
-			qsort(items, len, sizeof *items, topk_cmp);
+			topk_select(items, len, (size_t)k);
 			for (q = 0; q < (size_t)k; q++) {
 				size_t p = (o * (size_t)k + q) * inner + j;
 

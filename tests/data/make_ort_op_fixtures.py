@@ -94,6 +94,9 @@ points), so each row has a 16-wide tail and a scalar one:
 
   act_ort       Exp (gain 30), Sigmoid (gain 8), HardSigmoid (alpha 0.2,
                 beta 0.5) and HardSwish (gain 1)
+  topk_ties     x [3,500] rounded to halves (many ties: the lower index
+                first) through TopK: the largest 20 and the smallest 300
+                along the rows, the largest 2 down the columns
   erf_gelu      the same rows (gain 2.5) through Erf, Gelu (opset 20),
                 com.microsoft Gelu and BiasGelu (MLAS's erf polynomial;
                 |x| clamped to 3.925)
@@ -709,3 +712,31 @@ def erf_gelu():
 
 
 erf_gelu()
+
+
+def topk_ties():
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
+    inits = [numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+             numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+             numpy_helper.from_array(np.array([20], np.int64), "k20"),
+             numpy_helper.from_array(np.array([300], np.int64), "k300"),
+             numpy_helper.from_array(np.array([2], np.int64), "k2")]
+    nodes = [helper.make_node("Mul", ["x", "two"], ["x2"], name="x2"),
+             helper.make_node("Round", ["x2"], ["xr"], name="round"),
+             helper.make_node("Mul", ["xr", "half"], ["xh"], name="halves"),
+             helper.make_node("TopK", ["xh", "k20"], ["top20", "top20_i"], name="top20", axis=1),
+             helper.make_node("TopK", ["xh", "k300"], ["low300", "low300_i"], name="low300",
+                              axis=-1, largest=0),
+             helper.make_node("TopK", ["xh", "k2"], ["col2", "col2_i"], name="col2", axis=0)]
+    outs = [("top20", f, [3, 20]), ("top20_i", i64, [3, 20]), ("low300", f, [3, 300]),
+            ("low300_i", i64, [3, 300]), ("col2", f, [2, 500]), ("col2_i", i64, [2, 500])]
+    g = helper.make_graph(nodes, "topk_ties", [helper.make_tensor_value_info("x", f, [3, 500])],
+                          [helper.make_tensor_value_info(n, t, d) for n, t, d in outs], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                          producer_name="qreport-fixtures", producer_version="1")
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(OUT, "topk_ties.onnx"))
+
+
+topk_ties()
