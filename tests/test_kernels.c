@@ -2356,6 +2356,97 @@ test_simd_matches_portable(void)
 /* Float MaxPool: the AVX-512 path (strides 1 and 2) gives the portable
  * loop's bits, NaN included, over kernel sizes, pads, dilations, ceil
  * mode and widths that leave edge outputs and masked tails. */
+/* 3-D (and 2-D, as depth 1) MaxPool and AveragePool: the AVX-512 path
+ * gives the portable bits over windows, strides, pads, dilations, ceil
+ * mode and count_include_pad, with a NaN in each volume. */
+static void
+test_pool3d_simd(void)
+{
+	int d, h, k, s, pd, dl, cm, cip, cases = 0, bad_max = 0, bad_avg = 0;
+	int bad8 = 0;
+	unsigned seed = 9;
+
+	for (d = 1; d <= 4; d += 3)
+	for (h = 2; h <= 20; h += 6)
+	for (k = 1; k <= 3; k++)
+	for (s = 1; s <= 3; s++)
+	for (pd = 0; pd < k && pd <= 1; pd++)
+	for (dl = 1; dl <= 2; dl++)
+	for (cm = 0; cm <= 1; cm++)
+	for (cip = 0; cip <= 1; cip++) {
+	struct qr_pool_params p = {0};
+	size_t no, n, i;
+	float *x, *a, *b;
+	uint8_t *x8, *a8, *b8;
+	int sg;
+
+	p.n = 1, p.c = 2, p.d = (size_t)d, p.h = (size_t)h;
+	p.w = (size_t)h + 19;
+	p.kd = d > 1 ? (size_t)k : 1, p.kh = (size_t)k, p.kw = (size_t)k + 1;
+	p.stride_d = p.stride_h = (size_t)s, p.stride_w = (size_t)(s % 2 + 1);
+	p.pad_f = p.pad_k = d > 1 ? (size_t)pd : 0;
+	p.pad_t = p.pad_b = p.pad_l = p.pad_r = (size_t)pd;
+	p.dil_d = p.dil_h = 1, p.dil_w = (size_t)dl;
+	p.ceil_mode = cm, p.count_include_pad = cip;
+	no = p.n * p.c * qr_pool_out_d(&p) * qr_pool_out_h(&p) *
+	     qr_pool_out_w(&p);
+	if (no == 0)
+		continue;
+	n = p.n * p.c * p.d * p.h * p.w;
+	x = xmalloc(n * sizeof *x);
+	a = xmalloc(no * sizeof *a);
+	b = xmalloc(no * sizeof *b);
+	for (i = 0; i < n; i++) {
+		seed = seed * 1103515245u + 12345u;
+		x[i] = (float)((int)(seed >> 16) % 2001 - 1000) / 7.0f;
+	}
+	x[(seed >> 8) % n] = NAN;
+	cases++;
+	qr_maxpool3d_f32(&p, x, a);
+	qr_kernels_force_portable(1);
+	qr_maxpool3d_f32(&p, x, b);
+	qr_kernels_force_portable(0);
+	bad_max += memcmp(a, b, no * sizeof *a) != 0;
+	qr_avgpool3d_f32(&p, x, a);
+	qr_kernels_force_portable(1);
+	qr_avgpool3d_f32(&p, x, b);
+	qr_kernels_force_portable(0);
+	for (i = 0; i < no; i++)
+		if (isnan(a[i]) ? !isnan(b[i]) :
+		    memcmp(&a[i], &b[i], sizeof a[i]) != 0) {
+			if (bad_avg++ == 0)
+				diag("first avgpool difference: d %d h %d k %d "
+				     "s %d pad %d dil %d ceil %d cip %d", d, h,
+				     k, s, pd, dl, cm, cip);
+			break;
+		}
+	x8 = xmalloc(n);
+	a8 = xmalloc(no);
+	b8 = xmalloc(no);
+	for (i = 0; i < n; i++)
+		x8[i] = (uint8_t)(int)(x[i] * 7.0f);
+	for (sg = 0; sg <= 1; sg++) {
+		qr_maxpool3d_q8(&p, x8, sg, a8);
+		qr_kernels_force_portable(1);
+		qr_maxpool3d_q8(&p, x8, sg, b8);
+		qr_kernels_force_portable(0);
+		bad8 += memcmp(a8, b8, no) != 0;
+	}
+	free(x8);
+	free(a8);
+	free(b8);
+	free(x);
+	free(a);
+	free(b);
+	}
+	ok(bad_max == 0, "3-D maxpool f32: simd = portable on %d shapes (%d "
+	   "differ)", cases, bad_max);
+	ok(bad8 == 0, "3-D maxpool u8 and s8: simd = portable (%d differ)",
+	   bad8);
+	ok(bad_avg == 0, "3-D and 2-D avgpool: simd = portable in both sum "
+	   "orders on %d shapes (%d differ)", cases, bad_avg);
+}
+
 static void
 test_maxpool_simd(void)
 {
@@ -2600,6 +2691,7 @@ main(void)
 	test_simd_matches_portable();
 	test_pool();
 	test_maxpool_simd();
+	test_pool3d_simd();
 	test_qgap();
 	test_resize();
 	test_norm();

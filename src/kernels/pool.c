@@ -79,6 +79,40 @@ taps_of(size_t o, size_t in, size_t k, size_t s, size_t pb, size_t pe,
 	return t;
 }
 
+/* ---- 3-D windows ---- */
+
+/* The taps of output (od, oh, ow) along each axis. */
+struct taps3 {
+	struct taps d, h, w;
+};
+
+static struct taps3
+taps3_of(const struct qr_pool_params *p, size_t od, size_t oh, size_t ow)
+{
+	struct taps3 t;
+
+	t.d = taps_of(od, p->d, p->kd, p->stride_d, p->pad_f, p->pad_k,
+		      p->dil_d);
+	t.h = taps_of(oh, p->h, p->kh, p->stride_h, p->pad_t, p->pad_b,
+		      p->dil_h);
+	t.w = taps_of(ow, p->w, p->kw, p->stride_w, p->pad_l, p->pad_r,
+		      p->dil_w);
+	return t;
+}
+
+/* Input index of tap i of t along an axis of length n, or -1 outside. */
+static inline ptrdiff_t
+tap_at(const struct taps *t, size_t i, size_t dil, size_t n)
+{
+	ptrdiff_t at = t->start + (ptrdiff_t)(i * dil);
+
+	return at >= 0 && at < (ptrdiff_t)n ? at : -1;
+}
+
+/* Element (id, ih, iw) of a [d][h][w] volume. */
+#define AT3(xp, p, id, ih, iw) \
+	((xp)[((size_t)(id) * (p)->h + (size_t)(ih)) * (p)->w + (size_t)(iw)])
+
 #define POOL_LOOP(T, INIT, STEP, FINISH)                                    \
 	size_t oh_n = qr_pool_out_h(p), ow_n = qr_pool_out_w(p);            \
 	size_t pl, oh, ow, i, j;                                            \
@@ -116,121 +150,105 @@ taps_of(size_t o, size_t in, size_t k, size_t s, size_t pb, size_t pe,
 	}
 
 #ifdef QR_POOL_AVX512
+#define POOL_ROWS_MAX 1024
+
 /*
- * MaxPool with AVX-512, stride 1 or 2 across: outputs whose taps all lie
- * inside the row go 16 at a time; the few at the edges take the scalar
- * taps. MAXPOOL_AVX512 makes one function per element type: VT is the
+ * The outputs of one row whose taps across all lie inside the row:
+ * [*lo, *hi). Those go 16 at a time, the few at the edges tap by tap.
+ */
+static void
+inner_span(const struct qr_pool_params *p, size_t ow_n, size_t *lo,
+	   size_t *hi)
+{
+	size_t s = p->stride_w, span = (p->kw - 1) * p->dil_w;
+
+	*lo = (p->pad_l + s - 1) / s;
+	*hi = p->w + p->pad_l > span ? (p->w + p->pad_l - span - 1) / s + 1 :
+				       0;
+	if (*hi > ow_n)
+		*hi = ow_n;
+	if (*lo > *hi)
+		*lo = *hi;
+}
+
+/*
+ * MaxPool with AVX-512 over [n][c][d][h][w] (2-D as d = 1), stride 1 or
+ * 2 across, taps in the scalar order (planes, rows, columns) in every
+ * lane. MAXPOOL_AVX512 makes one function per element type: VT is the
  * vector type, LOAD(q, mask) reads up to 16 consecutive elements into
  * lanes (zero elsewhere), EVEN(lo, hi) keeps lanes 0, 2, .. of the 32,
  * VMAX(v, m) is the scalar step m = v > m ? v : m (max_ps(v, m) keeps m
  * when v is NaN, as the scalar compare does), STORE writes the lanes.
- * The scalar taps use the same INIT and step as POOL_LOOP.
  */
 #define MAXPOOL_AVX512(NAME, T, ACC, INIT, VT, VINIT, LOAD, EVEN, VMAX,    \
 		       STORE)                                               \
 	static __attribute__((target("avx512f,avx512bw,avx512vl"))) void    \
 	NAME(const struct qr_pool_params *p, const T *x, T *y)              \
 	{                                                                   \
-		size_t oh_n = qr_pool_out_h(p), ow_n = qr_pool_out_w(p);    \
-		size_t s = p->stride_w, span = (p->kw - 1) * p->dil_w;      \
-		size_t lo = (p->pad_l + s - 1) / s, hi = 0, pl, oh, ow, i, j;\
-		if (p->w + p->pad_l > span)                                 \
-			hi = (p->w + p->pad_l - span - 1) / s + 1;          \
-		if (hi > ow_n)                                              \
-			hi = ow_n;                                          \
-		if (lo > hi)                                                \
-			lo = hi;                                            \
+		size_t od_n = qr_pool_out_d(p), oh_n = qr_pool_out_h(p);    \
+		size_t ow_n = qr_pool_out_w(p), vol = p->d * p->h * p->w;   \
+		size_t s = p->stride_w, lo, hi, pl, od, oh, ow, a, b, k, r; \
+		inner_span(p, ow_n, &lo, &hi);                              \
 		for (pl = 0; pl < p->n * p->c; pl++) {                      \
-			/* an empty image has no data (NULL) */             \
-			const T *xp = x ? x + pl * p->h * p->w : x;         \
-			T *yp = y + pl * oh_n * ow_n;                       \
-			for (oh = 0; oh < oh_n; oh++) {                     \
-				struct taps th = taps_of(oh, p->h, p->kh,   \
-				    p->stride_h, p->pad_t, p->pad_b,        \
-				    p->dil_h);                              \
-				T *yr = yp + oh * ow_n;                     \
-				for (ow = 0; ow < ow_n; ow++) {             \
-					ACC m = INIT;                       \
-					struct taps tw;                     \
-					if (ow == lo && lo < hi) {          \
-						ow = hi - 1;                \
-						continue;                   \
-					}                                   \
-					tw = taps_of(ow, p->w, p->kw,       \
-					    p->stride_w, p->pad_l, p->pad_r,\
-					    p->dil_w);                      \
-					for (i = 0; i < p->kh; i++) {       \
-						ptrdiff_t ih = th.start +   \
-						    (ptrdiff_t)(i * p->dil_h);\
-						if (ih < 0 ||               \
-						    ih >= (ptrdiff_t)p->h)  \
-							continue;           \
-						for (j = 0; j < p->kw; j++) {\
-							ptrdiff_t iw =      \
-							    tw.start +      \
-							    (ptrdiff_t)(j * \
-							    p->dil_w);      \
-							T v;                \
-							if (iw < 0 || iw >= \
-							    (ptrdiff_t)p->w)\
-								continue;   \
-							v = xp[ih *         \
-							    (ptrdiff_t)p->w \
-							    + iw];          \
-							m = v > m ? v : m;  \
-						}                           \
-					}                                   \
-					yr[ow] = (T)m;                      \
-				}                                           \
-				for (ow = lo; ow < hi; ow += 16) {          \
-					size_t left = hi - ow < 16 ?        \
-						      hi - ow : 16;         \
-					__mmask16 mk = (__mmask16)          \
-						((1u << left) - 1);         \
-					VT acc = VINIT;                     \
-					for (i = 0; i < p->kh; i++) {       \
-						ptrdiff_t ih = th.start +   \
-						    (ptrdiff_t)(i * p->dil_h);\
-						const T *r;                 \
-						if (ih < 0 ||               \
-						    ih >= (ptrdiff_t)p->h)  \
-							continue;           \
-						r = xp + ih *               \
-						    (ptrdiff_t)p->w +       \
-						    ow * s - p->pad_l;      \
-						for (j = 0; j < p->kw; j++) {\
-							const T *q = r +    \
-							    j * p->dil_w;   \
-							VT v;               \
-							if (s == 1) {       \
-								v = LOAD(q, \
-								    mk);    \
-							} else {            \
-								size_t nl = \
-								2 * left - 1;\
-								__mmask16   \
-								m0 = nl >= 16\
-								? 0xffff :  \
-								(__mmask16) \
-								((1u << nl) \
-								- 1);       \
-								__mmask16   \
-								m1 = nl > 16\
-								? (__mmask16)\
-								((1u << (nl \
-								- 16)) - 1) \
-								: 0;        \
-								v = EVEN(   \
-								LOAD(q, m0),\
-								LOAD(q + 16,\
-								m1));       \
-							}                   \
-							acc = VMAX(v, acc); \
-						}                           \
-					}                                   \
-					STORE(yr + ow, mk, acc);            \
-				}                                           \
+		/* an empty image has no data (NULL) */                     \
+		const T *xp = x ? x + pl * vol : x;                         \
+		for (od = 0; od < od_n; od++)                               \
+		for (oh = 0; oh < oh_n; oh++, y += ow_n) {                  \
+			struct taps3 t = taps3_of(p, od, oh, 0);            \
+			const T *row[POOL_ROWS_MAX];                        \
+			size_t n_row = 0;                                   \
+			ptrdiff_t id, ih, iw;                               \
+			/* the rows the window covers, planes then rows */  \
+			for (a = 0; a < p->kd; a++) {                       \
+				if ((id = tap_at(&t.d, a, p->dil_d, p->d)) < 0)\
+					continue;                           \
+				for (b = 0; b < p->kh; b++)                 \
+					if ((ih = tap_at(&t.h, b, p->dil_h, \
+							 p->h)) >= 0)       \
+						row[n_row++] =              \
+						    &AT3(xp, p, id, ih, 0); \
 			}                                                   \
+			for (ow = 0; ow < ow_n; ow++) {                     \
+				ACC m = INIT;                               \
+				if (ow == lo && lo < hi) {                  \
+					ow = hi - 1;                        \
+					continue;                           \
+				}                                           \
+				t.w = taps_of(ow, p->w, p->kw, p->stride_w, \
+					      p->pad_l, p->pad_r, p->dil_w);\
+				for (r = 0; r < n_row; r++)                 \
+				for (k = 0; k < p->kw; k++) {               \
+					T v;                                \
+					iw = tap_at(&t.w, k, p->dil_w, p->w);\
+					if (iw < 0)                         \
+						continue;                   \
+					v = row[r][iw];                     \
+					m = v > m ? v : m;                  \
+				}                                           \
+				y[ow] = (T)m;                               \
+			}                                                   \
+			for (ow = lo; ow < hi; ow += 16) {                  \
+				size_t left = hi - ow < 16 ? hi - ow : 16;  \
+				size_t nl = 2 * left - 1;                   \
+				size_t at = ow * s - p->pad_l;              \
+				__mmask16 mk = (__mmask16)((1u << left) - 1);\
+				__mmask16 m0 = nl >= 16 ? 0xffff :          \
+					(__mmask16)((1u << nl) - 1);        \
+				__mmask16 m1 = nl > 16 ?                    \
+					(__mmask16)((1u << (nl - 16)) - 1) : 0;\
+				VT acc = VINIT;                             \
+				for (r = 0; r < n_row; r++)                 \
+				for (k = 0; k < p->kw; k++) {               \
+					const T *q = row[r] + at +          \
+						     k * p->dil_w;          \
+					VT v = s == 1 ? LOAD(q, mk) :       \
+					    EVEN(LOAD(q, m0),               \
+						 LOAD(q + 16, m1));         \
+					acc = VMAX(v, acc);                 \
+				}                                           \
+				STORE(y + ow, mk, acc);                     \
+			}                                                   \
+		}                                                           \
 		}                                                           \
 	}
 
@@ -258,14 +276,27 @@ MAXPOOL_AVX512(maxpool_u8_avx512, uint8_t, int, 0, __m512i,
 MAXPOOL_AVX512(maxpool_s8_avx512, int8_t, int, -128, __m512i,
 	       _mm512_set1_epi32(-128), S8_LOAD, even32, I_MAX, I8_STORE)
 
-/* The AVX-512 paths take strides 1 and 2 across. */
+/* The AVX-512 pools take strides 1 and 2 across, and windows of at most
+ * POOL_ROWS_MAX rows (planes times rows). */
 static int
-maxpool_simd(const struct qr_pool_params *p)
+pool_simd(const struct qr_pool_params *p)
 {
 	return (qr_kernels_cpu_features() & QR_CPU_AVX512BW) &&
-	       (p->stride_w == 1 || p->stride_w == 2);
+	       (p->stride_w == 1 || p->stride_w == 2) &&
+	       p->kd * p->kh <= POOL_ROWS_MAX;
 }
 #endif
+
+/* A 2-D window as a 3-D one over a single plane. */
+static struct qr_pool_params
+one_plane(const struct qr_pool_params *p)
+{
+	struct qr_pool_params q = *p;
+
+	q.d = q.kd = q.stride_d = q.dil_d = 1;
+	q.pad_f = q.pad_k = 0;
+	return q;
+}
 
 void
 qr_maxpool_f32(const struct qr_pool_params *p, const float *x, float *y)
@@ -273,8 +304,10 @@ qr_maxpool_f32(const struct qr_pool_params *p, const float *x, float *y)
 	float m;
 
 #ifdef QR_POOL_AVX512
-	if (maxpool_simd(p)) {
-		maxpool_f32_avx512(p, x, y);
+	if (pool_simd(p)) {
+		struct qr_pool_params q = one_plane(p);
+
+		maxpool_f32_avx512(&q, x, y);
 		return;
 	}
 #endif
@@ -305,11 +338,10 @@ qr_maxpool_q8(const struct qr_pool_params *p, const void *x, int is_signed,
 	      void *y)
 {
 #ifdef QR_POOL_AVX512
-	if (maxpool_simd(p)) {
-		if (is_signed)
-			maxpool_s8_avx512(p, x, y);
-		else
-			maxpool_u8_avx512(p, x, y);
+	if (pool_simd(p)) {
+		struct qr_pool_params q = one_plane(p);
+
+		qr_maxpool3d_q8(&q, x, is_signed, y);
 		return;
 	}
 #endif
@@ -318,40 +350,6 @@ qr_maxpool_q8(const struct qr_pool_params *p, const void *x, int is_signed,
 	else
 		maxpool_u8(p, x, y);
 }
-
-/* ---- 3-D windows ---- */
-
-/* The taps of output (od, oh, ow) along each axis. */
-struct taps3 {
-	struct taps d, h, w;
-};
-
-static struct taps3
-taps3_of(const struct qr_pool_params *p, size_t od, size_t oh, size_t ow)
-{
-	struct taps3 t;
-
-	t.d = taps_of(od, p->d, p->kd, p->stride_d, p->pad_f, p->pad_k,
-		      p->dil_d);
-	t.h = taps_of(oh, p->h, p->kh, p->stride_h, p->pad_t, p->pad_b,
-		      p->dil_h);
-	t.w = taps_of(ow, p->w, p->kw, p->stride_w, p->pad_l, p->pad_r,
-		      p->dil_w);
-	return t;
-}
-
-/* Input index of tap i of t along an axis of length n, or -1 outside. */
-static inline ptrdiff_t
-tap_at(const struct taps *t, size_t i, size_t dil, size_t n)
-{
-	ptrdiff_t at = t->start + (ptrdiff_t)(i * dil);
-
-	return at >= 0 && at < (ptrdiff_t)n ? at : -1;
-}
-
-/* Element (id, ih, iw) of a [d][h][w] volume. */
-#define AT3(xp, p, id, ih, iw) \
-	((xp)[((size_t)(id) * (p)->h + (size_t)(ih)) * (p)->w + (size_t)(iw)])
 
 /* MaxPool over every volume: m starts at INIT, keeps the largest tap. */
 #define MAXPOOL3_LOOP(T, INIT)                                              \
@@ -390,6 +388,12 @@ qr_maxpool3d_f32(const struct qr_pool_params *p, const float *x, float *y)
 {
 	float m;
 
+#ifdef QR_POOL_AVX512
+	if (pool_simd(p)) {
+		maxpool_f32_avx512(p, x, y);
+		return;
+	}
+#endif
 	MAXPOOL3_LOOP(float, -INFINITY)
 }
 
@@ -397,6 +401,15 @@ void
 qr_maxpool3d_q8(const struct qr_pool_params *p, const void *xv, int is_signed,
 		void *yv)
 {
+#ifdef QR_POOL_AVX512
+	if (pool_simd(p)) {
+		if (is_signed)
+			maxpool_s8_avx512(p, xv, yv);
+		else
+			maxpool_u8_avx512(p, xv, yv);
+		return;
+	}
+#endif
 	if (is_signed) {
 		const int8_t *x = xv;
 		int8_t *y = yv;
@@ -482,6 +495,107 @@ global_window(const struct qr_pool_params *p)
 	       !p->pad_l && !p->pad_r;
 }
 
+#ifdef QR_POOL_AVX512
+/* Up to 16 values a stride s (1 or 2) apart from q, lanes past left
+ * zero. */
+static inline __attribute__((always_inline, target("avx512f"))) __m512
+load_across(const float *q, size_t s, size_t left)
+{
+	size_t nl = 2 * left - 1;
+
+	if (s == 1)
+		return _mm512_maskz_loadu_ps((__mmask16)((1u << left) - 1), q);
+	return F_EVEN(_mm512_maskz_loadu_ps(nl >= 16 ? 0xffff : (__mmask16)(
+				(1u << nl) - 1), q),
+		      _mm512_maskz_loadu_ps(nl > 16 ? (__mmask16)(
+				(1u << (nl - 16)) - 1) : 0, q + 16));
+}
+
+/*
+ * qr_avgpool3d_f32 with AVX-512, stride 1 or 2 across: the outputs of a
+ * row whose taps across all lie inside it go 16 at a time, each lane
+ * summing its taps in the order the scalar sum_columns or sum_in_order
+ * does, and dividing by the same count; the edges go through those.
+ */
+static __attribute__((target("avx512f,avx512bw,avx512vl"))) void
+avgpool_avx512(const struct qr_pool_params *p, const float *x, float *y,
+	       int columns)
+{
+	size_t od_n = qr_pool_out_d(p), oh_n = qr_pool_out_h(p);
+	size_t ow_n = qr_pool_out_w(p), vol = p->d * p->h * p->w;
+	size_t s = p->stride_w, lo, hi, pl, od, oh, ow, a, b, k;
+
+	inner_span(p, ow_n, &lo, &hi);
+	for (pl = 0; pl < p->n * p->c; pl++) {
+	/* an empty image has no data (NULL) */
+	const float *xp = x ? x + pl * vol : x;
+
+	for (od = 0; od < od_n; od++)
+	for (oh = 0; oh < oh_n; oh++, y += ow_n) {
+		struct taps3 t = taps3_of(p, od, oh, 0);
+		size_t cnt = p->count_include_pad ?
+			     t.d.padded * t.h.padded * p->kw :
+			     t.d.valid * t.h.valid * p->kw;
+		const float *row[POOL_ROWS_MAX];
+		size_t n_row = 0, r;
+		ptrdiff_t id, ih;
+
+		for (ow = 0; ow < ow_n; ow++) {
+			struct taps3 u;
+			size_t c;
+			float v;
+
+			if (ow == lo && lo < hi) {
+				ow = hi - 1;
+				continue;
+			}
+			u = taps3_of(p, od, oh, ow);
+			c = p->count_include_pad ?
+			    u.d.padded * u.h.padded * u.w.padded :
+			    u.d.valid * u.h.valid * u.w.valid;
+			v = columns ? sum_columns(p, xp, &u) :
+				      sum_in_order(p, xp, &u);
+			y[ow] = c ? v / (float)c : 0.0f;
+		}
+		if (lo == hi)
+			continue;
+		/* the rows the window covers, planes then rows */
+		for (a = 0; a < p->kd; a++) {
+			if ((id = tap_at(&t.d, a, p->dil_d, p->d)) < 0)
+				continue;
+			for (b = 0; b < p->kh; b++)
+				if ((ih = tap_at(&t.h, b, p->dil_h, p->h)) >= 0)
+					row[n_row++] = &AT3(xp, p, id, ih, 0);
+		}
+		for (ow = lo; ow < hi; ow += 16) {
+			size_t left = hi - ow < 16 ? hi - ow : 16;
+			size_t at = ow * s - p->pad_l; /* lo * s >= pad_l */
+			__m512 sum = _mm512_setzero_ps();
+
+			for (k = 0; columns && k < p->kw; k++) {
+				__m512 col = _mm512_setzero_ps();
+
+				for (r = 0; r < n_row; r++)
+					col = _mm512_add_ps(col, load_across(
+						row[r] + at + k * p->dil_w, s,
+						left));
+				sum = _mm512_add_ps(sum, col);
+			}
+			for (r = 0; !columns && r < n_row; r++)
+				for (k = 0; k < p->kw; k++)
+					sum = _mm512_add_ps(sum, load_across(
+						row[r] + at + k * p->dil_w, s,
+						left));
+			sum = cnt ? _mm512_div_ps(sum, _mm512_set1_ps(
+					(float)cnt)) : _mm512_setzero_ps();
+			_mm512_mask_storeu_ps(y + ow, (__mmask16)((1u << left) -
+								  1), sum);
+		}
+	}
+	}
+}
+#endif
+
 void
 qr_avgpool3d_f32(const struct qr_pool_params *p, const float *x, float *y)
 {
@@ -494,6 +608,12 @@ qr_avgpool3d_f32(const struct qr_pool_params *p, const float *x, float *y)
 		qr_global_avgpool_f32(x, p->n * p->c, vol, y);
 		return;
 	}
+#ifdef QR_POOL_AVX512
+	if (pool_simd(p)) {
+		avgpool_avx512(p, x, y, columns);
+		return;
+	}
+#endif
 	for (pl = 0; pl < p->n * p->c; pl++) {
 		/* an empty image (all taps padding) has no data */
 		const float *xp = x ? x + pl * vol : x;
@@ -513,14 +633,11 @@ qr_avgpool3d_f32(const struct qr_pool_params *p, const float *x, float *y)
 	}
 }
 
-/* A 2-D window is a 3-D one over a single plane. */
 void
 qr_avgpool_f32(const struct qr_pool_params *p, const float *x, float *y)
 {
-	struct qr_pool_params q = *p;
+	struct qr_pool_params q = one_plane(p);
 
-	q.d = q.kd = q.stride_d = q.dil_d = 1;
-	q.pad_f = q.pad_k = 0;
 	qr_avgpool3d_f32(&q, x, y);
 }
 
