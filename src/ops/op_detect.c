@@ -304,16 +304,25 @@ roi_infer(struct qr_op_call *c, struct qr_diag *d)
 				   qr_op_out_name(c, 0), d);
 }
 
-/* One bilinear sample of plane p (h x w) at (y, x), 0 outside; in max
- * mode the largest weighted corner instead of their sum. */
-static float
-roi_sample(const float *p, size_t h, size_t w, float y, float x, int max_mode)
+/* Where one bilinear sample reads a plane, and the weight of each of its
+ * four corners; valid 0 outside the plane (the sample is then 0). */
+struct roi_pt {
+	size_t at[4];
+	float wt[4];
+	int valid;
+};
+
+/* The sample of an h x w plane at (y, x). */
+static void
+roi_point(size_t h, size_t w, float y, float x, struct roi_pt *pt)
 {
 	size_t y0, x0, y1, x1;
-	float ly, lx, hy, hx, v[4];
+	float ly, lx, hy, hx;
 
-	if (!(y >= -1.0f && y <= (float)h && x >= -1.0f && x <= (float)w))
-		return 0.0f;
+	pt->valid = y >= -1.0f && y <= (float)h && x >= -1.0f &&
+		    x <= (float)w;
+	if (!pt->valid)
+		return;
 	y = y > 0.0f ? y : 0.0f;
 	x = x > 0.0f ? x : 0.0f;
 	y0 = (size_t)y;
@@ -332,50 +341,177 @@ roi_sample(const float *p, size_t h, size_t w, float y, float x, int max_mode)
 	}
 	ly = y - (float)y0, lx = x - (float)x0;
 	hy = 1.0f - ly, hx = 1.0f - lx;
-	v[0] = hy * hx * p[y0 * w + x0];
-	v[1] = hy * lx * p[y0 * w + x1];
-	v[2] = ly * hx * p[y1 * w + x0];
-	v[3] = ly * lx * p[y1 * w + x1];
+	pt->at[0] = y0 * w + x0, pt->wt[0] = hy * hx;
+	pt->at[1] = y0 * w + x1, pt->wt[1] = hy * lx;
+	pt->at[2] = y1 * w + x0, pt->wt[2] = ly * hx;
+	pt->at[3] = y1 * w + x1, pt->wt[3] = ly * lx;
+}
+
+/* The sample pt of plane p: the weighted corners' sum, or in max mode
+ * the largest weighted corner. */
+static float
+roi_value(const float *p, const struct roi_pt *pt, int max_mode)
+{
+	float v[4];
+	int i;
+
+	if (!pt->valid)
+		return 0.0f;
+	for (i = 0; i < 4; i++)
+		v[i] = pt->wt[i] * p[pt->at[i]];
 	if (!max_mode)
 		return v[0] + v[1] + v[2] + v[3];
 	return fmaxf(fmaxf(v[0], v[1]), fmaxf(v[2], v[3]));
 }
 
+/* One roi's sampling grid on plane set b (h x w planes): bins of bh x bw
+ * from (y0, x0), gh x gw samples a bin. */
+struct roi_geom {
+	float y0, x0, bh, bw;
+	int64_t gh, gw;
+	size_t h, w, b;
+};
+
+/* Sample (iy, ix) of bin (ph, pw). */
+static void
+roi_sample_at(const struct roi_geom *g, int64_t ph, int64_t pw, int64_t iy,
+	      int64_t ix, struct roi_pt *pt)
+{
+	float sy = g->y0 + (float)ph * g->bh +
+		   ((float)iy + 0.5f) * g->bh / (float)g->gh;
+	float sx = g->x0 + (float)pw * g->bw +
+		   ((float)ix + 0.5f) * g->bw / (float)g->gw;
+
+	roi_point(g->h, g->w, sy, sx, pt);
+}
+
+/* Bin (ph, pw) of plane p: the mean (or max) of its samples in row
+ * order, read from pts (the bin's gh * gw samples) or worked out here
+ * when pts is NULL. */
+static float
+roi_bin(const float *p, const struct roi_geom *g, const struct roi_pt *pts,
+	int64_t ph, int64_t pw, int max_mode)
+{
+	float acc = 0.0f;
+	int64_t iy, ix, n = g->gh * g->gw;
+
+	for (iy = 0; iy < g->gh; iy++)
+		for (ix = 0; ix < g->gw; ix++) {
+			struct roi_pt one;
+			float v;
+
+			if (pts == NULL)
+				roi_sample_at(g, ph, pw, iy, ix, &one);
+			v = roi_value(p, pts ? &pts[iy * g->gw + ix] : &one,
+				      max_mode);
+			if (!max_mode)
+				acc += v;
+			else if ((iy == 0 && ix == 0) || v > acc)
+				acc = v;
+		}
+	if (!max_mode && n > 0)
+		acc /= (float)n;
+	return acc;
+}
+
+/* Samples of one roi worked out once for all its channels, as ONNX
+ * Runtime does, up to this many (past it, at each channel). */
+#define ROI_PRECALC_MAX (1ul << 20)
+
+/* The rois, split among threads. */
+struct roi_job {
+	const struct qr_op_call *c;
+	const struct roi_attrs *a;
+	const struct roi_geom *g; /* one per roi */
+	size_t nr, n_tasks;
+};
+
+static void
+roi_task(void *ctx, size_t t, int slot)
+{
+	const struct roi_job *j = ctx;
+	const struct qr_tensor *x = j->c->in[R_X];
+	const struct roi_attrs *a = j->a;
+	size_t nc = (size_t)x->dims[1], lo, hi, r, ch, k;
+	size_t bins = (size_t)(a->oh * a->ow);
+	struct roi_pt *pts = NULL;
+
+	(void)slot;
+	qr_parallel_range(j->nr, t, j->n_tasks, 1, &lo, &hi);
+	for (r = lo; r < hi; r++) {
+		const struct roi_geom *g = &j->g[r];
+		size_t bin_pts = (size_t)(g->gh * g->gw);
+		float *y = (float *)j->c->out[0]->data + r * nc * bins;
+		int64_t ph, pw, iy, ix;
+
+		free(pts);
+		pts = NULL;
+		if (bins * bin_pts <= ROI_PRECALC_MAX) {
+			pts = xreallocarray(NULL, bins * bin_pts + 1,
+					    sizeof *pts);
+			k = 0;
+			for (ph = 0; ph < a->oh; ph++)
+				for (pw = 0; pw < a->ow; pw++)
+					for (iy = 0; iy < g->gh; iy++)
+						for (ix = 0; ix < g->gw; ix++)
+							roi_sample_at(g, ph, pw,
+								      iy, ix,
+								      &pts[k++]);
+		}
+		for (ch = 0; ch < nc; ch++) {
+			const float *p = (const float *)x->data +
+					 (g->b * nc + ch) * g->h * g->w;
+
+			for (ph = 0, k = 0; ph < a->oh; ph++)
+				for (pw = 0; pw < a->ow; pw++, k += bin_pts)
+					*y++ = roi_bin(p, g, pts ? pts + k :
+						       NULL, ph, pw,
+						       a->max_mode);
+		}
+	}
+	free(pts);
+}
+
+/* Check every roi and work out its grid, then pool the rois in parallel
+ * (each output depends on its roi alone). */
 static enum qr_status
 roi_run(struct qr_op_call *c, struct qr_diag *d)
 {
 	const struct qr_tensor *x = c->in[R_X], *rt = c->in[R_ROIS];
 	const float *rois = rt->data;
 	struct roi_attrs a;
-	size_t nr = (size_t)rt->dims[0], nc = (size_t)x->dims[1];
-	size_t h = (size_t)x->dims[2], w = (size_t)x->dims[3], r, ch;
-	float *y = c->out[0]->data;
+	struct roi_geom *geo;
+	struct roi_job job;
+	size_t nr = (size_t)rt->dims[0], r;
+	enum qr_status st = QR_OK;
 	float off;
-	enum qr_status st;
 
 	if ((st = roi_attrs(c, d, &a)) != QR_OK)
 		return st;
 	off = a.half_pixel ? 0.5f : 0.0f;
-	for (r = 0; r < nr; r++) {
+	geo = xreallocarray(NULL, nr + 1, sizeof *geo);
+	for (r = 0; r < nr && st == QR_OK; r++) {
 		int64_t b = (int64_t)qr_op_get(c->in[R_BATCH], r);
 		const float *q = rois + r * 4;
-		float x0 = q[0] * a.scale - off, y0 = q[1] * a.scale - off;
-		float rw = q[2] * a.scale - off - x0;
-		float rh = q[3] * a.scale - off - y0;
-		float bw, bh, fh, fw;
-		int64_t gh, gw, ph, pw, iy, ix;
+		struct roi_geom *g = &geo[r];
+		float rw, rh, fh, fw;
 
-		if (b < 0 || b >= x->dims[0])
-			return qr_op_errorf(c, d, QR_ESHAPE, "batch index "
-					    "%lld of roi %zu is outside 0..%lld",
-					    (long long)b, r,
-					    (long long)x->dims[0] - 1);
+		if (b < 0 || b >= x->dims[0]) {
+			st = qr_op_errorf(c, d, QR_ESHAPE, "batch index %lld "
+					  "of roi %zu is outside 0..%lld",
+					  (long long)b, r,
+					  (long long)x->dims[0] - 1);
+			break;
+		}
+		g->x0 = q[0] * a.scale - off, g->y0 = q[1] * a.scale - off;
+		rw = q[2] * a.scale - off - g->x0;
+		rh = q[3] * a.scale - off - g->y0;
 		if (!a.half_pixel) {
 			rw = rw > 1.0f ? rw : 1.0f;
 			rh = rh > 1.0f ? rh : 1.0f;
 		}
-		bh = rh / (float)a.oh;
-		bw = rw / (float)a.ow;
+		g->bh = rh / (float)a.oh;
+		g->bw = rw / (float)a.ow;
 		fh = a.sampling > 0 ? (float)a.sampling :
 		     ceilf(rh / (float)a.oh);
 		fw = a.sampling > 0 ? (float)a.sampling :
@@ -386,49 +522,23 @@ roi_run(struct qr_op_call *c, struct qr_diag *d)
 		fw = fw > 0.0f ? fw : 0.0f;
 		if (!(fh <= (float)MAX_SAMPLES && fw <= (float)MAX_SAMPLES &&
 		      fh * fw * (float)(a.oh * a.ow) <= (float)MAX_SAMPLES))
-			return qr_op_errorf(c, d, QR_EUNSUPPORTED, "roi %zu "
-					    "(%g x %g) asks for more than %lu "
-					    "samples", r, (double)rw,
-					    (double)rh, (unsigned long)MAX_SAMPLES);
-		gh = (int64_t)fh;
-		gw = (int64_t)fw;
-		for (ch = 0; ch < nc; ch++) {
-			const float *p = (const float *)x->data +
-					 ((size_t)b * nc + ch) * h * w;
-
-			for (ph = 0; ph < a.oh; ph++)
-				for (pw = 0; pw < a.ow; pw++) {
-					float acc = 0.0f;
-					int first = 1;
-
-					for (iy = 0; iy < gh; iy++) {
-						float sy = y0 + (float)ph * bh +
-							   ((float)iy + 0.5f) *
-							   bh / (float)gh;
-
-						for (ix = 0; ix < gw; ix++) {
-							float sx = x0 +
-								(float)pw * bw +
-								((float)ix + 0.5f) *
-								bw / (float)gw;
-							float v = roi_sample(
-								p, h, w, sy, sx,
-								a.max_mode);
-
-							if (!a.max_mode)
-								acc += v;
-							else if (first || v > acc)
-								acc = v;
-							first = 0;
-						}
-					}
-					if (!a.max_mode && gh * gw > 0)
-						acc /= (float)(gh * gw);
-					*y++ = acc;
-				}
-		}
+			st = qr_op_errorf(c, d, QR_EUNSUPPORTED, "roi %zu "
+					  "(%g x %g) asks for more than %lu "
+					  "samples", r, (double)rw, (double)rh,
+					  (unsigned long)MAX_SAMPLES);
+		g->gh = (int64_t)fh;
+		g->gw = (int64_t)fw;
+		g->h = (size_t)x->dims[2], g->w = (size_t)x->dims[3];
+		g->b = (size_t)b;
 	}
-	return QR_OK;
+	if (st == QR_OK) {
+		job.c = c, job.a = &a, job.g = geo, job.nr = nr;
+		job.n_tasks = nr < 4 * (size_t)c->n_threads ? nr :
+			      4 * (size_t)c->n_threads;
+		qr_parallel_for(c->n_threads, job.n_tasks, roi_task, &job);
+	}
+	free(geo);
+	return st;
 }
 
 const struct qr_op_desc qr_op_roi_align = {
