@@ -226,46 +226,77 @@ param_index(const struct qr_tensor *p, const struct qr_tensor *x, size_t i)
 	return idx;
 }
 
+/* One row: mean and variance in double (two passes, so a large mean
+ * costs no precision), then (x - mean) / sqrt(var + epsilon) rounded to
+ * float, times scale, plus bias. */
+static void
+ln_row_f32(const float *x, size_t n, const float *g, const float *b,
+	   float eps, float *y, float *mean_out, float *inv_out)
+{
+	double mean = 0, var = 0, inv;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		mean += x[i];
+	mean = n ? mean / (double)n : 0;
+	for (i = 0; i < n; i++)
+		var += (x[i] - mean) * (x[i] - mean);
+	var = n ? var / (double)n : 0;
+	inv = 1.0 / sqrt(var + eps);
+	for (i = 0; i < n; i++) {
+		float v = (float)((x[i] - mean) * inv) * g[i];
+
+		y[i] = b != NULL ? v + b[i] : v;
+	}
+	*mean_out = (float)mean;
+	*inv_out = (float)inv;
+}
+
+/* A parameter p as a whole row of n: itself, or broadcast into buf. */
+static const float *
+ln_param(const struct qr_tensor *p, const struct qr_tensor *x, size_t n,
+	 float **buf)
+{
+	size_t i;
+
+	if (p == NULL)
+		return NULL;
+	if (p->n_elem == n)
+		return p->data;
+	*buf = xreallocarray(NULL, n + 1, sizeof **buf);
+	for (i = 0; i < n; i++)
+		(*buf)[i] = ((const float *)p->data)[param_index(p, x, i)];
+	return *buf;
+}
+
 static enum qr_status
 ln_run(struct qr_op_call *c, struct qr_diag *d)
 {
 	const struct qr_tensor *x = c->in[0], *g = c->in[1];
 	const struct qr_tensor *b = c->n_in > 2 ? c->in[2] : NULL;
 	float eps = qr_op_attr_float(c, "epsilon", 1e-5f);
-	const float *xd = x->data, *gd = g->data;
-	const float *bd = b ? b->data : NULL;
-	float *y = c->out[0]->data;
-	size_t rows, n, r, i;
+	float *y = c->out[0]->data, *gbuf = NULL, *bbuf = NULL;
+	const float *gd, *bd;
+	size_t rows, n, r;
 	int axis;
 
 	qr_op_axis(c, d, qr_op_attr_int(c, "axis", -1), x->ndim, 0, &axis);
 	rows = qr_op_dims_prod(x->dims, 0, axis);
 	n = qr_op_dims_prod(x->dims, axis, x->ndim);
+	gd = ln_param(g, x, n, &gbuf);
+	bd = ln_param(b, x, n, &bbuf);
 	for (r = 0; r < rows; r++) {
-		const float *xr = xd + r * n;
-		float *yr = y + r * n;
-		double mean = 0, var = 0, inv;
+		float mean, inv;
 
-		for (i = 0; i < n; i++)
-			mean += xr[i];
-		mean = n ? mean / (double)n : 0;
-		for (i = 0; i < n; i++)
-			var += (xr[i] - mean) * (xr[i] - mean);
-		var = n ? var / (double)n : 0;
-		inv = 1.0 / sqrt(var + eps);
-		for (i = 0; i < n; i++) {
-			float v = (float)((xr[i] - mean) * inv);
-
-			v *= gd[param_index(g, x, i)];
-			if (bd != NULL)
-				v += bd[param_index(b, x, i)];
-			yr[i] = v;
-		}
+		ln_row_f32((const float *)x->data + r * n, n, gd, bd, eps,
+			   y + r * n, &mean, &inv);
 		if (c->n_out > 1 && c->out[1]->data != NULL)
-			((float *)c->out[1]->data)[r] = (float)mean;
+			((float *)c->out[1]->data)[r] = mean;
 		if (c->n_out > 2 && c->out[2]->data != NULL)
-			((float *)c->out[2]->data)[r] = (float)inv;
+			((float *)c->out[2]->data)[r] = inv;
 	}
+	free(gbuf);
+	free(bbuf);
 	return QR_OK;
 }
 
