@@ -1389,6 +1389,7 @@ pad_run(struct qr_op_call *c, struct qr_diag *d)
 	size_t es = qr_dtype_size(x->dtype), k;
 	uint8_t value[16] = {0};
 	char *dst = y->data;
+	int64_t last, mid_lo, mid_hi;
 	int r = x->ndim, i;
 
 	pad_resolve(c, d, x, pads);
@@ -1405,10 +1406,21 @@ pad_run(struct qr_op_call *c, struct qr_diag *d)
 		tmp.data = value;
 		qr_op_set(&tmp, 0, qr_op_attr_float(c, "value", 0));
 	}
-	for (k = 0; k < y->n_elem; k++) {
-		int64_t off = 0;
+	if (r == 0) {
+		copy_elem(dst, x->data, es);
+		return QR_OK;
+	}
+	/* row by row along the last axis: the part inside x in one copy,
+	 * the padding on either side value by value */
+	last = y->dims[r - 1];
+	mid_lo = pads[r - 1] < 0 ? 0 : pads[r - 1];
+	mid_hi = pads[r - 1] + x->dims[r - 1];
+	mid_hi = mid_hi > last ? last : mid_hi;
+	for (k = 0; last > 0 && k < y->n_elem; k += (size_t)last) {
+		char *row = dst + k * es;
+		int64_t off = 0, j;
 
-		for (i = 0; i < r; i++) {
+		for (i = 0; i + 1 < r; i++) {
 			int64_t s = pad_index(idx[i] - pads[i], x->dims[i],
 					      mode);
 
@@ -1418,9 +1430,24 @@ pad_run(struct qr_op_call *c, struct qr_diag *d)
 			}
 			off += s * xs[i];
 		}
-		copy_elem(dst + k * es, off < 0 ? (const void *)value :
-			  (const char *)x->data + off * (int64_t)es, es);
-		for (i = r - 1; i >= 0; i--) {
+		for (j = 0; j < last; j++) {
+			int64_t s;
+
+			if (off >= 0 && j == mid_lo && mid_lo < mid_hi) {
+				memcpy(row + j * (int64_t)es, (const char *)
+				       x->data + (off + j - pads[r - 1]) *
+				       (int64_t)es, (size_t)(mid_hi - mid_lo) *
+				       es);
+				j = mid_hi - 1;
+				continue;
+			}
+			s = off < 0 ? -1 : pad_index(j - pads[r - 1],
+						     x->dims[r - 1], mode);
+			copy_elem(row + j * (int64_t)es, s < 0 ?
+				  (const void *)value : (const char *)x->data +
+				  (off + s) * (int64_t)es, es);
+		}
+		for (i = r - 2; i >= 0; i--) {
 			if (++idx[i] < y->dims[i])
 				break;
 			idx[i] = 0;
