@@ -97,6 +97,8 @@ points), so each row has a 16-wide tail and a scalar one:
   topk_ties     x [3,500] rounded to halves (many ties: the lower index
                 first) through TopK: the largest 20 and the smallest 300
                 along the rows, the largest 2 down the columns
+  pad_modes     x [2,3,5,7] through Pad: constant 2.5 with negative pads
+                (cropping) on some axes, edge, and reflect
   erf_gelu      the same rows (gain 2.5) through Erf, Gelu (opset 20),
                 com.microsoft Gelu and BiasGelu (MLAS's erf polynomial;
                 |x| clamped to 3.925)
@@ -740,3 +742,25 @@ def topk_ties():
 
 
 topk_ties()
+
+
+def pad_modes():
+    f = TensorProto.FLOAT
+    inits = [numpy_helper.from_array(np.array([0, -1, 2, 3, 1, 0, -2, -1], np.int64), "p_const"),
+             numpy_helper.from_array(np.array([1, 0, 2, 1, 0, 2, 1, 3], np.int64), "p_edge"),
+             numpy_helper.from_array(np.array([0, 1, 4, 6, 1, 2, 3, 5], np.int64), "p_reflect"),
+             numpy_helper.from_array(np.array(2.5, np.float32), "value")]
+    nodes = [helper.make_node("Pad", ["x", "p_const", "value"], ["constant"], name="constant"),
+             helper.make_node("Pad", ["x", "p_edge"], ["edge"], name="edge", mode="edge"),
+             helper.make_node("Pad", ["x", "p_reflect"], ["reflect"], name="reflect",
+                              mode="reflect")]
+    g = helper.make_graph(nodes, "pad_modes", [helper.make_tensor_value_info("x", f, [2, 3, 5, 7])],
+                          [helper.make_tensor_value_info(n, f, None)
+                           for n in ("constant", "edge", "reflect")], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                          producer_name="qreport-fixtures", producer_version="1")
+    m.ir_version = 7
+    onnx.save(m, os.path.join(OUT, "pad_modes.onnx"))
+
+
+pad_modes()
