@@ -18,6 +18,9 @@
 #include <unistd.h>
 
 #include "tap.h"
+#include "graph/tensor.h"
+#include "onnx/onnx.h"
+#include "run/run.h"
 #include "util/util.h"
 
 static const char *qreport; /* path of the binary under test */
@@ -556,6 +559,40 @@ check_layers_and_graph(const char *out)
 	free(dir);
 }
 
+/* qreport run --profile: time per op type, the ops inside a Loop body
+ * listed under it ("Loop/Mul") and kept out of the total. */
+static void
+check_run_profile(void)
+{
+	static const int64_t dims[2] = {3, 4};
+	char *model = src("tests/data/ort-ops/loop_trip.onnx");
+	char *npy = tmp("loop_x.npy"), *out = tmp("run-prof"), *spec;
+	struct qr_tensor *x = NULL;
+	struct qr_diag d = {0};
+	const char *tot;
+	size_t i;
+	int rc;
+
+	qr_tensor_new(QR_DT_FLOAT, 2, dims, &x, &d);
+	for (i = 0; i < 12; i++)
+		((float *)x->data)[i] = (float)i / 4.0f - 1.0f;
+	qr_npy_write(npy, x, &d);
+	spec = xasprintf("x=%s", npy);
+	rc = run((const char *[]){"run", model, "--input", spec, "-o", out,
+				  "--profile", NULL});
+	tot = strstr(last_err, "\ntotal");
+	ok(rc == 0 && strstr(last_err, "\nLoop ") != NULL &&
+	   strstr(last_err, "\nLoop/Mul ") != NULL &&
+	   strstr(last_err, "\nAbs ") != NULL && tot != NULL,
+	   "run --profile lists the Loop body's ops as Loop/<op> (rc %d: "
+	   "%.300s)", rc, last_err);
+	free(spec);
+	free(out);
+	free(npy);
+	free(model);
+	qr_tensor_free(x);
+}
+
 /* --fail-if, --config with fail_if, --compare-to, --help, --version. */
 static void
 check_ci(const char *fmodel, const char *qmodel)
@@ -875,6 +912,7 @@ main(void)
 	ok(rc == 0, "sample report: exit 0 (got %d: %s)", rc, last_err);
 	ok(exists(index), "index.html written");
 	check_report(out);
+	check_run_profile();
 
 	/* Real data: labelled images through float and QDQ. */
 	{

@@ -298,7 +298,7 @@ print_profile(struct qr_exec *e, int runs)
 
 	p = qr_exec_profile(e, &n);
 	for (i = 0; i < n; i++)
-		total += p[i].seconds;
+		total += p[i].nested ? 0 : p[i].seconds;
 	fprintf(stderr, "%-24s %8s %12s %7s %12s\n", "op type", "calls/run",
 		"ms/run", "share", "mean us");
 	for (i = 0; i < n; i++)

@@ -133,7 +133,10 @@ struct qr_exec {
 	size_t live_tensors, live_bytes, pool_bytes, peak_bytes;
 	struct qr_exec_prof *prof; /* per op type, in first-seen order */
 	size_t n_prof;
-	struct qr_exec_prof *prof_sorted;
+	struct qr_exec_prof *prof_sorted; /* with the subgraphs' ops */
+	size_t n_sorted;
+	char **prof_names;         /* the subgraph entries' names */
+	size_t n_names;
 	void *ws;                  /* kernel workspace every step shares
 				    * (struct qr_op_call.ws): one node runs
 				    * at a time */
@@ -145,6 +148,8 @@ struct qr_exec {
 				    * n_steps for more than one */
 	size_t *reader_in;         /* and the input it reads it at */
 };
+
+static void prof_names_free(struct qr_exec *e);
 
 /* ---- name table ---- */
 
@@ -324,6 +329,7 @@ qr_exec_free(struct qr_exec *e)
 	free(e->out_vals);
 	free(e->outs);
 	free(e->prof);
+	prof_names_free(e);
 	free(e->prof_sorted);
 	free(e->ws);
 	qr_graph_free(e->g);
@@ -524,6 +530,7 @@ sub_new(struct qr_exec *e, struct step *s, size_t b, const char *what,
 	memset(&o, 0, sizeof o);
 	o.n_threads = e->opts.n_threads;
 	o.any_order = e->opts.any_order;
+	o.profile = e->opts.profile;
 	m = s->branch_m[b] = xmalloc(sizeof *m);
 	*m = *e->m;
 	m->graph = *a->g;
@@ -2000,17 +2007,104 @@ prof_cmp(const void *a, const void *b)
 }
 
 /* Per-op-type timings, most time first (borrowed until the next call). */
+/* Add calls and seconds under name to e->prof_sorted, merging a name
+ * seen before; name is owned by e->prof_names when nested. */
+static void
+prof_add(struct qr_exec *e, const char *name, size_t calls, double seconds,
+	 int nested, size_t *cap)
+{
+	size_t i;
+
+	for (i = 0; i < e->n_sorted; i++)
+		if (strcmp(e->prof_sorted[i].op_type, name) == 0) {
+			e->prof_sorted[i].calls += calls;
+			e->prof_sorted[i].seconds += seconds;
+			return;
+		}
+	if (e->n_sorted == *cap) {
+		*cap = *cap ? 2 * *cap : 16;
+		e->prof_sorted = xreallocarray(e->prof_sorted, *cap,
+					       sizeof *e->prof_sorted);
+	}
+	e->prof_sorted[e->n_sorted].op_type = name;
+	e->prof_sorted[e->n_sorted].calls = calls;
+	e->prof_sorted[e->n_sorted].seconds = seconds;
+	e->prof_sorted[e->n_sorted++].nested = nested;
+}
+
+/* The entries of child c (and its children), named "prefix/op", into
+ * top's list. */
+static void
+prof_nested(struct qr_exec *top, const struct qr_exec *c, const char *prefix,
+	    size_t *cap)
+{
+	size_t i, b;
+
+	for (i = 0; i < c->n_prof; i++) {
+		char *name;
+
+		if (c->prof[i].calls == 0)
+			continue;
+		name = xasprintf("%s/%s", prefix, c->prof[i].op_type);
+		top->prof_names = xreallocarray(top->prof_names,
+						top->n_names + 1,
+						sizeof *top->prof_names);
+		top->prof_names[top->n_names++] = name;
+		prof_add(top, name, c->prof[i].calls, c->prof[i].seconds, 1,
+			 cap);
+	}
+	for (i = 0; i < c->n_steps; i++)
+		for (b = 0; b < 2; b++)
+			if (c->steps[i].branch[b] != NULL) {
+				char *p = xasprintf("%s/%s", prefix,
+						    c->steps[i].call.node->
+						    op_type);
+
+				prof_nested(top, c->steps[i].branch[b], p,
+					    cap);
+				free(p);
+			}
+}
+
+static void
+prof_names_free(struct qr_exec *e)
+{
+	size_t i;
+
+	for (i = 0; i < e->n_names; i++)
+		free(e->prof_names[i]);
+	free(e->prof_names);
+	e->prof_names = NULL;
+	e->n_names = 0;
+}
+
+/* See run.h: this executor's op types, then those of its If and Loop
+ * bodies (nested), most time first. */
 const struct qr_exec_prof *
 qr_exec_profile(struct qr_exec *e, size_t *n)
 {
+	size_t i, b, cap = 0;
+
 	*n = 0;
 	if (!e->opts.profile)
 		return NULL;
 	free(e->prof_sorted);
-	e->prof_sorted = xcalloc(e->n_prof + 1, sizeof *e->prof_sorted);
-	memcpy(e->prof_sorted, e->prof, e->n_prof * sizeof *e->prof);
-	qsort(e->prof_sorted, e->n_prof, sizeof *e->prof_sorted, prof_cmp);
-	*n = e->n_prof;
+	e->prof_sorted = NULL;
+	e->n_sorted = 0;
+	prof_names_free(e);
+	for (i = 0; i < e->n_prof; i++)
+		prof_add(e, e->prof[i].op_type, e->prof[i].calls,
+			 e->prof[i].seconds, 0, &cap);
+	for (i = 0; i < e->n_steps; i++)
+		for (b = 0; b < 2; b++)
+			if (e->steps[i].branch[b] != NULL)
+				prof_nested(e, e->steps[i].branch[b],
+					    e->steps[i].call.node->op_type,
+					    &cap);
+	if (e->n_sorted > 0)
+		qsort(e->prof_sorted, e->n_sorted, sizeof *e->prof_sorted,
+		      prof_cmp);
+	*n = e->n_sorted;
 	return e->prof_sorted;
 }
 
@@ -2018,12 +2112,16 @@ qr_exec_profile(struct qr_exec *e, size_t *n)
 void
 qr_exec_profile_reset(struct qr_exec *e)
 {
-	size_t i;
+	size_t i, b;
 
 	for (i = 0; i < e->n_prof; i++) {
 		e->prof[i].calls = 0;
 		e->prof[i].seconds = 0;
 	}
+	for (i = 0; i < e->n_steps; i++)
+		for (b = 0; b < 2; b++)
+			if (e->steps[i].branch[b] != NULL)
+				qr_exec_profile_reset(e->steps[i].branch[b]);
 }
 
 /* Current and peak activation memory (see struct qr_exec_mem). */

@@ -102,9 +102,13 @@ struct qr_unsupported {
 
 /* Time spent per op type, from a run with opts.profile set. */
 struct qr_exec_prof {
-	const char *op_type;     /* borrowed from the model */
+	const char *op_type;     /* e.g. "Conv"; inside a subgraph, the
+				  * enclosing ops first: "If/NonMaxSuppression"
+				  * (owned by the executor) */
 	size_t calls;            /* nodes run, over all runs */
 	double seconds;          /* wall time in infer + run, all runs */
+	int nested;              /* 1: inside an If or Loop, whose own
+				  * entry already counts this time */
 };
 
 /*
