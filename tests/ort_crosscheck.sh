@@ -11,7 +11,7 @@
 # above do not use, whose last bits other architectures showed:
 # QLinearSoftmax, AveragePool after DequantizeLinear, float Softmax,
 # ReduceMean/ReduceSum over trailing axes, NonMaxSuppression, TopK with
-# ties, Pad in its three modes, RoiAlign,
+# ties, Pad in its three modes, Pow, RoiAlign,
 # the 3-D Conv, MaxPool and AveragePool of video models, If, and Exp,
 # Sigmoid, HardSigmoid, HardSwish, Erf and the erf GELUs on NaN,
 # infinities and their clamp points), and

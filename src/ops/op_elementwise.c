@@ -275,6 +275,21 @@ pow_run(struct qr_op_call *c, struct qr_diag *d)
 	in[0] = c->in[0];
 	in[1] = c->opset < 7 ? legacy_view(c, &view) : c->in[1];
 	if (y->dtype == QR_DT_FLOAT && in[1]->dtype == QR_DT_FLOAT) {
+		const float *xd = in[0]->data;
+		float *yd = y->data, e = in[1]->n_elem == 1 ?
+			*(const float *)in[1]->data : 0.0f;
+		size_t i;
+
+		/* ONNX Runtime squares and cubes by products for a single
+		 * exponent of 2 or 3, correctly rounded where powf may be an
+		 * ulp off (a decomposed LayerNorm's Pow(x - mean, 2)); y then
+		 * has x's shape */
+		if (in[1]->n_elem == 1 && (e == 2.0f || e == 3.0f)) {
+			for (i = 0; i < y->n_elem; i++)
+				yd[i] = e == 2.0f ? xd[i] * xd[i] :
+					xd[i] * xd[i] * xd[i];
+			return QR_OK;
+		}
 		BIN_LOOP(float, powf(x, z), in[0], in[1], y);
 		return QR_OK;
 	}

@@ -97,6 +97,9 @@ points), so each row has a 16-wide tail and a scalar one:
   topk_ties     x [3,500] rounded to halves (many ties: the lower index
                 first) through TopK: the largest 20 and the smallest 300
                 along the rows, the largest 2 down the columns
+  pow_exps      x [4,1000] (gain 3) through Pow with exponents 2 and 3 (ORT
+                multiplies: correctly rounded, where powf can be an ulp
+                off), and |x| through 0.5 and 1.7 (powf)
   pad_modes     x [2,3,5,7] through Pad: constant 2.5 with negative pads
                 (cropping) on some axes, edge, and reflect
   erf_gelu      the same rows (gain 2.5) through Erf, Gelu (opset 20),
@@ -764,3 +767,25 @@ def pad_modes():
 
 
 pad_modes()
+
+
+def pow_exps():
+    f = TensorProto.FLOAT
+    inits = [numpy_helper.from_array(np.array(3.0, np.float32), "gain")]
+    nodes = [helper.make_node("Mul", ["x", "gain"], ["xg"], name="gain"),
+             helper.make_node("Abs", ["xg"], ["ax"], name="abs")]
+    outs = []
+    for e, src in ((2.0, "xg"), (3.0, "xg"), (0.5, "ax"), (1.7, "ax")):
+        name = "pow_" + str(e).replace(".", "_")
+        inits.append(numpy_helper.from_array(np.array(e, np.float32), name + "_e"))
+        nodes.append(helper.make_node("Pow", [src, name + "_e"], [name], name=name))
+        outs.append(name)
+    g = helper.make_graph(nodes, "pow_exps", [helper.make_tensor_value_info("x", f, [4, 1000])],
+                          [helper.make_tensor_value_info(o, f, [4, 1000]) for o in outs], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                          producer_name="qreport-fixtures", producer_version="1")
+    m.ir_version = 7
+    onnx.save(m, os.path.join(OUT, "pow_exps.onnx"))
+
+
+pow_exps()
