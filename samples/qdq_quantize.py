@@ -449,6 +449,10 @@ def _op(node, ins, a):
         f = {"Sqrt": np.sqrt, "Tanh": np.tanh, "Exp": np.exp,
              "Sigmoid": lambda v: 1 / (1 + np.exp(-v))}[t]
         return [f(x).astype(x.dtype)]
+    if t in ("HardSigmoid", "HardSwish"):
+        al, be = (a.get("alpha", 0.2), a.get("beta", 0.5)) if t == "HardSigmoid" else (1 / 6, 0.5)
+        h = np.clip(x * np.float32(al) + np.float32(be), 0, 1).astype(x.dtype)
+        return [h if t == "HardSigmoid" else (x * h).astype(x.dtype)]
     if t == "Pow":
         return [np.power(x, ins[1]).astype(x.dtype)]
     if t == "ReduceMean":
