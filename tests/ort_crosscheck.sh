@@ -9,7 +9,7 @@
 # Target: every tensor identical, float and integer, in all eight models,
 # and in the single-op models of tests/data/ort-ops/ (ops the networks
 # above do not use, whose last bits other architectures showed:
-# QLinearSoftmax, AveragePool after DequantizeLinear, float Softmax,
+# QLinearSoftmax, QLinearMul, AveragePool after DequantizeLinear, float Softmax,
 # ReduceMean/ReduceSum over trailing axes, NonMaxSuppression, TopK with
 # ties, Pad in its three modes, Pow, RoiAlign,
 # the 3-D Conv, MaxPool and AveragePool of video models, If, and Exp,

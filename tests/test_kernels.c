@@ -1834,7 +1834,7 @@ test_qlinear_eltwise(void)
 	static const int8_t want_s[3] = {-28, 100, 127};
 	static const uint8_t ma[3] = {12, 14, 20};
 	static const uint8_t mb[3] = {13, 11, 10};
-	static const uint8_t want_mul[3] = {3, 2, 1};
+	static const uint8_t want_mul[3] = {2, 2, 1};
 	uint8_t y[4];
 	int8_t ys[3];
 
@@ -1844,7 +1844,9 @@ test_qlinear_eltwise(void)
 	qr_qlinear_add(sa8, 1, 1.0f, 0, sb8, 0, 1.0f, 0, 1.0f, 0, QR_QT_S8, ys,
 		       3);
 	ok(memcmp(ys, want_s, 3) == 0, "qlinear add s8 broadcast b, saturate");
-	/* (a-10)(b-10) * 0.25 + 1: 6 -> 1.5 -> 2 (+1), 4 -> 1 (+1), 0 (+1) */
+	/* (a-10)(b-10) * 0.25 + 1, the zero point added before rounding:
+	 * 6 -> 2.5 -> 2, 4 -> 2, 0 -> 1 (onnxruntime-node 1.30 gives 2 2 1;
+	 * rounding first and adding 1 after gave 3 for the first) */
 	qr_qlinear_mul(ma, 1, 0.5f, 10, mb, 1, 0.5f, 10, 1.0f, 1, QR_QT_U8, y,
 		       3);
 	ok(memcmp(y, want_mul, 3) == 0, "qlinear mul u8, ties to even");

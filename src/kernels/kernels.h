@@ -408,7 +408,9 @@ void qr_qlinear_add(const void *a, size_t a_step, float sa, int32_t za,
 		    float sc, int32_t zc, enum qr_qtype t, void *y, size_t n);
 /*
  * QLinearMul (com.microsoft), as MLAS's SSE2 kernel:
- *   y = sat(round_half_even((float)((a - za) * (b - zb)) * (sa * sb / sc)) + zc)
+ *   y = sat(round_half_even((float)((a - za) * (b - zb)) * (sa * sb / sc)
+ *                           + (float)zc))
+ * (the zero point added in float, before rounding)
  */
 void qr_qlinear_mul(const void *a, size_t a_step, float sa, int32_t za,
 		    const void *b, size_t b_step, float sb, int32_t zb,

@@ -359,10 +359,9 @@ qr_qlinear_mul(const void *a, size_t a_step, float sa, int32_t za,
 	for (i = 0; i < n; i++) {
 		int32_t pa = (int32_t)load(a, i * a_step, t) - za;
 		int32_t pb = (int32_t)load(b, i * b_step, t) - zb;
-		float v = (float)(pa * pb) * r;
-		int32_t q = qr_cvt_even_s32(v);
+		float v = (float)(pa * pb) * r + (float)zc;
 
-		/* cvtps2dq, then the zero point in int32, then packs */
-		store(y, i, t, sat8(q == INT32_MIN ? q : qr_wrap_add(q, zc), t));
+		/* the zero point added in float before cvtps2dq, then packs */
+		store(y, i, t, sat8(qr_cvt_even_s32(v), t));
 	}
 }

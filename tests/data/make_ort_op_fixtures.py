@@ -97,6 +97,12 @@ points), so each row has a 16-wide tail and a scalar one:
   topk_ties     x [3,500] rounded to halves (many ties: the lower index
                 first) through TopK: the largest 20 and the smallest 300
                 along the rows, the largest 2 down the columns
+  qlmul_ties    com.microsoft QLinearMul on x [2,16,6,6] quantized to uint8
+                (scale 0.5, zero point 100) and int8 (zero point -3), times
+                itself and times its per-channel mean (an SE block's
+                broadcast), output scale 1 and an odd zero point: the
+                products fall on .5 and ORT adds the zero point before
+                rounding
   pow_exps      x [4,1000] (gain 3) through Pow with exponents 2 and 3 (ORT
                 multiplies: correctly rounded, where powf can be an ulp
                 off), and |x| through 0.5 and 1.7 (powf)
@@ -789,3 +795,38 @@ def pow_exps():
 
 
 pow_exps()
+
+
+def qlmul_ties():
+    f = TensorProto.FLOAT
+    inits = [numpy_helper.from_array(np.array(4.0, np.float32), "gain"),
+             numpy_helper.from_array(np.array(0.5, np.float32), "s_in"),
+             numpy_helper.from_array(np.array(1.0, np.float32), "s_out")]
+    nodes = [helper.make_node("Mul", ["x", "gain"], ["xg"], name="gain"),
+             helper.make_node("ReduceMean", ["xg"], ["xm"], name="mean", axes=[2, 3])]
+    outs = []
+    for tname, npt, zin, zout in (("u8", np.uint8, 100, 7), ("s8", np.int8, -3, 5)):
+        inits += [numpy_helper.from_array(np.array(zin, npt), "z_in_" + tname),
+                  numpy_helper.from_array(np.array(zout, npt), "z_out_" + tname)]
+        q = ["s_in", "z_in_" + tname]
+        nodes += [helper.make_node("QuantizeLinear", ["xg"] + q, ["a_" + tname], name="qa_" + tname),
+                  helper.make_node("QuantizeLinear", ["xm"] + q, ["m_" + tname], name="qm_" + tname),
+                  helper.make_node("QLinearMul", ["a_" + tname] + q + ["a_" + tname] + q +
+                                   ["s_out", "z_out_" + tname], ["sq_" + tname],
+                                   name="sq_" + tname, domain="com.microsoft"),
+                  helper.make_node("QLinearMul", ["m_" + tname] + q + ["a_" + tname] + q +
+                                   ["s_out", "z_out_" + tname], ["se_" + tname],
+                                   name="se_" + tname, domain="com.microsoft")]
+        outs += ["sq_" + tname, "se_" + tname]
+    g = helper.make_graph(nodes, "qlmul_ties", [helper.make_tensor_value_info("x", f, [2, 16, 6, 6])],
+                          [helper.make_tensor_value_info(o, TensorProto.UINT8 if "u8" in o
+                                                         else TensorProto.INT8, None) for o in outs],
+                          inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13),
+                                            helper.make_opsetid("com.microsoft", 1)],
+                          producer_name="qreport-fixtures", producer_version="1")
+    m.ir_version = 7
+    onnx.save(m, os.path.join(OUT, "qlmul_ties.onnx"))
+
+
+qlmul_ties()
