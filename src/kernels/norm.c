@@ -31,34 +31,32 @@ qr_softmax_f32(const float *x, size_t rows, size_t n, float *y)
 	}
 }
 
-/* exp(v) as MLAS's softmax computes it (MlasComputeSumExpVector): v
- * clamped below at -88.376 (a NaN kept, as MAXPS does), a reduction to
- * 2^m * exp(r) with a two-part ln 2, a degree-6 polynomial in fused
- * multiply-adds, and 2^m put into the exponent bits. */
+/* exp(v) as MLAS's AVX-512 softmax computes it
+ * (MlasComputeSumExpF32KernelAvx512F): v clamped below at -103.97 (a NaN
+ * kept, as MAXPS does), a reduction to 2^m * exp(r) with a two-part
+ * ln 2, a degree-6 polynomial in fused multiply-adds, and 2^m applied by
+ * VSCALEFPS: one rounding, so a masked attention score (-100 below the
+ * row's max) gives a denormal, not 0. */
 static float
 mlas_exp(float v)
 {
 	const float bias = 12582912.0f; /* 1.5 * 2^23: rounds to an integer */
-	float biased, m, p, scale;
-	uint32_t u;
+	float biased, m;
 
-	v = -88.3762626647949f > v ? -88.3762626647949f : v;
+	v = -103.9720840454f > v ? -103.9720840454f : v;
 	biased = fmaf(v, 1.44269504088896341f, bias);
 	m = biased - bias;
 	v = fmaf(m, -6.93145752e-1f, v);
 	v = fmaf(m, -1.42860677e-6f, v);
-	memcpy(&u, &biased, sizeof u);
-	u = (u << 23) + 0x3F800000u;
-	memcpy(&scale, &u, sizeof scale);
-	p = qr_exp_poly(v);
-	return p * scale;
+	return ldexpf(qr_exp_poly(v), (int)m);
 }
 
 /*
- * One softmax row in ONNX Runtime's order (MLAS on x86-64 with FMA3:
- * checked bit for bit against onnxruntime-node 1.30 on rows of 1 to 1000
- * values, as a QDQ model needs to quantize attention probabilities as
- * ORT does): e_i = mlas_exp(x_i - max); the sum over two 8-lane
+ * One softmax row in ONNX Runtime's order (MLAS's AVX-512 kernels on
+ * x86-64: checked bit for bit against onnxruntime-node 1.30 on rows of 1
+ * to 1000 values and on swin_t's masked attention, as a QDQ model needs
+ * to quantize attention probabilities as ORT does): e_i = mlas_exp(x_i -
+ * max); the sum over two 8-lane
  * accumulators taking 16 values a step, the last partial step masked
  * (its first 8 values to the first accumulator, the rest to the second;
  * 8 or fewer all to the first); the accumulators added lane by lane, then
@@ -76,17 +74,13 @@ mlas_exp16(__m512 v)
 {
 	const __m512 bias = _mm512_set1_ps(12582912.0f);
 	__m512 biased, m, p;
-	__m512i u;
 
-	v = _mm512_max_ps(_mm512_set1_ps(-88.3762626647949f), v);
+	v = _mm512_max_ps(_mm512_set1_ps(-103.9720840454f), v);
 	biased = _mm512_fmadd_ps(v, _mm512_set1_ps(1.44269504088896341f),
 				 bias);
 	m = _mm512_sub_ps(biased, bias);
 	v = _mm512_fmadd_ps(m, _mm512_set1_ps(-6.93145752e-1f), v);
 	v = _mm512_fmadd_ps(m, _mm512_set1_ps(-1.42860677e-6f), v);
-	u = _mm512_add_epi32(_mm512_slli_epi32(_mm512_castps_si512(biased),
-					       23),
-			     _mm512_set1_epi32(0x3F800000));
 	p = _mm512_set1_ps(0x1.694000p-10f);
 	p = _mm512_fmadd_ps(p, v, _mm512_set1_ps(0x1.125edcp-7f));
 	p = _mm512_fmadd_ps(p, v, _mm512_set1_ps(0x1.555b5ap-5f));
@@ -94,7 +88,7 @@ mlas_exp16(__m512 v)
 	p = _mm512_fmadd_ps(p, v, _mm512_set1_ps(0x1.fffff6p-2f));
 	p = _mm512_fmadd_ps(p, v, _mm512_set1_ps(1.0f));
 	p = _mm512_fmadd_ps(p, v, _mm512_set1_ps(1.0f));
-	return _mm512_mul_ps(p, _mm512_castsi512_ps(u));
+	return _mm512_scalef_ps(p, m);
 }
 
 /* qr_softmax_row_ort_f32 on 16 lanes: the two 8-lane accumulators are

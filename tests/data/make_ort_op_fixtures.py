@@ -37,6 +37,9 @@ which side of a quantization step an attention probability lands on:
   sm_1000       [2,1000], opset 13
   sm_mid        [2,17,5], opset 13, axis 1 (rows gathered along a middle axis)
   sm_op11       [2,3,10], opset 11, axis 1 (rows of dims[1..] flattened)
+  sm_mask       [4,49] plus a constant mask of 0 and -100 (swin's shifted
+                windows), gain 3: the masked scores' exps are denormal,
+                not 0, in ORT's AVX-512 kernel (VSCALEFPS, clamp at -103.97)
 
 and x * gain -> ReduceMean/ReduceSum over trailing axes (a decomposed
 LayerNorm's mean), whose float sum order shows in the last bits:
@@ -220,6 +223,26 @@ softmax("sm_49", [12, 49], 13, -1, 3.0)
 softmax("sm_1000", [2, 1000], 13, -1, 4.0)
 softmax("sm_mid", [2, 17, 5], 13, 1, 2.0)
 softmax("sm_op11", [2, 3, 10], 11, 1, 2.0)
+
+
+def softmax_mask():
+    mask = np.where(np.random.RandomState(21).rand(4, 49) < 0.4, -100.0, 0.0).astype(np.float32)
+    nodes = [helper.make_node("Mul", ["x", "gain"], ["xg"], name="gain"),
+             helper.make_node("Add", ["xg", "mask"], ["xm"], name="mask"),
+             helper.make_node("Softmax", ["xm"], ["y"], name="softmax", axis=-1)]
+    g = helper.make_graph(nodes, "sm_mask",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 49])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 49])],
+                          [numpy_helper.from_array(np.array(3.0, np.float32), "gain"),
+                           numpy_helper.from_array(mask, "mask")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                          producer_name="qreport-fixtures", producer_version="1")
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(OUT, "sm_mask.onnx"))
+
+
+softmax_mask()
 
 
 def reduce(name, op, shape, axes, keepdims=1):
