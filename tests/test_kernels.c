@@ -2306,7 +2306,7 @@ test_simd_matches_portable(void)
 	static int32_t acc[N];
 	float s = 0.05f;
 	int32_t z = 3;
-	int sg, pass;
+	int sg, pass, k;
 	size_t i;
 
 	for (i = 0; i < N; i++) {
@@ -2344,6 +2344,32 @@ test_simd_matches_portable(void)
 		}
 		ok(memcmp(y8[0], y8[1], N) == 0,
 		   "qlinear add %s: simd = portable", sg ? "s8" : "u8");
+		/* both rows, then each side a single code; scales with .5
+		 * ties (0.5 * 0.5 / 1) and a tiny output scale that
+		 * saturates */
+		{
+			static const size_t steps[3][2] = {{1, 1}, {0, 1},
+							    {1, 0}};
+			int st, bad = 0;
+
+			for (st = 0; st < 3; st++)
+				for (k = 0; k < 2; k++) {
+					for (pass = 0; pass < 2; pass++) {
+						qr_kernels_force_portable(pass);
+						qr_qlinear_mul(a, steps[st][0],
+							0.5f, sg ? -5 : 120, b,
+							steps[st][1], 0.5f,
+							sg ? 7 : 130,
+							k ? 1e-3f : 1.0f,
+							sg ? 1 : 127, t,
+							y8[pass], N);
+					}
+					bad += memcmp(y8[0], y8[1], N) != 0;
+				}
+			ok(bad == 0, "qlinear mul %s: simd = portable (rows "
+			   "and single codes, %d of 6 differ)",
+			   sg ? "s8" : "u8", bad);
+		}
 		for (pass = 0; pass < 2; pass++) {
 			qr_kernels_force_portable(pass);
 			qr_requantize_row(acc, N, 17, 0.001f, sg ? -3 : 100, sg,

@@ -346,6 +346,47 @@ qr_qlinear_add(const void *a, size_t a_step, float sa, int32_t za,
 	}
 }
 
+#ifdef QR_HAVE_AVX512_CODE
+/* 16 codes from p (step 1), or one code repeated (step 0), minus zp. */
+static inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl")))
+__m512i
+qmul_load(const uint8_t *p, size_t step, int is_signed, __m512i zp)
+{
+	__m128i x = step ? _mm_loadu_si128((const __m128i *)p) :
+		    _mm_set1_epi8((char)p[0]);
+
+	return _mm512_sub_epi32(is_signed ? _mm512_cvtepi8_epi32(x) :
+				_mm512_cvtepu8_epi32(x), zp);
+}
+
+/* qr_qlinear_mul's loop on 16 lanes: the integer product (exact), to
+ * float, times r, plus the zero point, vcvtps2dq, saturated; returns the
+ * elements done. */
+static QR_AVX512 size_t
+qmul_avx512(const uint8_t *a, size_t a_step, int32_t za, const uint8_t *b,
+	    size_t b_step, int32_t zb, float r, int32_t zc, int is_signed,
+	    uint8_t *y, size_t n)
+{
+	const __m512i vza = _mm512_set1_epi32(za), vzb = _mm512_set1_epi32(zb);
+	const __m512i lo = _mm512_set1_epi32(is_signed ? -128 : 0);
+	const __m512i hi = _mm512_set1_epi32(is_signed ? 127 : 255);
+	const __m512 vr = _mm512_set1_ps(r), vzc = _mm512_set1_ps((float)zc);
+	size_t i;
+
+	for (i = 0; i + 16 <= n; i += 16) {
+		__m512i p = _mm512_mullo_epi32(
+			qmul_load(a + i * a_step, a_step, is_signed, vza),
+			qmul_load(b + i * b_step, b_step, is_signed, vzb));
+		__m512i q = _mm512_cvtps_epi32(_mm512_add_ps(_mm512_mul_ps(
+			_mm512_cvtepi32_ps(p), vr), vzc));
+
+		q = _mm512_min_epi32(_mm512_max_epi32(q, lo), hi);
+		_mm_storeu_si128((__m128i *)(y + i), _mm512_cvtepi32_epi8(q));
+	}
+	return i;
+}
+#endif
+
 void
 qr_qlinear_mul(const void *a, size_t a_step, float sa, int32_t za,
 	       const void *b, size_t b_step, float sb, int32_t zb, float sc,
@@ -353,10 +394,16 @@ qr_qlinear_mul(const void *a, size_t a_step, float sa, int32_t za,
 {
 	float sab = sa * sb;
 	float r = sab / sc;
-	size_t i;
+	size_t i = 0;
 
 	QR_ASSERT(t == QR_QT_U8 || t == QR_QT_S8);
-	for (i = 0; i < n; i++) {
+#ifdef QR_HAVE_AVX512_CODE
+	if ((qr_kernels_cpu_features() & QR_CPU_AVX512BW) && a_step <= 1 &&
+	    b_step <= 1)
+		i = qmul_avx512(a, a_step, za, b, b_step, zb, r, zc,
+				t == QR_QT_S8, y, n);
+#endif
+	for (; i < n; i++) {
 		int32_t pa = (int32_t)load(a, i * a_step, t) - za;
 		int32_t pb = (int32_t)load(b, i * b_step, t) - zb;
 		float v = (float)(pa * pb) * r + (float)zc;
