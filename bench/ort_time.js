@@ -1,18 +1,20 @@
 // ort_time.js: median time of one inference with ONNX Runtime
-// (onnxruntime-node, graph optimisation on), for bench/engine.sh.
+// (onnxruntime-node), for bench/engine.sh.
 //
-//   node ort_time.js MODEL.onnx INPUT.npy THREADS RUNS
+//   node ort_time.js MODEL.onnx INPUT.npy THREADS RUNS [OPT]
 //
-// Prints "<median ms> <min ms>".
+// OPT is ORT's graphOptimizationLevel: "all" (the default) or "disabled"
+// (the graph run literally, as qreport runs it). Prints "<median ms> <min
+// ms>".
 'use strict';
 const path = require('path');
 const ort = require(path.join(__dirname, '..', 'tests', 'ort', 'node_modules', 'onnxruntime-node'));
 const npy = require(path.join(__dirname, '..', 'tests', 'ort', 'npy'));
 
 (async () => {
-  const [model, input, threads, runs] = process.argv.slice(2);
+  const [model, input, threads, runs, opt] = process.argv.slice(2);
   const sess = await ort.InferenceSession.create(model, {
-    graphOptimizationLevel: 'all',
+    graphOptimizationLevel: opt || 'all',
     intraOpNumThreads: Number(threads),
     interOpNumThreads: 1,
     executionMode: 'sequential',
