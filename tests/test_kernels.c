@@ -2384,6 +2384,19 @@ test_simd_matches_portable(void)
 /* Float MaxPool: the AVX-512 path (strides 1 and 2) gives the portable
  * loop's bits, NaN included, over kernel sizes, pads, dilations, ceil
  * mode and widths that leave edge outputs and masked tails. */
+/* n pool inputs in [-143, 143] from *seed, one of them NaN. */
+static void
+pool_fill(float *x, size_t n, unsigned *seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		*seed = *seed * 1103515245u + 12345u;
+		x[i] = (float)((int)(*seed >> 16) % 2001 - 1000) / 7.0f;
+	}
+	x[(*seed >> 8) % n] = NAN;
+}
+
 /* 3-D (and 2-D, as depth 1) MaxPool and AveragePool: the AVX-512 path
  * gives the portable bits over windows, strides, pads, dilations, ceil
  * mode and count_include_pad, with a NaN in each volume. */
@@ -2424,11 +2437,7 @@ test_pool3d_simd(void)
 	x = xmalloc(n * sizeof *x);
 	a = xmalloc(no * sizeof *a);
 	b = xmalloc(no * sizeof *b);
-	for (i = 0; i < n; i++) {
-		seed = seed * 1103515245u + 12345u;
-		x[i] = (float)((int)(seed >> 16) % 2001 - 1000) / 7.0f;
-	}
-	x[(seed >> 8) % n] = NAN;
+	pool_fill(x, n, &seed);
 	cases++;
 	qr_maxpool3d_f32(&p, x, a);
 	qr_kernels_force_portable(1);
@@ -2511,11 +2520,7 @@ test_maxpool_simd(void)
 	x = xmalloc(n * sizeof *x);
 	a = xmalloc(no * sizeof *a);
 	b = xmalloc(no * sizeof *b);
-	for (i = 0; i < n; i++) {
-		seed = seed * 1103515245u + 12345u;
-		x[i] = (float)((int)(seed >> 16) % 2001 - 1000) / 7.0f;
-	}
-	x[(seed >> 8) % n] = NAN;
+	pool_fill(x, n, &seed);
 	qr_kernels_force_portable(0);
 	qr_maxpool_f32(&p, x, a);
 	qr_kernels_force_portable(1);
