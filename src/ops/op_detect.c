@@ -490,7 +490,7 @@ roi_run(struct qr_op_call *c, struct qr_diag *d)
 		return st;
 	off = a.half_pixel ? 0.5f : 0.0f;
 	geo = xreallocarray(NULL, nr + 1, sizeof *geo);
-	for (r = 0; r < nr && st == QR_OK; r++) {
+	for (r = 0; r < nr; r++) {
 		int64_t b = (int64_t)qr_op_get(c->in[R_BATCH], r);
 		const float *q = rois + r * 4;
 		struct roi_geom *g = &geo[r];
@@ -521,11 +521,13 @@ roi_run(struct qr_op_call *c, struct qr_diag *d)
 		fh = fh > 0.0f ? fh : 0.0f;
 		fw = fw > 0.0f ? fw : 0.0f;
 		if (!(fh <= (float)MAX_SAMPLES && fw <= (float)MAX_SAMPLES &&
-		      fh * fw * (float)(a.oh * a.ow) <= (float)MAX_SAMPLES))
+		      fh * fw * (float)(a.oh * a.ow) <= (float)MAX_SAMPLES)) {
 			st = qr_op_errorf(c, d, QR_EUNSUPPORTED, "roi %zu "
 					  "(%g x %g) asks for more than %lu "
 					  "samples", r, (double)rw, (double)rh,
 					  (unsigned long)MAX_SAMPLES);
+			break;
+		}
 		g->gh = (int64_t)fh;
 		g->gw = (int64_t)fw;
 		g->h = (size_t)x->dims[2], g->w = (size_t)x->dims[3];
