@@ -869,6 +869,45 @@ test_unsupported_many(void)
 	diag("%s", d.msg);
 }
 
+/* RoiAlign over planes of no rows: every sample reads 0. A sample at
+ * y in [-1, 0] used to pass the in-plane test and read past the empty
+ * plane (valgrind: uninitialised bytes written to the output). Here x's
+ * data holds 7s past its 0 elements, so a read shows. */
+static void
+test_roi_empty_plane(void)
+{
+	static const int64_t rd[2] = {2, 4}, bd[1] = {2};
+	static const float rois[8] = {0, 0, 3, 3, -1, -1, 0.5f, 0.5f};
+	static const int64_t batch[2] = {0, 0};
+	static float garbage[64];
+	struct qr_tensor x = {0}, *in[3], *y = NULL;
+	struct qr_attr at[2] = {attr_int("output_height", 2),
+				attr_int("output_width", 2)};
+	struct qr_diag d = {0};
+	enum qr_status st;
+	size_t i, nonzero = 0;
+
+	for (i = 0; i < 64; i++)
+		garbage[i] = 7.0f;
+	x.dtype = QR_DT_FLOAT;
+	x.ndim = 4;
+	x.dims[0] = 1, x.dims[1] = 2, x.dims[2] = 0, x.dims[3] = 5;
+	x.n_elem = 0;
+	x.data = garbage;
+	in[0] = &x;
+	in[1] = mkf(2, rd, rois);
+	in[2] = mki(1, bd, batch);
+	st = call1("RoiAlign", 16, at, 2, in, 3, &y, &d);
+	for (i = 0; y != NULL && i < y->n_elem; i++)
+		nonzero += ((const float *)y->data)[i] != 0.0f;
+	ok(st == QR_OK && y != NULL && y->n_elem == 16 && nonzero == 0,
+	   "RoiAlign on planes of no rows reads nothing (%zu nonzero)",
+	   nonzero);
+	qr_tensor_free(y);
+	qr_tensor_free(in[1]);
+	qr_tensor_free(in[2]);
+}
+
 static void
 test_unsupported(void)
 {
@@ -946,6 +985,7 @@ main(void)
 	test_dropout_training();
 	test_einsum();
 	test_memory_plan();
+	test_roi_empty_plane();
 	test_unsupported();
 	test_npy();
 	return done();

@@ -319,8 +319,8 @@ roi_point(size_t h, size_t w, float y, float x, struct roi_pt *pt)
 	size_t y0, x0, y1, x1;
 	float ly, lx, hy, hx;
 
-	pt->valid = y >= -1.0f && y <= (float)h && x >= -1.0f &&
-		    x <= (float)w;
+	pt->valid = h > 0 && w > 0 && y >= -1.0f && y <= (float)h &&
+		    x >= -1.0f && x <= (float)w; /* an empty plane reads 0 */
 	if (!pt->valid)
 		return;
 	y = y > 0.0f ? y : 0.0f;
