@@ -138,8 +138,8 @@ apply(enum qr_binop op, float a, float b)
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-/* inner's + - * / on 16 lanes where each side is a row (stride 1) or one
- * value (stride 0); returns how many values it did. */
+/* qr_binary_row_f32's + - * / on 16 lanes where each side is a row
+ * (stride 1) or one value (stride 0); returns how many values it did. */
 static __attribute__((target("avx512f"))) size_t
 inner_avx512(enum qr_binop op, size_t n, const float *a, size_t sa,
 	     const float *b, size_t sb, float *y)
