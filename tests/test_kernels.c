@@ -2108,6 +2108,19 @@ test_sum_ort(void)
 	   (double)qr_sum_ort_f32(buf + 5, 5));
 }
 
+/* Positions where a and b differ in their bits (any NaN equals any
+ * NaN): how the SIMD-versus-portable tests compare floats. */
+static size_t
+float_bits_differ(const float *a, const float *b, size_t n)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < n; i++)
+		k += isnan(a[i]) ? !isnan(b[i]) :
+		     memcmp(&a[i], &b[i], sizeof a[i]) != 0;
+	return k;
+}
+
 /* Softmax rows of 1 to 70 values (scaled up to reach exp's clamp, with a
  * NaN and -inf in some): the 16-lane path gives the portable bits. */
 static void
@@ -2133,12 +2146,7 @@ test_softmax_simd(void)
 		qr_kernels_force_portable(1);
 		qr_softmax_row_ort_f32(x, n, b);
 		qr_kernels_force_portable(0);
-		for (i = 0; i < n; i++)
-			if (isnan(a[i]) ? !isnan(b[i]) :
-			    memcmp(&a[i], &b[i], sizeof a[i]) != 0) {
-				bad++;
-				break;
-			}
+		bad += float_bits_differ(a, b, n) > 0;
 	}
 	ok(bad == 0, "softmax rows of 1..%d: simd = portable (%d rows differ)",
 	   N, bad);
@@ -2448,15 +2456,9 @@ test_pool3d_simd(void)
 	qr_kernels_force_portable(1);
 	qr_avgpool3d_f32(&p, x, b);
 	qr_kernels_force_portable(0);
-	for (i = 0; i < no; i++)
-		if (isnan(a[i]) ? !isnan(b[i]) :
-		    memcmp(&a[i], &b[i], sizeof a[i]) != 0) {
-			if (bad_avg++ == 0)
-				diag("first avgpool difference: d %d h %d k %d "
-				     "s %d pad %d dil %d ceil %d cip %d", d, h,
-				     k, s, pd, dl, cm, cip);
-			break;
-		}
+	if (float_bits_differ(a, b, no) > 0 && bad_avg++ == 0)
+		diag("first avgpool difference: d %d h %d k %d s %d pad %d "
+		     "dil %d ceil %d cip %d", d, h, k, s, pd, dl, cm, cip);
 	x8 = xmalloc(n);
 	a8 = xmalloc(no);
 	b8 = xmalloc(no);
@@ -2643,10 +2645,7 @@ test_exp_sigmoid_simd(void)
 		qr_kernels_force_portable(1);
 		f(x, N, b);
 		qr_kernels_force_portable(0);
-		for (i = 0; i < N; i++)
-			if (isnan(a[i]) ? !isnan(b[i]) :
-			    memcmp(&a[i], &b[i], sizeof a[i]) != 0)
-				bad[fn]++;
+		bad[fn] = (int)float_bits_differ(a, b, N);
 	}
 	ok(bad[0] == 0, "exp: simd = portable on %d values (%d differ)", N,
 	   bad[0]);

@@ -144,6 +144,20 @@ from onnx import TensorProto, helper, numpy_helper
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ort-ops")
 
 
+def save_graph(name, nodes, x_shape, outs, inits, opsets=(("", 13),), ir=7, check=False):
+    """Save OUT/name.onnx: float input x of x_shape, outputs as (name,
+    element type, dims or None), the given opsets (domain, version)."""
+    g = helper.make_graph(nodes, name,
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+                          [helper.make_tensor_value_info(o, t, d) for o, t, d in outs], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid(dom, v) for dom, v in opsets],
+                          producer_name="qreport-fixtures", producer_version="1")
+    m.ir_version = ir
+    if check:
+        onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(OUT, name + ".onnx"))
+
+
 def qsoftmax(name, shape, signed, opset, axis, xs, gain=1.0):
     qt = np.int8 if signed else np.uint8
     inits = [numpy_helper.from_array(np.array(gain, np.float32), "gain"),
@@ -230,16 +244,9 @@ def softmax_mask():
     nodes = [helper.make_node("Mul", ["x", "gain"], ["xg"], name="gain"),
              helper.make_node("Add", ["xg", "mask"], ["xm"], name="mask"),
              helper.make_node("Softmax", ["xm"], ["y"], name="softmax", axis=-1)]
-    g = helper.make_graph(nodes, "sm_mask",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 49])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 49])],
-                          [numpy_helper.from_array(np.array(3.0, np.float32), "gain"),
-                           numpy_helper.from_array(mask, "mask")])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
-                          producer_name="qreport-fixtures", producer_version="1")
-    m.ir_version = 7
-    onnx.checker.check_model(m)
-    onnx.save(m, os.path.join(OUT, "sm_mask.onnx"))
+    save_graph("sm_mask", nodes, [4, 49], [("y", TensorProto.FLOAT, [4, 49])],
+               [numpy_helper.from_array(np.array(3.0, np.float32), "gain"),
+                numpy_helper.from_array(mask, "mask")], check=True)
 
 
 softmax_mask()
@@ -483,13 +490,7 @@ pool("avg_whole", "AveragePool", [1, 8, 7, 7], qdq="grid", kernel_shape=[7, 7])
 
 def save_xy(name, nodes, shape, inits):
     """Save OUT/name.onnx: float x of shape in, float y out, opset 13."""
-    g = helper.make_graph(nodes, name,
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
-                          producer_name="qreport-fixtures", producer_version="1")
-    m.ir_version = 8
-    onnx.save(m, os.path.join(OUT, name + ".onnx"))
+    save_graph(name, nodes, shape, [("y", TensorProto.FLOAT, None)], inits, ir=8)
 
 
 def conv3d(name, shape, cout, k, qdq=False, **attrs):
@@ -709,15 +710,10 @@ def act_ort():
                   helper.make_node("Concat", [low + "_xg", "special"], [low + "_in"],
                                    name=low + "_in", axis=1),
                   helper.make_node(op, [low + "_in"], [low], name=low, **attrs)]
-    g = helper.make_graph(nodes, "act_ort",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 1000])],
-                          [helper.make_tensor_value_info(op.lower(), TensorProto.FLOAT, [4, 1016])
-                           for op in ("Exp", "Sigmoid", "HardSigmoid", "HardSwish")], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)],
-                          producer_name="qreport-fixtures", producer_version="1")
-    m.ir_version = 8
-    onnx.checker.check_model(m)
-    onnx.save(m, os.path.join(OUT, "act_ort.onnx"))
+    save_graph("act_ort", nodes, [4, 1000],
+               [(op.lower(), TensorProto.FLOAT, [4, 1016])
+                for op in ("Exp", "Sigmoid", "HardSigmoid", "HardSwish")],
+               inits, opsets=(("", 14),), ir=8, check=True)
 
 
 act_ort()
@@ -736,13 +732,8 @@ def erf_gelu():
              helper.make_node("BiasGelu", ["xs", "bias"], ["bias_gelu"], name="bias_gelu",
                               domain="com.microsoft")]
     outs = ["erf", "gelu", "ms_gelu", "bias_gelu"]
-    g = helper.make_graph(nodes, "erf_gelu", [helper.make_tensor_value_info("x", f, [4, 1000])],
-                          [helper.make_tensor_value_info(o, f, [4, 1016]) for o in outs], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20),
-                                            helper.make_opsetid("com.microsoft", 1)],
-                          producer_name="qreport-fixtures", producer_version="1")
-    m.ir_version = 9
-    onnx.save(m, os.path.join(OUT, "erf_gelu.onnx"))
+    save_graph("erf_gelu", nodes, [4, 1000], [(o, f, [4, 1016]) for o in outs], inits,
+               opsets=(("", 20), ("com.microsoft", 1)), ir=9)
 
 
 erf_gelu()
@@ -764,13 +755,7 @@ def topk_ties():
              helper.make_node("TopK", ["xh", "k2"], ["col2", "col2_i"], name="col2", axis=0)]
     outs = [("top20", f, [3, 20]), ("top20_i", i64, [3, 20]), ("low300", f, [3, 300]),
             ("low300_i", i64, [3, 300]), ("col2", f, [2, 500]), ("col2_i", i64, [2, 500])]
-    g = helper.make_graph(nodes, "topk_ties", [helper.make_tensor_value_info("x", f, [3, 500])],
-                          [helper.make_tensor_value_info(n, t, d) for n, t, d in outs], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
-                          producer_name="qreport-fixtures", producer_version="1")
-    m.ir_version = 7
-    onnx.checker.check_model(m)
-    onnx.save(m, os.path.join(OUT, "topk_ties.onnx"))
+    save_graph("topk_ties", nodes, [3, 500], outs, inits, check=True)
 
 
 topk_ties()
@@ -786,13 +771,8 @@ def pad_modes():
              helper.make_node("Pad", ["x", "p_edge"], ["edge"], name="edge", mode="edge"),
              helper.make_node("Pad", ["x", "p_reflect"], ["reflect"], name="reflect",
                               mode="reflect")]
-    g = helper.make_graph(nodes, "pad_modes", [helper.make_tensor_value_info("x", f, [2, 3, 5, 7])],
-                          [helper.make_tensor_value_info(n, f, None)
-                           for n in ("constant", "edge", "reflect")], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
-                          producer_name="qreport-fixtures", producer_version="1")
-    m.ir_version = 7
-    onnx.save(m, os.path.join(OUT, "pad_modes.onnx"))
+    save_graph("pad_modes", nodes, [2, 3, 5, 7],
+               [(n, f, None) for n in ("constant", "edge", "reflect")], inits)
 
 
 pad_modes()
@@ -809,12 +789,7 @@ def pow_exps():
         inits.append(numpy_helper.from_array(np.array(e, np.float32), name + "_e"))
         nodes.append(helper.make_node("Pow", [src, name + "_e"], [name], name=name))
         outs.append(name)
-    g = helper.make_graph(nodes, "pow_exps", [helper.make_tensor_value_info("x", f, [4, 1000])],
-                          [helper.make_tensor_value_info(o, f, [4, 1000]) for o in outs], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
-                          producer_name="qreport-fixtures", producer_version="1")
-    m.ir_version = 7
-    onnx.save(m, os.path.join(OUT, "pow_exps.onnx"))
+    save_graph("pow_exps", nodes, [4, 1000], [(o, f, [4, 1000]) for o in outs], inits)
 
 
 pow_exps()
@@ -841,15 +816,9 @@ def qlmul_ties():
                                    ["s_out", "z_out_" + tname], ["se_" + tname],
                                    name="se_" + tname, domain="com.microsoft")]
         outs += ["sq_" + tname, "se_" + tname]
-    g = helper.make_graph(nodes, "qlmul_ties", [helper.make_tensor_value_info("x", f, [2, 16, 6, 6])],
-                          [helper.make_tensor_value_info(o, TensorProto.UINT8 if "u8" in o
-                                                         else TensorProto.INT8, None) for o in outs],
-                          inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13),
-                                            helper.make_opsetid("com.microsoft", 1)],
-                          producer_name="qreport-fixtures", producer_version="1")
-    m.ir_version = 7
-    onnx.save(m, os.path.join(OUT, "qlmul_ties.onnx"))
+    save_graph("qlmul_ties", nodes, [2, 16, 6, 6],
+               [(o, TensorProto.UINT8 if "u8" in o else TensorProto.INT8, None) for o in outs],
+               inits, opsets=(("", 13), ("com.microsoft", 1)))
 
 
 qlmul_ties()
