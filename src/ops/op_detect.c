@@ -433,8 +433,8 @@ roi_task(void *ctx, size_t t, int slot)
 	const struct qr_tensor *x = j->c->in[R_X];
 	const struct roi_attrs *a = j->a;
 	size_t nc = (size_t)x->dims[1], lo, hi, r, ch, k;
-	size_t bins = (size_t)(a->oh * a->ow);
-	struct roi_pt *pts = NULL;
+	size_t bins = (size_t)(a->oh * a->ow), cap = 0;
+	struct roi_pt *buf = NULL, *pts;
 
 	(void)slot;
 	qr_parallel_range(j->nr, t, j->n_tasks, 1, &lo, &hi);
@@ -444,11 +444,15 @@ roi_task(void *ctx, size_t t, int slot)
 		float *y = (float *)j->c->out[0]->data + r * nc * bins;
 		int64_t ph, pw, iy, ix;
 
-		free(pts);
 		pts = NULL;
 		if (bins * bin_pts <= ROI_PRECALC_MAX) {
-			pts = xreallocarray(NULL, bins * bin_pts + 1,
-					    sizeof *pts);
+			/* one buffer for the task's rois, grown as needed */
+			if (bins * bin_pts + 1 > cap) {
+				cap = bins * bin_pts + 1;
+				free(buf);
+				buf = xreallocarray(NULL, cap, sizeof *buf);
+			}
+			pts = buf;
 			k = 0;
 			for (ph = 0; ph < a->oh; ph++)
 				for (pw = 0; pw < a->ow; pw++)
@@ -469,7 +473,7 @@ roi_task(void *ctx, size_t t, int slot)
 						       a->max_mode);
 		}
 	}
-	free(pts);
+	free(buf);
 }
 
 /* Check every roi and work out its grid, then pool the rois in parallel
