@@ -497,7 +497,7 @@ sg_grid_cell(struct sg_bufs *s, size_t m, size_t k, const size_t *ns,
 				sg_free(&t);
 			}
 	if (!ok(bad == 0,
-		"sgemm plan m=%zu k=%zu n=%zu..%zu: %zu calls (n, trans_b, accumulate, strides) have the reference's bits, AVX-512 and portable",
+		"sgemm plan m=%zu k=%zu n=%zu..%zu: %zu calls (n, trans_b, accumulate, strides) have the reference's bits, SIMD and portable",
 		m, k, ns[0], ns[nn - 1], calls))
 		diag("%zu bad, first %s", bad, first);
 }
@@ -565,7 +565,7 @@ test_sgemm_packed(struct sg_bufs *s)
 				sg_free(&t);
 					}
 		if (!ok(bad == 0,
-			"sgemm packed plan m=%zu: %zu calls = reference FMA/256, AVX-512 and portable",
+			"sgemm packed plan m=%zu: %zu calls = reference FMA/256, SIMD and portable",
 			ms[mi], calls))
 			diag("%zu bad, first %s", bad, first);
 	}
@@ -861,7 +861,7 @@ test_sgemm_q(void)
 						 (q.zp ? q.zp[j] : 0)) *
 					scale[j];
 		ok(good, "sgemm, B held %s %s%s: m%zu n%zu k%zu%s (%s order) = "
-		   "the dequantized B's bits, AVX-512 and portable",
+		   "the dequantized B's bits, SIMD and portable",
 		   q.t == QR_QT_U8 ? "uint8" : "int8",
 		   q.per_col ? "per column" : "per tensor",
 		   q.zp ? "" : " without zero point", m, n, k,
@@ -1019,7 +1019,7 @@ test_dw_orders(void)
 		for (j = 0; j < ny; j++)
 			ndiff += memcmp(&want[j], &other[j], 4) != 0;
 		ok(good,
-		   "depthwise x%zu %s order: c%zu %zux%zu k%zux%zu s%zu,%zu p%zu,%zu,%zu,%zu d%zu,%zu = reference, AVX-512 (1, 2 threads) and portable",
+		   "depthwise x%zu %s order: c%zu %zux%zu k%zux%zu s%zu,%zu p%zu,%zu,%zu,%zu d%zu,%zu = reference, SIMD (1, 2 threads) and portable",
 		   cs[i].mult, row ? "ROW" : "fma", p.c_in, p.h, p.w, p.kh,
 		   p.kw, p.stride_h, p.stride_w, p.pad_t, p.pad_l, p.pad_b,
 		   p.pad_r, p.dil_h, p.dil_w);
@@ -1361,7 +1361,7 @@ test_conv_f32_order(void)
 			good &= memcmp(y, want, ny * 4) == 0;
 		}
 		ok(good,
-		   "conv f32 ORT order: n%zu c%zu->%zu g%zu %zux%zu k%zux%zu s%zu p%zu%s = reference, AVX-512 (1, 2 threads) and portable",
+		   "conv f32 ORT order: n%zu c%zu->%zu g%zu %zux%zu k%zux%zu s%zu p%zu%s = reference, SIMD (1, 2 threads) and portable",
 		   p.n, p.c_in, p.c_out, p.group, p.h, p.w, p.kh, p.kw,
 		   p.stride_h, p.pad_t, i % 2 ? " bias" : "");
 		qr_conv_f32_packed_free(pk);
@@ -1445,7 +1445,7 @@ test_conv_f32_qweights(void)
 			good &= memcmp(y, want, ny * 4) == 0;
 		}
 		ok(good,
-		   "conv f32, weights held %s %s%s: n%zu c%zu->%zu g%zu %zux%zu k%zux%zu = the dequantized weights' bits, AVX-512 (1, 2 threads) and portable",
+		   "conv f32, weights held %s %s%s: n%zu c%zu->%zu g%zu %zux%zu k%zux%zu = the dequantized weights' bits, SIMD (1, 2 threads) and portable",
 		   q.t == QR_QT_U8 ? "uint8" : "int8",
 		   q.per_row ? "per channel" : "per tensor",
 		   q.zp ? "" : " without zero point", p.n, p.c_in, p.c_out,
@@ -1532,9 +1532,19 @@ requant_ref(int64_t acc, float scale, int32_t zp, int y_signed)
 	return (int32_t)(r < lo ? lo : r > hi ? hi : r);
 }
 
+static int32_t
+sat16_ref(int32_t v)
+{
+	return v > 32767 ? 32767 : v < -32768 ? -32768 : v;
+}
+
+/* Exact conv sums, or with pairs16 ONNX Runtime's on CPUs without VNNI:
+ * raw x * w products in its im2col order (tap, then channel), k and k + 1
+ * (k even) summed and saturated to int16, the zero points taken off
+ * exactly afterwards. */
 static void
 qconv_ref(const struct qr_conv_params *p, const void *x, int xs, int32_t xz,
-	  const void *w, int ws_, const int32_t *wz, size_t nwz,
+	  const void *w, int ws_, const int32_t *wz, size_t nwz, int pairs16,
 	  int64_t *acc)
 {
 	size_t oh_n = qr_conv_out_h(p), ow_n = qr_conv_out_w(p);
@@ -1545,22 +1555,33 @@ qconv_ref(const struct qr_conv_params *p, const void *x, int xs, int32_t xz,
 		for (co = 0; co < p->c_out; co++)
 			for (oh = 0; oh < oh_n; oh++)
 				for (ow = 0; ow < ow_n; ow++) {
-					int64_t s = 0;
-					size_t g = co / cout_g;
+					int64_t sxw = 0, sx = 0, sw = 0;
+					int32_t half = 0, z = wz[nwz == 1 ? 0 : co];
+					size_t g = co / cout_g, kk = 0;
 
-					for (ci = 0; ci < cin_g; ci++)
-						for (ki = 0; ki < p->kh; ki++)
-							for (kj = 0; kj < p->kw; kj++) {
+					for (ki = 0; ki < p->kh; ki++)
+						for (kj = 0; kj < p->kw; kj++)
+							for (ci = 0; ci < cin_g; ci++, kk++) {
 								long ih = (long)(oh * p->stride_h + ki * p->dil_h) - (long)p->pad_t;
 								long iw = (long)(ow * p->stride_w + kj * p->dil_w) - (long)p->pad_l;
-								int32_t xv = xz;
+								int32_t xv = xz, wv;
 
 								if (ih >= 0 && iw >= 0 && ih < (long)p->h && iw < (long)p->w)
 									xv = ld8(x, ((n * p->c_in + g * cin_g + ci) * p->h + ih) * p->w + iw, xs);
-								s += (int64_t)(xv - xz) *
-								     (ld8(w, ((co * cin_g + ci) * p->kh + ki) * p->kw + kj, ws_) - wz[nwz == 1 ? 0 : co]);
+								wv = ld8(w, ((co * cin_g + ci) * p->kh + ki) * p->kw + kj, ws_);
+								sx += xv;
+								sw += wv;
+								if (!pairs16)
+									sxw += (int64_t)xv * wv;
+								else if (kk % 2 == 0)
+									half = xv * wv;
+								else
+									sxw += sat16_ref(half + xv * wv);
 							}
-					acc[((n * p->c_out + co) * oh_n + oh) * ow_n + ow] = s;
+					if (pairs16 && kk % 2)
+						sxw += half;
+					acc[((n * p->c_out + co) * oh_n + oh) * ow_n + ow] =
+						sxw - z * sx - xz * sw + (int64_t)kk * xz * z;
 				}
 }
 
@@ -1583,8 +1604,14 @@ kinds_name(int kind)
 	return kind == 0 ? "general" : kind == 1 ? "depthwise" : "pointwise";
 }
 
+/* Every conv kind and signedness against the reference, fast paths and
+ * portable ones alike. With sat, as ONNX Runtime runs them on a CPU
+ * without VNNI (QR_ORT_U8S8_SATURATES): QLinearConv's u8 x s8 GEMM convs
+ * saturate pairs of products (depthwise convs stay exact), ConvInteger
+ * (the int32 output) stays exact; *n_sat counts outputs where that
+ * changed the value. */
 static void
-test_qconv(void)
+test_qconv(int sat, size_t *n_sat)
 {
 	int t;
 
@@ -1600,7 +1627,7 @@ test_qconv(void)
 		void *x = xmalloc(nx + 1), *w = xmalloc(nw + 1);
 		int32_t *wz = xmalloc(p.c_out * 4), *bias = xmalloc(p.c_out * 4);
 		float *scale = xmalloc(p.c_out * 4);
-		int64_t *acc = xmalloc(ny * 8 + 8);
+		int64_t *acc = xmalloc(ny * 8 + 8), *acc8 = acc;
 		int32_t *y32 = xmalloc(ny * 4 + 4), *y32p = xmalloc(ny * 4 + 4);
 		uint8_t *y = xmalloc(ny + 1), *yp = xmalloc(ny + 1);
 		struct qr_qconv_packed *pk;
@@ -1617,6 +1644,8 @@ test_qconv(void)
 			scale[i] = qr_requant_scale(0.02f + 0.001f * (float)rnd_int(0, 9),
 						    0.001f * (float)rnd_int(1, 20), 0.5f);
 		}
+		qr_kernels_force_ort(sat ? QR_ORT_U8S8_SATURATES :
+					   QR_ORT_SUMEXP_AVX512);
 		pk = qr_qconv_pack_new(p.c_out, p.c_in, 0, p.kh, p.kw, p.group, w,
 				       wsg, wz, per_ch ? p.c_out : 1);
 		wsp = xmalloc(qr_qconv_workspace(pk, &p, 3));
@@ -1627,7 +1656,15 @@ test_qconv(void)
 		q.n_scale = per_ch ? p.c_out : 1;
 		q.y_signed = ys;
 		q.y_zp = ys ? rnd_int(-10, 10) : rnd_int(100, 150);
-		qconv_ref(&p, x, xs, xz, w, wsg, wz, per_ch ? p.c_out : 1, acc);
+		qconv_ref(&p, x, xs, xz, w, wsg, wz, per_ch ? p.c_out : 1, 0,
+			  acc);
+		if (sat && !xs && wsg && kind != 1) {
+			acc8 = xmalloc(ny * 8 + 8);
+			qconv_ref(&p, x, xs, xz, w, wsg, wz,
+				  per_ch ? p.c_out : 1, 1, acc8);
+			for (i = 0; i < ny; i++)
+				*n_sat += acc8[i] != acc[i];
+		}
 
 		/* fast paths on 3 threads, portable ones on 1 */
 		qr_kernels_force_portable(0);
@@ -1639,7 +1676,7 @@ test_qconv(void)
 		qr_kernels_force_portable(0);
 		for (i = 0; i < ny; i++) {
 			size_t co = (i / ohw) % p.c_out;
-			int32_t want = requant_ref(acc[i] + bias[co],
+			int32_t want = requant_ref(acc8[i] + bias[co],
 						   scale[per_ch ? co : 0],
 						   q.y_zp, ys);
 			int32_t got = ys ? (int8_t)y[i] : y[i];
@@ -1649,7 +1686,8 @@ test_qconv(void)
 			n_diff += y[i] != yp[i] || y32[i] != y32p[i];
 		}
 		ok(n_bad8 == 0 && n_bad32 == 0,
-		   "qconv exact %s #%d: x%s w%s y%s zp%s c%zu->%zu g%zu k%zux%zu s%zu,%zu d%zu,%zu (%zu/%zu/%zu bad)",
+		   "qconv %s %s #%d: x%s w%s y%s zp%s c%zu->%zu g%zu k%zux%zu s%zu,%zu d%zu,%zu (%zu/%zu/%zu bad)",
+		   acc8 != acc ? "ORT pairs16" : "exact",
 		   kinds_name(kind), t, xs ? "s8" : "u8", wsg ? "s8" : "u8",
 		   ys ? "s8" : "u8", per_ch ? "/ch" : "", p.c_in, p.c_out,
 		   p.group, p.kh, p.kw, p.stride_h, p.stride_w, p.dil_h,
@@ -1657,12 +1695,15 @@ test_qconv(void)
 		ok(n_diff == 0, "qconv #%d: %s and portable paths agree", t,
 		   qr_kernels_igemm_path());
 		qr_qconv_packed_free(pk);
+		qr_kernels_force_ort(QR_ORT_SUMEXP_AVX512);
 		free(wsp);
 		free(x);
 		free(w);
 		free(wz);
 		free(bias);
 		free(scale);
+		if (acc8 != acc)
+			free(acc8);
 		free(acc);
 		free(y32);
 		free(y32p);
@@ -1671,8 +1712,11 @@ test_qconv(void)
 	}
 }
 
+/* QGEMM against the reference; with sat, u8 x s8 products summed in
+ * saturating pairs as ONNX Runtime's MLAS kernels do without VNNI (the
+ * other signednesses stay exact). *n_sat as in test_qconv. */
 static void
-test_qgemm(void)
+test_qgemm(int sat, size_t *n_sat)
 {
 	int t;
 
@@ -1703,7 +1747,10 @@ test_qgemm(void)
 		}
 		for (i = 0; i < n; i++)
 			bz[i] = bs ? rnd_int(-128, 127) : rnd_int(0, 255);
+		qr_kernels_force_ort(sat ? QR_ORT_U8S8_SATURATES :
+					   QR_ORT_SUMEXP_AVX512);
 		pk = qr_qgemm_pack_new(b, bs, tb, k, n, bz, nzp);
+		qr_kernels_force_ort(QR_ORT_SUMEXP_AVX512);
 		ws = xmalloc(qr_qgemm_workspace(pk, m, 2));
 		qr_qgemm_run(pk, a, as, az, m, c, n + 3, ws, 2);
 		qr_kernels_force_portable(1);
@@ -1711,18 +1758,35 @@ test_qgemm(void)
 		qr_kernels_force_portable(0);
 		for (i = 0; i < m; i++)
 			for (j = 0; j < n; j++) {
-				int64_t s = 0;
+				int64_t s = 0, sx = 0, sw = 0, sxw = 0, se = 0;
+				int32_t z = bz[nzp == 1 ? 0 : j], half = 0;
+				int p16 = sat && !as && bs;
 
-				for (kk = 0; kk < k; kk++)
-					s += (int64_t)(ld8(a, i * k + kk, as) - az) *
-					     (ld8(b, tb ? j * k + kk : kk * n + j, bs) -
-					      bz[nzp == 1 ? 0 : j]);
+				for (kk = 0; kk < k; kk++) {
+					int32_t xv = ld8(a, i * k + kk, as);
+					int32_t wv = ld8(b, tb ? j * k + kk : kk * n + j, bs);
+
+					sx += xv;
+					sw += wv;
+					se += (int64_t)xv * wv;
+					if (!p16)
+						sxw += (int64_t)xv * wv;
+					else if (kk % 2 == 0)
+						half = xv * wv;
+					else
+						sxw += sat16_ref(half + xv * wv);
+				}
+				if (p16 && k % 2)
+					sxw += half;
+				*n_sat += sxw != se;
+				s = sxw - z * sx - az * sw + (int64_t)k * az * z;
 				bad += c[i * (n + 3) + j] != (int32_t)s;
 				diff += c[i * (n + 3) + j] != c2[i * (n + 3) + j];
 			}
 		ok(bad == 0 && diff == 0,
-		   "qgemm exact #%d: a%s b%s trans_b=%d m%zu n%zu k%zu (%zu bad, %zu differ)",
-		   t, as ? "s8" : "u8", bs ? "s8" : "u8", tb, m, n, k, bad, diff);
+		   "qgemm %s #%d: a%s b%s trans_b=%d m%zu n%zu k%zu (%zu bad, %zu differ)",
+		   sat && !as && bs ? "ORT pairs16" : "exact", t,
+		   as ? "s8" : "u8", bs ? "s8" : "u8", tb, m, n, k, bad, diff);
 		qr_qgemm_packed_free(pk);
 		free(ws);
 		free(a);
@@ -2122,9 +2186,10 @@ float_bits_differ(const float *a, const float *b, size_t n)
 }
 
 /* Softmax rows of 1 to 70 values (scaled up to reach exp's clamp, with a
- * NaN and -inf in some): the 16-lane path gives the portable bits. */
+ * NaN and -inf in some): the SIMD path of ORT's kernels for traits (the
+ * 16-lane AVX-512 one, or the 8-lane AVX2 one) gives the portable bits. */
 static void
-test_softmax_simd(void)
+test_softmax_simd(unsigned traits)
 {
 	enum { N = 70 };
 	float x[N], a[N], b[N];
@@ -2142,14 +2207,66 @@ test_softmax_simd(void)
 			x[n / 2] = -INFINITY;
 		if (n % 11 == 0)
 			x[n - 1] = NAN;
+		qr_kernels_force_ort(traits);
 		qr_softmax_row_ort_f32(x, n, a);
 		qr_kernels_force_portable(1);
 		qr_softmax_row_ort_f32(x, n, b);
 		qr_kernels_force_portable(0);
 		bad += float_bits_differ(a, b, n) > 0;
 	}
-	ok(bad == 0, "softmax rows of 1..%d: simd = portable (%d rows differ)",
-	   N, bad);
+	qr_kernels_force_ort(QR_ORT_SUMEXP_AVX512);
+	ok(bad == 0, "softmax rows of 1..%d, ORT's %s kernel: simd = portable "
+	   "(%d rows differ)", N,
+	   traits & QR_ORT_SUMEXP_AVX512 ? "AVX-512" : "AVX2", bad);
+}
+
+/* A row of 40 (five 8-lane steps; two 16-lane steps and a masked 8) with
+ * scores 90 and 100 below the max, against onnxruntime-node 1.30 on an
+ * AMD EPYC without AVX-512 (bits below). Its AVX2 exp-sum flushes both to
+ * 0 where the AVX-512 one keeps denormals, and sums in another order, so
+ * the AVX-512 kernel must not give these bits. */
+static void
+test_softmax_ort_avx2(void)
+{
+	static const uint32_t xb[40] = {
+		0x406544fc, 0xc0868a8b, 0xc0805188, 0xbfec9088, 0xbd315400,
+		0xc2bd0c0c, 0xbe098080, 0xbe373480, 0xc091365f, 0x3fffc648,
+		0xc07c9888, 0x40949ca1, 0xbf130e28, 0x40979b96, 0x3e0c8d40,
+		0xc0be1b8c, 0xc059c3aa, 0xc2a90c0c, 0x40606bb6, 0x3faed908,
+		0x3d3d4800, 0xc0279664, 0xc0a23d02, 0x40adc715, 0xc02c56a2,
+		0xc0549ed4, 0xbe538360, 0x40562534, 0x409b1fe7, 0x4031147c,
+		0x4023bf8a, 0xc068b5dc, 0xbf8b7118, 0x3f528100, 0xbf7e0880,
+		0x408d0570, 0x40733b9a, 0x3f20e198, 0x3feaf348, 0x40af3f3b,
+	};
+	static const uint32_t want[40] = {
+		0x3d06797c, 0x3764b22d, 0x378ae4a9, 0x3916d0b9, 0x3a653539,
+		0x00000000, 0x3a514615, 0x3a48238a, 0x3723d838, 0x3bdcae69,
+		0x3793f235, 0x3dc26b15, 0x3a06c24c, 0x3dd57fe1, 0x3a89480a,
+		0x36212253, 0x37fef4bd, 0x00000000, 0x3cf9536b, 0x3b6a8a41,
+		0x3a7aab4a, 0x388b9aa5, 0x36c07b8e, 0x3e556d6e, 0x38819db4,
+		0x380a259b, 0x3a42ae8e, 0x3cd4580c, 0x3dee4d2e, 0x3c6dfc3f,
+		0x3c413bc7, 0x37c9db5e, 0x39a10b65, 0x3b082bb1, 0x39b17617,
+		0x3d995cdd, 0x3d2742ad, 0x3ae05a30, 0x3bbb8c12, 0x3e5f74af,
+	};
+	float x[40], y[40], w[40];
+	int portable;
+
+	memcpy(x, xb, sizeof x);
+	memcpy(w, want, sizeof w);
+	qr_kernels_force_ort(0);
+	for (portable = 0; portable < 2; portable++) {
+		qr_kernels_force_portable(portable);
+		qr_softmax_row_ort_f32(x, 40, y);
+		ok(float_bits_differ(y, w, 40) == 0, "softmax row of 40, ORT's "
+		   "AVX2 kernel%s: ONNX Runtime's bits (%zu differ)",
+		   portable ? ", portable path" : "",
+		   float_bits_differ(y, w, 40));
+	}
+	qr_kernels_force_portable(0);
+	qr_kernels_force_ort(QR_ORT_SUMEXP_AVX512);
+	qr_softmax_row_ort_f32(x, 40, y);
+	ok(float_bits_differ(y, w, 40) > 0, "the AVX-512 kernel gives other "
+	   "bits there (%zu differ)", float_bits_differ(y, w, 40));
 }
 
 static void
@@ -2207,7 +2324,9 @@ test_softmax_ort(void)
 	}
 	ok(same == 31, "softmax row, portable path: ONNX Runtime's bits (%zu "
 	   "of 31)", same);
-	test_softmax_simd();
+	test_softmax_simd(QR_ORT_SUMEXP_AVX512);
+	test_softmax_simd(0);
+	test_softmax_ort_avx2();
 }
 
 static void
@@ -2704,8 +2823,17 @@ test_hard_sigmoid(void)
 int
 main(void)
 {
+	size_t n_sat = 0;
+
 	plan_no_plan();
-	diag("int8 GEMM path: %s", qr_kernels_igemm_path());
+	diag("int8 GEMM path: %s; this CPU's ONNX Runtime kernels: %s exp-sum, "
+	     "u8 x s8 %s", qr_kernels_igemm_path(),
+	     qr_kernels_ort_traits() & QR_ORT_SUMEXP_AVX512 ? "AVX-512" : "AVX2",
+	     qr_kernels_ort_traits() & QR_ORT_U8S8_SATURATES ?
+		     "in saturating pairs" : "exact");
+	/* the tests below assume ORT's AVX-512 VNNI kernels unless they say
+	 * otherwise */
+	qr_kernels_force_ort(QR_ORT_SUMEXP_AVX512);
 	test_gemm();
 	test_sgemm_orders();
 	test_dw_orders();
@@ -2714,8 +2842,16 @@ main(void)
 	test_conv_f32_order();
 	test_conv_f32_qweights();
 	test_convt_f32();
-	test_qconv();
-	test_qgemm();
+	test_qconv(0, &n_sat);
+	test_qgemm(0, &n_sat);
+	n_sat = 0;
+	test_qconv(1, &n_sat);
+	ok(n_sat > 0, "qconv, ORT's u8 x s8 pairs: %zu outputs saturated",
+	   n_sat);
+	n_sat = 0;
+	test_qgemm(1, &n_sat);
+	ok(n_sat > 0, "qgemm, ORT's u8 x s8 pairs: %zu outputs saturated",
+	   n_sat);
 	test_requant();
 	test_quantize();
 	test_dynamic_quant();

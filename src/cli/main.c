@@ -17,6 +17,7 @@
 
 #include "analysis/analysis.h"
 #include "cli/cli.h"
+#include "kernels/kernels.h"
 #include "onnx/onnx.h"
 #include "report/report.h"
 #include "run/dataset.h"
@@ -119,6 +120,11 @@ static const char usage_text[] =
 "                        Winograd, which moves values by rounding only);\n"
 "                        the float model and cumulative runs always use\n"
 "                        ORT's order\n"
+"      --ort-cpu CPU     reproduce ONNX Runtime as it runs on CPU: avx512vnni,\n"
+"                        avx2vnni (exact int8 sums), avx512 or avx2 (no\n"
+"                        VNNI: u8 x s8 products summed in saturating 16-bit\n"
+"                        pairs); the avx2 ones also use ORT's AVX2 Softmax.\n"
+"                        Default: native, this machine's\n"
 "      --quiet           no progress bar or summary on stderr\n"
 "\n"
 "CI use (the report is always written; see DIR/summary.md):\n"
@@ -633,7 +639,8 @@ parse_args(int argc, char **argv, struct options *o, int *exit_now,
 	       OPT_VERSION, OPT_WEIGHTS_ONLY, OPT_DATA, OPT_SAMPLES, OPT_INPUT,
 	       OPT_INPUT_SIZE,
 	       OPT_MEAN, OPT_STD, OPT_SCALE, OPT_LAYOUT, OPT_ORDER, OPT_SEED,
-	       OPT_COS, OPT_SQNR, OPT_FAIL_IF, OPT_COMPARE, OPT_EXACT };
+	       OPT_COS, OPT_SQNR, OPT_FAIL_IF, OPT_COMPARE, OPT_EXACT,
+	       OPT_ORT_CPU };
 	static const struct option longopts[] = {
 		{"float", required_argument, NULL, 'f'},
 		{"quant", required_argument, NULL, 'q'},
@@ -644,6 +651,7 @@ parse_args(int argc, char **argv, struct options *o, int *exit_now,
 		{"quiet", no_argument, NULL, OPT_QUIET},
 		{"weights-only", no_argument, NULL, OPT_WEIGHTS_ONLY},
 		{"exact", no_argument, NULL, OPT_EXACT},
+		{"ort-cpu", required_argument, NULL, OPT_ORT_CPU},
 		{"data", required_argument, NULL, OPT_DATA},
 		{"samples", required_argument, NULL, OPT_SAMPLES},
 		{"input", required_argument, NULL, OPT_INPUT},
@@ -710,6 +718,13 @@ parse_args(int argc, char **argv, struct options *o, int *exit_now,
 			break;
 		case OPT_EXACT:
 			o->exact = 1;
+			break;
+		case OPT_ORT_CPU:
+			if (!qr_kernels_set_ort_cpu(optarg))
+				return qr_errorf(d, QR_EUSAGE, "--ort-cpu '%s': "
+						 "expected native, avx512vnni, "
+						 "avx512, avx2vnni or avx2",
+						 optarg);
 			break;
 		case OPT_DATA:
 			st = push_str(o->data, &o->n_data, "--data", optarg, d);
@@ -1044,6 +1059,7 @@ run_report(const struct options *o, const char *cmdline, struct qr_diag *d)
 	ropts.templates_dir = o->templates;
 	ropts.command_line = cmdline;
 	ropts.version = QR_VERSION;
+	ropts.ort_cpu = qr_kernels_ort_cpu();
 	ropts.float_model = fmodel;
 	ropts.gate = o->gate.n > 0 ? (struct qr_gate *)&o->gate : NULL;
 	ropts.compare = old;

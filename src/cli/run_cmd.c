@@ -39,6 +39,8 @@ static const char run_usage[] =
 "      --threads N        threads the kernels split work over (default:\n"
 "                         the number of online CPUs; OpenBLAS itself\n"
 "                         runs single-threaded inside them)\n"
+"      --ort-cpu CPU      reproduce ONNX Runtime as it runs on CPU (see\n"
+"                         qreport --help; default: native)\n"
 "      --repeat N         after 2 warm-up runs, time N runs and print\n"
 "                         \"MEDIAN_MS MIN_MS\" to stderr (with --profile,\n"
 "                         the profile covers the N timed runs)\n"
@@ -168,7 +170,8 @@ static enum qr_status
 parse_run_args(int argc, char **argv, struct run_opts *o, int *help,
 	       struct qr_diag *d)
 {
-	enum { OPT_DUMP = 256, OPT_PROFILE, OPT_THREADS, OPT_REPEAT };
+	enum { OPT_DUMP = 256, OPT_PROFILE, OPT_THREADS, OPT_REPEAT,
+	       OPT_ORT_CPU };
 	static const struct option longopts[] = {
 		{"input", required_argument, NULL, 'i'},
 		{"output", required_argument, NULL, 'o'},
@@ -176,6 +179,7 @@ parse_run_args(int argc, char **argv, struct run_opts *o, int *help,
 		{"profile", no_argument, NULL, OPT_PROFILE},
 		{"threads", required_argument, NULL, OPT_THREADS},
 		{"repeat", required_argument, NULL, OPT_REPEAT},
+		{"ort-cpu", required_argument, NULL, OPT_ORT_CPU},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -218,6 +222,13 @@ parse_run_args(int argc, char **argv, struct run_opts *o, int *help,
 				o->repeat = (int)v;
 			break;
 		}
+		case OPT_ORT_CPU:
+			if (!qr_kernels_set_ort_cpu(optarg))
+				return qr_errorf(d, QR_EUSAGE, "--ort-cpu '%s': "
+						 "expected native, avx512vnni, "
+						 "avx512, avx2vnni or avx2",
+						 optarg);
+			break;
 		case 'h':
 			*help = 1;
 			return QR_OK;

@@ -30,8 +30,8 @@ round_up(size_t v, size_t a)
 
 void
 qr_ig_weights_init(struct qr_ig_weights *iw, const void *src, int is_signed,
-		   size_t m, size_t k, size_t rs, size_t cs, const int32_t *zp,
-		   size_t n_zp)
+		   size_t m, size_t k, size_t rs, size_t cs,
+		   const uint32_t *order, const int32_t *zp, size_t n_zp)
 {
 	size_t i, j;
 
@@ -42,12 +42,14 @@ qr_ig_weights_init(struct qr_ig_weights *iw, const void *src, int is_signed,
 	iw->w = xcalloc(m ? m * iw->k4 : 1, 1);
 	iw->rowsum = xcalloc(m ? m : 1, sizeof *iw->rowsum);
 	iw->zp = xcalloc(m ? m : 1, sizeof *iw->zp);
+	iw->pairs16 = is_signed &&
+		      (qr_kernels_ort_traits() & QR_ORT_U8S8_SATURATES);
 	for (i = 0; i < m; i++) {
 		int8_t *d = iw->w + i * iw->k4;
 		int32_t s = 0;
 
 		for (j = 0; j < k; j++) {
-			size_t at = i * rs + j * cs;
+			size_t at = i * rs + (order ? order[j] : j) * cs;
 			int v = is_signed ? ((const int8_t *)src)[at] :
 					    (int)((const uint8_t *)src)[at] - 128;
 
@@ -70,7 +72,8 @@ qr_ig_weights_fini(struct qr_ig_weights *iw)
 
 static void
 pack_cols_portable(const uint8_t *src, size_t ld, size_t k, size_t nb,
-		   uint8_t x80, uint8_t *dst, int32_t *colsum)
+		   uint8_t x80, const uint32_t *order, uint8_t *dst,
+		   int32_t *colsum)
 {
 	static const uint8_t zero[1];
 	size_t nbp = round_up(nb, QR_IG_NALIGN), k4 = round_up(k ? k : 1, 4);
@@ -84,9 +87,10 @@ pack_cols_portable(const uint8_t *src, size_t ld, size_t k, size_t nb,
 		int t;
 
 		for (t = 0; t < 4; t++) {
-			int real = kb + (size_t)t < k;
+			size_t r = kb + (size_t)t;
+			int real = r < k;
 
-			s[t] = real ? src + (kb + (size_t)t) * ld : zero;
+			s[t] = real ? src + (order ? order[r] : r) * ld : zero;
 			sstep[t] = real ? 1 : 0;
 		}
 		for (j = 0; j < nb; j++) {
@@ -166,17 +170,17 @@ pack_cols_vnni(const uint8_t *src, size_t ld, size_t k, size_t nb,
 
 void
 qr_ig_pack_cols(const uint8_t *src, size_t ld, size_t k, size_t nb, int flip,
-		uint8_t *dst, int32_t *colsum)
+		const uint32_t *order, uint8_t *dst, int32_t *colsum)
 {
 	uint8_t x80 = flip ? 0x80 : 0;
 
 #ifdef QR_HAVE_VNNI_CODE
-	if (qr_ig_use_vnni()) {
+	if (qr_ig_use_vnni() && order == NULL) {
 		pack_cols_vnni(src, ld, k, nb, x80, dst, colsum);
 		return;
 	}
 #endif
-	pack_cols_portable(src, ld, k, nb, x80, dst, colsum);
+	pack_cols_portable(src, ld, k, nb, x80, order, dst, colsum);
 }
 
 void
@@ -227,6 +231,44 @@ ig_raw_portable(const struct qr_ig_weights *iw, const uint8_t *xp, size_t nb,
 						    w1 * x[4 * j + 1] +
 						    w2 * x[4 * j + 2] +
 						    w3 * x[4 * j + 3]);
+		}
+	}
+}
+
+static inline int32_t
+sat16(int32_t v)
+{
+	return v > INT16_MAX ? INT16_MAX : v < INT16_MIN ? INT16_MIN : v;
+}
+
+/* ig_raw_portable as ONNX Runtime's u8 x s8 kernels compute it on CPUs
+ * without VNNI (vpmaddubsw, then vpmaddwd with ones): each pair of
+ * products, k and k + 1 for even k, saturated to int16 before it is
+ * added. */
+static void
+ig_raw_pairs16(const struct qr_ig_weights *iw, const uint8_t *xp, size_t nb,
+	       int32_t *c, size_t ldc)
+{
+	size_t nbp = round_up(nb, QR_IG_NALIGN), kq = iw->k4 / 4;
+	size_t i, kb, j;
+
+	for (i = 0; i < iw->m; i++) {
+		const int8_t *w = iw->w + i * iw->k4;
+		uint32_t *ci = (uint32_t *)(c + i * ldc);
+
+		for (j = 0; j < nb; j++)
+			ci[j] = 0;
+		for (kb = 0; kb < kq; kb++) {
+			const uint8_t *x = xp + kb * nbp * 4;
+			int32_t w0 = w[4 * kb], w1 = w[4 * kb + 1];
+			int32_t w2 = w[4 * kb + 2], w3 = w[4 * kb + 3];
+
+			for (j = 0; j < nb; j++)
+				ci[j] += (uint32_t)(
+					sat16(w0 * x[4 * j] +
+					      w1 * x[4 * j + 1]) +
+					sat16(w2 * x[4 * j + 2] +
+					      w3 * x[4 * j + 3]));
 		}
 	}
 }
@@ -346,13 +388,16 @@ zp_fix_avx512(uint32_t *ci, const int32_t *colsum, size_t nb, uint32_t k0,
 
 void
 qr_ig_gemm(const struct qr_ig_weights *iw, const uint8_t *xp,
-	   const int32_t *colsum, size_t nb, int32_t x_zp, int32_t *c,
-	   size_t ldc)
+	   const int32_t *colsum, size_t nb, int32_t x_zp, int u8s8,
+	   int32_t *c, size_t ldc)
 {
 	size_t i, j;
 
 	if (iw->m == 0 || nb == 0)
 		return;
+	if (iw->pairs16 && u8s8)
+		ig_raw_pairs16(iw, xp, nb, c, ldc);
+	else
 #ifdef QR_HAVE_VNNI_CODE
 	if (qr_ig_use_vnni())
 		ig_raw_vnni(iw, xp, nb, c, ldc);

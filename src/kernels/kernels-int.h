@@ -71,13 +71,18 @@ struct qr_ig_weights {
 	int8_t *w;        /* [m][k4], heap, owned */
 	int32_t *rowsum;  /* [m] sum_k w, heap, owned */
 	int32_t *zp;      /* [m] zero point of the shifted weights, owned */
+	int pairs16;      /* s8 weights, summed with u8 activations in
+			     saturating 16-bit pairs as ONNX Runtime does
+			     on this CPU (QR_ORT_U8S8_SATURATES) */
 };
 
 /* Fill iw from src (int8 if is_signed else uint8), element (r, c) at
- * src[r * rs + c * cs]; zp has n_zp entries (1 or m). */
+ * src[r * rs + order[c] * cs] (order NULL: c); zp has n_zp entries (1
+ * or m). */
 void qr_ig_weights_init(struct qr_ig_weights *iw, const void *src,
 			int is_signed, size_t m, size_t k, size_t rs,
-			size_t cs, const int32_t *zp, size_t n_zp);
+			size_t cs, const uint32_t *order, const int32_t *zp,
+			size_t n_zp);
 void qr_ig_weights_fini(struct qr_ig_weights *iw);
 
 /*
@@ -85,9 +90,11 @@ void qr_ig_weights_fini(struct qr_ig_weights *iw);
  * src + r * ld; with flip each byte is xor-ed with 0x80 first, which
  * shifts int8 to unsigned) into dst[k4 / 4][nbp][4] (nbp = nb rounded up
  * to QR_IG_NALIGN, padding zero) and write column sums to colsum[nb].
+ * With order, packed row r is source row order[r].
  */
 void qr_ig_pack_cols(const uint8_t *src, size_t ld, size_t k, size_t nb,
-		     int flip, uint8_t *dst, int32_t *colsum);
+		     int flip, const uint32_t *order, uint8_t *dst,
+		     int32_t *colsum);
 /* A view of rows [r0, r1) of iw (borrowing its arrays). */
 void qr_ig_weights_rows(const struct qr_ig_weights *iw, size_t r0, size_t r1,
 			struct qr_ig_weights *view);
@@ -98,10 +105,15 @@ void qr_ig_pack_rows(const uint8_t *src, size_t ld, size_t k, size_t nb,
 /*
  * c[i][j] (row stride ldc) = sum_k (W[i][k] - zp_w[i]) * (X[k][j] - x_zp)
  * for i < m, j < nb, with X packed by qr_ig_pack_* and x_zp the zero point
- * of the shifted activations. Exact mod 2^32.
+ * of the shifted activations. Exact mod 2^32, except where iw->pairs16
+ * and u8s8 (the caller's ONNX Runtime op runs MLAS's u8 x s8 kernels:
+ * the activations are u8): then the raw products of k and k + 1 (k even)
+ * are summed and saturated to int16 first, as those kernels do on CPUs
+ * without VNNI (vpmaddubsw).
  */
 void qr_ig_gemm(const struct qr_ig_weights *iw, const uint8_t *xp,
-		const int32_t *colsum, size_t nb, int32_t x_zp, int32_t *c,
+		const int32_t *colsum, size_t nb, int32_t x_zp, int u8s8,
+		int32_t *c,
 		size_t ldc);
 
 /* MLAS's exp polynomial (eltwise.c): exp(r) for |r| <= ln 2 / 2. */

@@ -46,6 +46,29 @@ unsigned qr_kernels_cpu_features(void);
 /* Test hook: when on is nonzero, every kernel takes its portable C path.
  * Results never change (integer paths are exact); only speed does. */
 void qr_kernels_force_portable(int on);
+/*
+ * A few of ONNX Runtime's CPU kernels give different bits on different
+ * x86-64 CPUs, because MLAS picks them by CPU when it loads. The kernels
+ * that reproduce ORT's bits follow the choice ORT makes on this CPU:
+ * QR_ORT_SUMEXP_AVX512, Softmax's exp and sum as its AVX-512F kernel
+ * computes them (else as its AVX2/FMA3 one); QR_ORT_U8S8_SATURATES, no
+ * VNNI, so ORT's u8 x s8 GEMMs sum products in saturating 16-bit pairs.
+ */
+#define QR_ORT_SUMEXP_AVX512 0x1u
+#define QR_ORT_U8S8_SATURATES 0x2u
+#define QR_ORT_DETECT (~0u)
+/* The traits of this CPU, or those set by qr_kernels_force_ort. */
+unsigned qr_kernels_ort_traits(void);
+/* Test hook: use these traits instead of the CPU's (QR_ORT_DETECT: the
+ * CPU's again). */
+void qr_kernels_force_ort(unsigned traits);
+/* The traits in use as a CPU name: "avx512vnni", "avx512" (AVX-512
+ * without VNNI), "avx2vnni" (AVX-VNNI) or "avx2". */
+const char *qr_kernels_ort_cpu(void);
+/* Use the traits of the CPU named so (or "native": this one's); 0 for
+ * an unknown name. Set before models are loaded: int8 weights are packed
+ * for them. */
+int qr_kernels_set_ort_cpu(const char *name);
 /* Name of the int8 GEMM path in use now: "avx512vnni" or "portable". */
 const char *qr_kernels_igemm_path(void);
 

@@ -51,9 +51,32 @@ mlas_exp(float v)
 	return ldexpf(qr_exp_poly(v), (int)m);
 }
 
+/* exp(v) as MLAS's AVX2 softmax computes it
+ * (MlasComputeSumExpF32KernelFma3): v clamped below at -88.38, the same
+ * reduction and polynomial, and 2^m made by shifting the rounded value's
+ * bits into the exponent field and multiplying once, so nothing below
+ * 2^-126 survives (a masked score gives 0, not a denormal). */
+static float
+mlas_exp_fma3(float v)
+{
+	const float bias = 12582912.0f;
+	float biased, m, scale;
+	uint32_t u;
+
+	v = -88.3762626647949f > v ? -88.3762626647949f : v;
+	biased = fmaf(v, 1.44269504088896341f, bias);
+	m = biased - bias;
+	v = fmaf(m, -6.93145752e-1f, v);
+	v = fmaf(m, -1.42860677e-6f, v);
+	memcpy(&u, &biased, sizeof u);
+	u = (u << 23) + 0x3F800000u;
+	memcpy(&scale, &u, sizeof scale);
+	return qr_exp_poly(v) * scale;
+}
+
 /*
- * One softmax row in ONNX Runtime's order (MLAS's AVX-512 kernels on
- * x86-64: checked bit for bit against onnxruntime-node 1.30 on rows of 1
+ * One softmax row in ONNX Runtime's order on a CPU with AVX-512F
+ * (MLAS's AVX-512 kernels: checked bit for bit against onnxruntime-node 1.30 on rows of 1
  * to 1000 values and on swin_t's masked attention, as a QDQ model needs
  * to quantize attention probabilities as ORT does): e_i = mlas_exp(x_i -
  * max); the sum over two 8-lane
@@ -137,7 +160,107 @@ softmax_row_avx512(const float *x, size_t n, float *y)
 		y[i] *= rc;
 }
 #undef AVX512
+
+#define AVX2 __attribute__((target("avx2,fma")))
+
+/* mlas_exp_fma3 on 8 lanes, the same steps. */
+static AVX2 __m256
+mlas_exp_fma3_8(__m256 v)
+{
+	const __m256 bias = _mm256_set1_ps(12582912.0f);
+	__m256 biased, m, p;
+	__m256i e;
+
+	v = _mm256_max_ps(_mm256_set1_ps(-88.3762626647949f), v);
+	biased = _mm256_fmadd_ps(v, _mm256_set1_ps(1.44269504088896341f),
+				 bias);
+	m = _mm256_sub_ps(biased, bias);
+	v = _mm256_fmadd_ps(m, _mm256_set1_ps(-6.93145752e-1f), v);
+	v = _mm256_fmadd_ps(m, _mm256_set1_ps(-1.42860677e-6f), v);
+	e = _mm256_add_epi32(_mm256_slli_epi32(_mm256_castps_si256(biased), 23),
+			     _mm256_set1_epi32(0x3F800000));
+	p = _mm256_set1_ps(0x1.694000p-10f);
+	p = _mm256_fmadd_ps(p, v, _mm256_set1_ps(0x1.125edcp-7f));
+	p = _mm256_fmadd_ps(p, v, _mm256_set1_ps(0x1.555b5ap-5f));
+	p = _mm256_fmadd_ps(p, v, _mm256_set1_ps(0x1.555450p-3f));
+	p = _mm256_fmadd_ps(p, v, _mm256_set1_ps(0x1.fffff6p-2f));
+	p = _mm256_fmadd_ps(p, v, _mm256_set1_ps(1.0f));
+	p = _mm256_fmadd_ps(p, v, _mm256_set1_ps(1.0f));
+	return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+/* softmax_row_fma3 on 8 lanes; the masked tail adds +0 to the lanes it
+ * does not cover, which changes no bit of a sum of exps. */
+static AVX2 void
+softmax_row_avx2(const float *x, size_t n, float *y)
+{
+	__m256 mx8 = _mm256_set1_ps(-FLT_MAX), acc = _mm256_setzero_ps();
+	float mx, a[8], rc;
+	size_t i, l;
+
+	for (i = 0; i + 8 <= n; i += 8)
+		mx8 = _mm256_max_ps(_mm256_loadu_ps(x + i), mx8);
+	_mm256_storeu_ps(a, mx8);
+	for (mx = a[0], l = 1; l < 8; l++)
+		mx = a[l] > mx ? a[l] : mx;
+	for (; i < n; i++)
+		mx = x[i] > mx ? x[i] : mx;
+	mx8 = _mm256_set1_ps(-mx);
+	for (i = 0; i + 8 <= n; i += 8) {
+		__m256 e = mlas_exp_fma3_8(_mm256_add_ps(_mm256_loadu_ps(x + i),
+							 mx8));
+
+		_mm256_storeu_ps(y + i, e);
+		acc = _mm256_add_ps(acc, e);
+	}
+	_mm256_storeu_ps(a, acc);
+	for (l = 0; i + l < n; l++) {
+		y[i + l] = mlas_exp_fma3(x[i + l] + -mx);
+		a[l] += y[i + l];
+	}
+	rc = 1.0f / (((a[4] + a[5]) + (a[6] + a[7])) +
+		     ((a[0] + a[1]) + (a[2] + a[3])));
+	mx8 = _mm256_set1_ps(rc);
+	for (i = 0; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i),
+						      mx8));
+	for (; i < n; i++)
+		y[i] *= rc;
+}
+#undef AVX2
 #endif
+
+/*
+ * One softmax row as ONNX Runtime computes it on a CPU without AVX-512F
+ * (MLAS's AVX2/FMA3 exp-sum; checked bit for bit against
+ * onnxruntime-node 1.30 on an AMD EPYC with AVX2): e_i = mlas_exp_fma3(x_i
+ * - max); the sum on one 8-lane accumulator taking 8 values a step (the
+ * last step masked), its lanes then added in adjacent pairs and pairs of
+ * pairs, the upper half's total plus the lower's; y_i = e_i * (1 / sum).
+ */
+static void
+softmax_row_fma3(const float *x, size_t n, float *y)
+{
+	float mx = -FLT_MAX, a[8] = {0}, rc;
+	size_t i;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (qr_kernels_cpu_features() & QR_CPU_AVX2) {
+		softmax_row_avx2(x, n, y);
+		return;
+	}
+#endif
+	for (i = 0; i < n; i++)
+		mx = x[i] > mx ? x[i] : mx;
+	for (i = 0; i < n; i++) {
+		y[i] = mlas_exp_fma3(x[i] + -mx);
+		a[i % 8] += y[i];
+	}
+	rc = 1.0f / (((a[4] + a[5]) + (a[6] + a[7])) +
+		     ((a[0] + a[1]) + (a[2] + a[3])));
+	for (i = 0; i < n; i++)
+		y[i] *= rc;
+}
 
 void
 qr_softmax_row_ort_f32(const float *x, size_t n, float *y)
@@ -145,6 +268,10 @@ qr_softmax_row_ort_f32(const float *x, size_t n, float *y)
 	float mx = -FLT_MAX, a0[8] = {0}, a1[8] = {0}, s, rc;
 	size_t i, l;
 
+	if (!(qr_kernels_ort_traits() & QR_ORT_SUMEXP_AVX512)) {
+		softmax_row_fma3(x, n, y);
+		return;
+	}
 #if defined(__x86_64__) && defined(__GNUC__)
 	if (qr_kernels_cpu_features() & QR_CPU_AVX512BW) {
 		softmax_row_avx512(x, n, y);

@@ -156,11 +156,11 @@ qr_qgemm_pack_new(const void *b, int b_signed, int trans_b, size_t k,
 	pk->n = n;
 	/* row r of B^T is column r of B */
 	if (trans_b)
-		qr_ig_weights_init(&pk->iw, b, b_signed, n, k, k, 1, b_zp,
-				   n_b_zp);
+		qr_ig_weights_init(&pk->iw, b, b_signed, n, k, k, 1, NULL,
+				   b_zp, n_b_zp);
 	else
-		qr_ig_weights_init(&pk->iw, b, b_signed, n, k, 1, n, b_zp,
-				   n_b_zp);
+		qr_ig_weights_init(&pk->iw, b, b_signed, n, k, 1, n, NULL,
+				   b_zp, n_b_zp);
 	pk->nb = QR_IG_BUDGET / pk->iw.k4 / 64 * 64;
 	if (pk->nb < 64)
 		pk->nb = 64;
@@ -200,6 +200,7 @@ struct qgemm_job {
 	const int32_t *colsum;
 	size_t nb, nbp, m0;
 	int32_t xz;
+	int a_signed;
 	int32_t *t, *c;
 	size_t ldc;
 	size_t n_tasks;   /* row ranges */
@@ -216,8 +217,8 @@ qgemm_task(void *ctx, size_t task, int slot)
 	if (r0 == r1)
 		return;
 	qr_ig_weights_rows(&j->pk->iw, r0, r1, &v);
-	qr_ig_gemm(&v, j->xp, j->colsum, j->nb, j->xz, j->t + r0 * j->nbp,
-		   j->nbp);
+	qr_ig_gemm(&v, j->xp, j->colsum, j->nb, j->xz, !j->a_signed,
+		   j->t + r0 * j->nbp, j->nbp);
 	for (jj = 0; jj < j->nb; jj++)
 		for (i = r0; i < r1; i++)
 			j->c[(j->m0 + jj) * j->ldc + i] = j->t[i * j->nbp + jj];
@@ -240,6 +241,7 @@ qr_qgemm_run(const struct qr_qgemm_packed *pk, const void *a, int a_signed,
 	j.colsum = colsum;
 	j.nbp = nbp;
 	j.xz = a_zp + (a_signed ? 128 : 0);
+	j.a_signed = a_signed;
 	j.t = t;
 	j.c = c;
 	j.ldc = ldc;
@@ -266,6 +268,8 @@ struct qr_qconv_packed {
 	size_t group;             /* groups */
 	int depthwise;            /* direct loop instead of GEMM (2-D) */
 	struct qr_ig_weights *gw; /* GEMM weights, one per group, owned */
+	uint32_t *order;          /* GEMM depth in ONNX Runtime's order, or
+				     NULL (see qr_qconv_pack_new) */
 	int32_t *dw;              /* depthwise: w - w_zp, [c_out][kh*kw] */
 	float *dwf;               /* the same as floats (exact) */
 };
@@ -276,7 +280,7 @@ qr_qconv_pack_new(size_t c_out, size_t c_in, size_t kd, size_t kh,
 		  const int32_t *w_zp, size_t n_w_zp)
 {
 	struct qr_qconv_packed *pk = xcalloc(1, sizeof *pk);
-	size_t cin_g, cout_g, k, g, i, j;
+	size_t cin_g, cout_g, k, g, i, j, t, taps;
 
 	QR_ASSERT(group >= 1 && c_in % group == 0 && c_out % group == 0);
 	QR_ASSERT(n_w_zp == 1 || n_w_zp == c_out);
@@ -308,11 +312,25 @@ qr_qconv_pack_new(size_t c_out, size_t c_in, size_t kd, size_t kh,
 		}
 		return pk;
 	}
+	/* Where ONNX Runtime saturates pairs of products (u8 x s8 without
+	 * VNNI), which products pair matters: ORT's im2col is NHWC, depth
+	 * index (tap, channel), so the GEMM depth takes that order here too
+	 * (packed row r of the weights and the columns is row order[r] of
+	 * OIHW's (channel, tap)). Exact sums do not depend on it. */
+	taps = k / cin_g;
+	if (w_signed && (qr_kernels_ort_traits() & QR_ORT_U8S8_SATURATES) &&
+	    taps > 1 && cin_g > 1) {
+		pk->order = xmalloc(k * sizeof *pk->order);
+		for (t = 0; t < taps; t++)
+			for (i = 0; i < cin_g; i++)
+				pk->order[t * cin_g + i] = (uint32_t)(i * taps + t);
+	}
 	pk->gw = xcalloc(group, sizeof *pk->gw);
 	for (g = 0; g < group; g++) {
 		const uint8_t *wg = (const uint8_t *)w + g * cout_g * k;
 
 		qr_ig_weights_init(&pk->gw[g], wg, w_signed, cout_g, k, k, 1,
+				   pk->order,
 				   n_w_zp == 1 ? w_zp : w_zp + g * cout_g,
 				   n_w_zp == 1 ? 1 : cout_g);
 	}
@@ -330,6 +348,7 @@ qr_qconv_packed_free(struct qr_qconv_packed *pk)
 		for (g = 0; g < pk->group; g++)
 			qr_ig_weights_fini(&pk->gw[g]);
 	free(pk->gw);
+	free(pk->order);
 	free(pk->dw);
 	free(pk->dwf);
 	free(pk);
@@ -567,17 +586,20 @@ qgemm_conv_task(void *ctx, size_t t, int slot)
 		if (cu != last_col) {
 			if (q_pointwise(p)) {
 				qr_ig_pack_cols(xg + c0, hw, k, nb,
-						j->x_signed, xp, colsum);
+						j->x_signed, NULL, xp, colsum);
 			} else {
 				qr_im2col_u8(p, xg, cin_g, c0, nb,
 					     (uint8_t)j->x_zp, col);
 				qr_ig_pack_cols(col, nb, k, nb, j->x_signed,
-						xp, colsum);
+						pk->order, xp, colsum);
 			}
 			last_col = cu;
 		}
 		qr_ig_weights_rows(&pk->gw[g], r0, r1, &v);
-		qr_ig_gemm(&v, xp, colsum, nb, xz, acc, nbp);
+		/* ORT's ConvInteger (y32) runs u8 x s8 as weights x
+		 * activations, in MLAS's exact portable kernel */
+		qr_ig_gemm(&v, xp, colsum, nb, xz, !j->x_signed && j->q,
+			   acc, nbp);
 		for (co = r0, i = 0; co < r1; co++, i++)
 			q_emit(j, acc + i * nbp, n, g * cout_g + co, c0, nb,
 			       ohw);

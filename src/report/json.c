@@ -490,6 +490,7 @@ qr_report_json_new(const struct qr_analysis *a,
 	o = cJSON_AddObjectToObject(root, "generator");
 	cJSON_AddStringToObject(o, "name", "qreport");
 	add_str(o, "version", opts != NULL ? opts->version : NULL);
+	add_str(o, "ort_cpu", opts != NULL ? opts->ort_cpu : NULL);
 	add_str(root, "command_line", opts != NULL ? opts->command_line : NULL);
 	add_num(root, "analysis_seconds", a->seconds);
 

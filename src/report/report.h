@@ -34,6 +34,9 @@ struct qr_report_opts {
 				      and the assets in its assets/ */
 	const char *command_line;  /* shown in the report */
 	const char *version;       /* qreport version string */
+	const char *ort_cpu;       /* whose ONNX Runtime kernels the runs
+				      reproduced (qr_kernels_ort_cpu), or
+				      NULL */
 	const struct qr_model *float_model; /* borrowed; NULL: no graph view
 					       and layers only from the
 					       analysis */

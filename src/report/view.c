@@ -2515,6 +2515,7 @@ qr_report_view_new(const struct qr_analysis *a,
 
 	*out = NULL;
 	set_str(root, "version", opts && opts->version ? opts->version : "");
+	set_str(root, "ort_cpu", opts ? opts->ort_cpu : NULL);
 	set_str(root, "command_line", opts ? opts->command_line : NULL);
 	set_fmt(root, "analysis_seconds", "%.2f", a->seconds);
 	/* the footer's time: the weights' analysis and the data run */
