@@ -44,6 +44,7 @@
 #include <immintrin.h>
 #define QR_HAVE_AVX512_CODE 1
 #define QR_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,fma")))
+#define QR_AVX2 __attribute__((target("avx2,fma")))
 #endif
 
 #define SG_NR 32 /* columns of a packed panel of B */
@@ -326,6 +327,82 @@ fma_block_avx512(size_t mr, size_t kc, const float *a, size_t lda,
 #endif
 
 #ifdef QR_HAVE_AVX512_CODE
+/*
+ * The same fma chains with AVX2 (CPUs without AVX-512): tiles of 6 rows
+ * (or 1) by 16 columns, two ymm accumulators a row, each column's
+ * products in order k = 0, 1, ... as in the portable loop.
+ */
+#define ACC2(r) __m256 c##r##0 = _mm256_setzero_ps(), \
+		       c##r##1 = _mm256_setzero_ps();
+#define FMA2(r)                                                          \
+	{                                                                \
+		__m256 av_ = _mm256_broadcast_ss(a + (r) * lda + kk);    \
+		c##r##0 = _mm256_fmadd_ps(av_, b0, c##r##0);             \
+		c##r##1 = _mm256_fmadd_ps(av_, b1, c##r##1);             \
+	}
+#define OUT2(r)                                                          \
+	{                                                                \
+		float *cr_ = c + (r) * ldc;                              \
+		if (add) {                                               \
+			c##r##0 = _mm256_add_ps(c##r##0,                 \
+				_mm256_maskload_ps(cr_, m0));            \
+			c##r##1 = _mm256_add_ps(c##r##1,                 \
+				_mm256_maskload_ps(cr_ + 8, m1));        \
+		}                                                        \
+		_mm256_maskstore_ps(cr_, m0, c##r##0);                   \
+		_mm256_maskstore_ps(cr_ + 8, m1, c##r##1);               \
+	}
+#define FMA2_ROWS(R, EACH)                                               \
+	static QR_AVX2 void                                              \
+	fma2_16_##R(size_t kc, const float *a, size_t lda,               \
+		    const float *panel, size_t ldp, float *c, size_t ldc,\
+		    __m256i m0, __m256i m1, int add)                     \
+	{                                                                \
+		size_t kk;                                               \
+		EACH(ACC2)                                               \
+		for (kk = 0; kk < kc; kk++) {                            \
+			__m256 b0 = _mm256_loadu_ps(panel + kk * ldp);   \
+			__m256 b1 = _mm256_loadu_ps(panel + kk * ldp + 8);\
+			EACH(FMA2)                                       \
+		}                                                        \
+		EACH(OUT2)                                               \
+	}
+#define EACH6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+FMA2_ROWS(6, EACH6)
+FMA2_ROWS(1, EACH1)
+
+static QR_AVX2 __m256i
+lanes8(size_t n)
+{
+	const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+
+	return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n < 8 ? n : 8)),
+				  idx);
+}
+
+/* fma_block_avx512's contract, 16 columns at a time. */
+static QR_AVX2 void
+fma_block_avx2(size_t mr, size_t kc, const float *a, size_t lda,
+	       const float *panel, size_t ldp, float *c, size_t ldc,
+	       size_t nc, int add)
+{
+	size_t h;
+
+	for (h = 0; h < nc; h += 16) {
+		size_t w = nc - h < 16 ? nc - h : 16, r = mr;
+		__m256i m0 = lanes8(w), m1 = lanes8(w > 8 ? w - 8 : 0);
+		const float *ar = a;
+		float *cr = c + h;
+
+		for (; r >= 6; r -= 6, ar += 6 * lda, cr += 6 * ldc)
+			fma2_16_6(kc, ar, lda, panel + h, ldp, cr, ldc, m0, m1,
+				  add);
+		for (; r >= 1; r -= 1, ar += lda, cr += ldc)
+			fma2_16_1(kc, ar, lda, panel + h, ldp, cr, ldc, m0, m1,
+				  add);
+	}
+}
+
 /* One row of C (m = 1, B not transposed) in the FMA order: B's rows are
  * streamed whole, each column's chain kept in t (n floats, the panel
  * workspace). Same bits as the blocked path, far fewer cache misses for
@@ -368,10 +445,11 @@ gemm_fma(size_t m, size_t n, size_t k, size_t stride_k, const float *a,
 	 const struct qr_sgemm_qb *qb, float *t)
 {
 	size_t k0, n0;
-	int vec = 0;
+	int vec = 0, vec2 = 0;
 
 #ifdef QR_HAVE_AVX512_CODE
 	vec = (qr_kernels_cpu_features() & QR_CPU_AVX512BW) != 0;
+	vec2 = !vec && (qr_kernels_cpu_features() & QR_CPU_AVX2) != 0;
 	if (vec && m == 1 && !trans_b && qb == NULL &&
 	    n <= (size_t)8 * SG_STRIDE * SG_NR) { /* t fits the panel */
 		fma_row_stream_avx512(n, k, stride_k, a, b, ldb, c,
@@ -387,11 +465,12 @@ gemm_fma(size_t m, size_t n, size_t k, size_t stride_k, const float *a,
 			size_t nc = n - n0 < SG_NR ? n - n0 : SG_NR;
 
 #ifdef QR_HAVE_AVX512_CODE
-			if (vec && !trans_b && nc == SG_NR && qb == NULL) {
+			if ((vec || vec2) && !trans_b && nc == SG_NR &&
+			    qb == NULL) {
 				/* whole columns: read B in place */
-				fma_block_avx512(m, kc, a + k0, lda,
-						 b + k0 * ldb + n0, ldb, c + n0,
-						 ldc, nc, add);
+				(vec ? fma_block_avx512 : fma_block_avx2)(
+					m, kc, a + k0, lda, b + k0 * ldb + n0,
+					ldb, c + n0, ldc, nc, add);
 				continue;
 			}
 #endif
@@ -401,9 +480,10 @@ gemm_fma(size_t m, size_t n, size_t k, size_t stride_k, const float *a,
 			else
 				pack_b(b, ldb, trans_b, k0, kc, n0, nc, panel);
 #ifdef QR_HAVE_AVX512_CODE
-			if (vec) {
-				fma_block_avx512(m, kc, a + k0, lda, panel,
-						 SG_NR, c + n0, ldc, nc, add);
+			if (vec || vec2) {
+				(vec ? fma_block_avx512 : fma_block_avx2)(
+					m, kc, a + k0, lda, panel, SG_NR,
+					c + n0, ldc, nc, add);
 				continue;
 			}
 #endif
