@@ -274,6 +274,71 @@ ig_raw_pairs16(const struct qr_ig_weights *iw, const uint8_t *xp, size_t nb,
 }
 
 #ifdef QR_HAVE_VNNI_CODE
+/* ig_raw_pairs16 with the instructions ONNX Runtime's kernels use:
+ * vpmaddubsw (u8 x s8, adjacent products summed with int16 saturation)
+ * and vpmaddwd against ones; 4 rows by 16 columns a step (the packed
+ * columns past nb are zero, so whole vectors are read). */
+static __attribute__((target("avx2"))) void
+ig_raw_pairs16_avx2(const struct qr_ig_weights *iw, const uint8_t *xp,
+		    size_t nb, int32_t *c, size_t ldc)
+{
+	size_t nbp = round_up(nb, QR_IG_NALIGN), kq = iw->k4 / 4;
+	const __m256i ones = _mm256_set1_epi16(1);
+	size_t i = 0, j, kb, r, rows;
+
+	for (i = 0; i < iw->m; i += rows) {
+		rows = iw->m - i < 4 ? iw->m - i : 4;
+		for (j = 0; j < nbp; j += 16) {
+			__m256i acc[4][2];
+			int32_t t[16];
+
+			for (r = 0; r < 4; r++)
+				acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+			for (kb = 0; kb < kq; kb++) {
+				const uint8_t *x = xp + (kb * nbp + j) * 4;
+				__m256i x0 = _mm256_loadu_si256((const __m256i *)x);
+				__m256i x1 = _mm256_loadu_si256(
+					(const __m256i *)(x + 32));
+
+				for (r = 0; r < rows; r++) {
+					int32_t w4;
+					__m256i wv;
+
+					memcpy(&w4, iw->w + (i + r) * iw->k4 + 4 * kb,
+					       4);
+					wv = _mm256_set1_epi32(w4);
+					acc[r][0] = _mm256_add_epi32(acc[r][0],
+						_mm256_madd_epi16(
+							_mm256_maddubs_epi16(x0, wv),
+							ones));
+					acc[r][1] = _mm256_add_epi32(acc[r][1],
+						_mm256_madd_epi16(
+							_mm256_maddubs_epi16(x1, wv),
+							ones));
+				}
+			}
+			for (r = 0; r < rows; r++) {
+				int32_t *ci = c + (i + r) * ldc + j;
+				size_t n = nb - j < 16 ? nb - j : 16;
+
+				if (n == 16) {
+					_mm256_storeu_si256((__m256i *)ci,
+							    acc[r][0]);
+					_mm256_storeu_si256((__m256i *)(ci + 8),
+							    acc[r][1]);
+					continue;
+				}
+				_mm256_storeu_si256((__m256i *)t, acc[r][0]);
+				_mm256_storeu_si256((__m256i *)(t + 8),
+						    acc[r][1]);
+				memcpy(ci, t, n * sizeof *t);
+			}
+			if (nb - j <= 16)
+				break;
+		}
+	}
+}
+
 #define QR_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
 
 /* One tile of MR rows x NV*16 columns, accumulators in registers. */
@@ -395,9 +460,14 @@ qr_ig_gemm(const struct qr_ig_weights *iw, const uint8_t *xp,
 
 	if (iw->m == 0 || nb == 0)
 		return;
-	if (iw->pairs16 && u8s8)
-		ig_raw_pairs16(iw, xp, nb, c, ldc);
-	else
+	if (iw->pairs16 && u8s8) {
+#ifdef QR_HAVE_VNNI_CODE
+		if (qr_kernels_cpu_features() & QR_CPU_AVX2)
+			ig_raw_pairs16_avx2(iw, xp, nb, c, ldc);
+		else
+#endif
+			ig_raw_pairs16(iw, xp, nb, c, ldc);
+	} else
 #ifdef QR_HAVE_VNNI_CODE
 	if (qr_ig_use_vnni())
 		ig_raw_vnni(iw, xp, nb, c, ldc);
