@@ -1867,6 +1867,44 @@ test_quantize(void)
 	ok(good, "dequantize u8 zp 128");
 }
 
+static size_t float_bits_differ(const float *a, const float *b, size_t n);
+
+/* QuantizeLinear and DequantizeLinear rows of 8-bit codes: the SIMD
+ * paths (AVX-512 or AVX2, with a scalar tail) give the portable bits on
+ * 1001 values with NaN, infinities, halves and saturating ones. */
+static void
+test_quant_simd(void)
+{
+	enum { N = 1001 };
+	float x[N], d0[N], d1[N], sc[3] = {0.037f, 1.0f, 0.5f};
+	uint8_t q0[N], q1[N];
+	int32_t zp[3] = {3, 128, -7};
+	size_t i, bad = 0;
+	int t, sgn;
+
+	for (i = 0; i < N; i++)
+		x[i] = (float)rnd_int(-4000, 4000) / 8.0f;
+	x[5] = NAN;
+	x[17] = INFINITY;
+	x[900] = -INFINITY;
+	for (t = 0; t < 3; t++)
+		for (sgn = 0; sgn < 2; sgn++) {
+			enum qr_qtype qt = sgn ? QR_QT_S8 : QR_QT_U8;
+			int32_t z = sgn ? zp[t] : zp[t] + 100;
+
+			qr_quantize_f32(x, 1, 1, N, &sc[t], &z, qt, q0);
+			qr_dequantize_f32(q0, qt, 1, 1, N, &sc[t], &z, d0);
+			qr_kernels_force_portable(1);
+			qr_quantize_f32(x, 1, 1, N, &sc[t], &z, qt, q1);
+			qr_dequantize_f32(q0, qt, 1, 1, N, &sc[t], &z, d1);
+			qr_kernels_force_portable(0);
+			bad += memcmp(q0, q1, N) != 0;
+			bad += float_bits_differ(d0, d1, N) != 0;
+		}
+	ok(bad == 0, "quantize/dequantize 8-bit rows: simd = portable (%zu "
+	   "of 12 differ)", bad);
+}
+
 static void
 test_dynamic_quant(void)
 {
@@ -2864,6 +2902,7 @@ main(void)
 	test_resize();
 	test_norm();
 	test_softmax_ort();
+	test_quant_simd();
 	test_sum_ort();
 	test_broadcast();
 	test_hard_sigmoid();

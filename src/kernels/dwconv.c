@@ -347,6 +347,76 @@ plane_avx512(const struct qr_conv_params *p, const struct qr_dw_geom *g,
 #endif
 
 #ifdef QR_HAVE_AVX512_CODE
+#define QR_AVX2 __attribute__((target("avx2,fma")))
+
+/* taps16 on 8 lanes, for CPUs without AVX-512: the same order. */
+static inline __attribute__((always_inline)) QR_AVX2 __m256
+taps8(const float *const *src, const __m256 *wv, size_t ntap, size_t ow,
+      __m256i m, int row)
+{
+	__m256 acc = _mm256_setzero_ps(), s;
+	size_t t;
+
+#define X(i) _mm256_maskload_ps(src[i] + ow, m)
+#define P(i) _mm256_mul_ps(wv[i], X(i))
+	if (!row) {
+		for (t = 0; t < ntap; t++)
+			acc = _mm256_fmadd_ps(wv[t], X(t), acc);
+		return acc;
+	}
+	for (t = 0; t + 4 <= ntap; t += 4) {
+		s = P(t);
+		s = _mm256_add_ps(s, P(t + 1));
+		s = _mm256_add_ps(s, P(t + 2));
+		s = _mm256_add_ps(s, P(t + 3));
+		acc = _mm256_add_ps(s, acc);
+	}
+	if (ntap - t >= 2) {
+		s = _mm256_add_ps(P(t), P(t + 1));
+		acc = _mm256_add_ps(s, acc);
+		t += 2;
+	}
+	if (t < ntap)
+		acc = _mm256_add_ps(P(t), acc);
+#undef P
+#undef X
+	return acc;
+}
+
+static QR_AVX2 void
+plane_avx2(const struct qr_conv_params *p, const struct qr_dw_geom *g,
+	   const float *buf, const float *w, float bias, int row, float *y)
+{
+	const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+	size_t ntap = p->kh * p->kw, oh, ow, t;
+	const float *src[64], *tap0[64];
+	__m256 wv[64];
+	const __m256 b = _mm256_set1_ps(bias);
+
+	for (t = 0; t < ntap && t < 64; t++) {
+		wv[t] = _mm256_set1_ps(w[t]);
+		tap0[t] = tap_src(p, g, buf, 0, t / p->kw, t % p->kw);
+	}
+	for (oh = 0; oh < g->oh; oh++) {
+		float *yr = y + oh * g->ow;
+		size_t step = oh * p->stride_h * g->row_len;
+
+		for (t = 0; t < ntap; t++)
+			src[t] = tap0[t] + step;
+		for (ow = 0; ow < g->ow; ow += 8) {
+			size_t left = g->ow - ow;
+			__m256i m = _mm256_cmpgt_epi32(
+				_mm256_set1_epi32((int)(left < 8 ? left : 8)),
+				idx);
+			__m256 acc = ntap == 9 && row ?
+				     taps8(src, wv, 9, ow, m, 1) :
+				     taps8(src, wv, ntap, ow, m, row);
+
+			_mm256_maskstore_ps(yr + ow, m, _mm256_add_ps(acc, b));
+		}
+	}
+}
+
 static QR_AVX512 size_t
 to_s32_avx512(const float *acc, size_t n, int32_t *out)
 {
@@ -367,6 +437,11 @@ qr_dw_plane(const struct qr_conv_params *p, const struct qr_dw_geom *g,
 	if ((qr_kernels_cpu_features() & QR_CPU_AVX512BW) &&
 	    p->kh * p->kw <= 64) {
 		plane_avx512(p, g, buf, w, bias, row, y);
+		return;
+	}
+	if ((qr_kernels_cpu_features() & QR_CPU_AVX2) &&
+	    p->kh * p->kw <= 64) {
+		plane_avx2(p, g, buf, w, bias, row, y);
 		return;
 	}
 #endif

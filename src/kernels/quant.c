@@ -9,11 +9,13 @@
 
 #include <float.h>
 #include <math.h>
+#include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define QR_HAVE_AVX512_CODE 1
 #define QR_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+#define QR_AVX2 __attribute__((target("avx2")))
 #endif
 
 static void
@@ -132,14 +134,78 @@ dequant_row_q8(const void *x, size_t n, const float *s, const int32_t *zp,
 			each ? _mm512_maskz_loadu_ps(m, s + i) : vs));
 	}
 }
+
+/* quant_row_q8 on 8 lanes (CPUs without AVX-512), the same steps;
+ * returns the elements done, a multiple of 8. */
+static QR_AVX2 size_t
+quant_row_q8_avx2(const float *x, size_t n, float s, int32_t zp,
+		  int is_signed, void *y)
+{
+	const __m256 vs = _mm256_set1_ps(s);
+	const __m256 lo = _mm256_set1_ps((float)((is_signed ? -128 : 0) - zp));
+	const __m256 hi = _mm256_set1_ps((float)((is_signed ? 127 : 255) - zp));
+	const __m256i z = _mm256_set1_epi32(zp);
+	const __m256i low_bytes = _mm256_setr_epi8(
+		0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+		0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+	uint8_t *d = y;
+	size_t i;
+
+	for (i = 0; i + 8 <= n; i += 8) {
+		__m256 v = _mm256_div_ps(_mm256_loadu_ps(x + i), vs);
+		__m256i r;
+		uint32_t w0, w1;
+
+		v = _mm256_max_ps(v, lo);
+		v = _mm256_min_ps(v, hi);
+		r = _mm256_add_epi32(_mm256_cvtps_epi32(v), z);
+		r = _mm256_shuffle_epi8(r, low_bytes);
+		w0 = (uint32_t)_mm_cvtsi128_si32(_mm256_castsi256_si128(r));
+		w1 = (uint32_t)_mm_cvtsi128_si32(_mm256_extracti128_si256(r, 1));
+		memcpy(d + i, &w0, 4);
+		memcpy(d + i + 4, &w1, 4);
+	}
+	return i;
+}
+
+/* dequant_row_q8 on 8 lanes; returns the elements done. */
+static QR_AVX2 size_t
+dequant_row_q8_avx2(const void *x, size_t n, const float *s,
+		    const int32_t *zp, int each, int is_signed, float *y)
+{
+	const __m256 vs = _mm256_set1_ps(s[0]);
+	const __m256i z = _mm256_set1_epi32(zp ? zp[0] : 0);
+	const uint8_t *src = x;
+	size_t i;
+
+	for (i = 0; i + 8 <= n; i += 8) {
+		__m128i b = _mm_loadl_epi64((const __m128i *)(src + i));
+		__m256i v = is_signed ? _mm256_cvtepi8_epi32(b) :
+					_mm256_cvtepu8_epi32(b);
+
+		if (!each)
+			v = _mm256_sub_epi32(v, z);
+		else if (zp != NULL)
+			v = _mm256_sub_epi32(v, _mm256_loadu_si256(
+				(const __m256i *)(zp + i)));
+		_mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_cvtepi32_ps(v),
+			each ? _mm256_loadu_ps(s + i) : vs));
+	}
+	return i;
+}
 #endif
 
+/* 2: the AVX-512 rows above; 1: their AVX2 forms, then scalar; 0:
+ * scalar. */
 static int
 fast_q8(enum qr_qtype t)
 {
 #ifdef QR_HAVE_AVX512_CODE
-	return (t == QR_QT_U8 || t == QR_QT_S8) &&
-	       (qr_kernels_cpu_features() & QR_CPU_AVX512BW);
+	if (t != QR_QT_U8 && t != QR_QT_S8)
+		return 0;
+	if (qr_kernels_cpu_features() & QR_CPU_AVX512BW)
+		return 2;
+	return (qr_kernels_cpu_features() & QR_CPU_AVX2) ? 1 : 0;
 #else
 	(void)t;
 	return 0;
@@ -163,15 +229,22 @@ qr_quantize_f32(const float *x, size_t outer, size_t axis_len, size_t inner,
 			float s = scale[a];
 			int32_t z = zp ? zp[a] : 0;
 
+			i = 0;
 #ifdef QR_HAVE_AVX512_CODE
-			if (fast) {
+			if (fast == 2) {
 				quant_row_q8(x + at, inner, s, z,
 					     t == QR_QT_S8, (uint8_t *)y + at);
 				at += inner;
 				continue;
 			}
+			if (fast == 1) {
+				i = quant_row_q8_avx2(x + at, inner, s, z,
+						      t == QR_QT_S8,
+						      (uint8_t *)y + at);
+				at += i;
+			}
 #endif
-			for (i = 0; i < inner; i++, at++)
+			for (; i < inner; i++, at++)
 				store(y, at, t,
 				      quant_one(x[at], s, z, qmin, qmax));
 		}
@@ -194,16 +267,24 @@ qr_dequantize_f32(const void *x, enum qr_qtype t, size_t outer,
 			float s = scale[a];
 			int64_t z = zp ? zp[a] : 0;
 
+			i = 0;
 #ifdef QR_HAVE_AVX512_CODE
-			if (fast) {
+			if (fast == 2) {
 				dequant_row_q8((const uint8_t *)x + at, inner,
 					       scale + a, zp ? zp + a : NULL,
 					       0, t == QR_QT_S8, y + at);
 				at += inner;
 				continue;
 			}
+			if (fast == 1) {
+				i = dequant_row_q8_avx2(
+					(const uint8_t *)x + at, inner,
+					scale + a, zp ? zp + a : NULL, 0,
+					t == QR_QT_S8, y + at);
+				at += i;
+			}
 #endif
-			for (i = 0; i < inner; i++, at++)
+			for (; i < inner; i++, at++)
 				y[at] = (float)(int32_t)(load(x, at, t) - z) *
 					s;
 		}
@@ -223,13 +304,16 @@ qr_dequantize_cols_f32(const void *x, enum qr_qtype t, size_t n,
 {
 	size_t i;
 
+	i = 0;
 #ifdef QR_HAVE_AVX512_CODE
-	if (fast_q8(t)) {
+	if (fast_q8(t) == 2) {
 		dequant_row_q8(x, n, scale, zp, 1, t == QR_QT_S8, y);
 		return;
 	}
+	if (fast_q8(t) == 1)
+		i = dequant_row_q8_avx2(x, n, scale, zp, 1, t == QR_QT_S8, y);
 #endif
-	for (i = 0; i < n; i++)
+	for (; i < n; i++)
 		y[i] = (float)(int32_t)(load(x, i, t) - (zp ? zp[i] : 0)) *
 		       scale[i];
 }
