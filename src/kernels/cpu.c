@@ -3,6 +3,10 @@
 
 #include <string.h>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
+
 static int force_portable; /* set by qr_kernels_force_portable */
 static unsigned ort_forced = QR_ORT_DETECT; /* qr_kernels_force_ort */
 
@@ -25,6 +29,18 @@ detect(void)
 	return f;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+/* AVX-VNNI (CPUID leaf 7 subleaf 1, EAX bit 4), which clang 14's
+ * __builtin_cpu_supports does not know. */
+static int
+has_avxvnni(void)
+{
+	unsigned a, b, c, d;
+
+	return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & 0x10u) != 0;
+}
+#endif
+
 /* The traits of the kernels MLAS picks on this CPU (its platform.cpp):
  * the AVX-512F exp-sum when the CPU has AVX512F; u8 x s8 products
  * summed in saturating 16-bit pairs (vpmaddubsw) on AVX2 or AVX-512BW
@@ -39,8 +55,7 @@ detect_ort(void)
 	if (__builtin_cpu_supports("avx512f"))
 		t |= QR_ORT_SUMEXP_AVX512;
 	if (__builtin_cpu_supports("avx2") &&
-	    !__builtin_cpu_supports("avx512vnni") &&
-	    !__builtin_cpu_supports("avxvnni"))
+	    !__builtin_cpu_supports("avx512vnni") && !has_avxvnni())
 		t |= QR_ORT_U8S8_SATURATES;
 #endif
 	return t;
