@@ -343,20 +343,31 @@ fma_block_avx512(size_t mr, size_t kc, const float *a, size_t lda,
 #define OUT2(r)                                                          \
 	{                                                                \
 		float *cr_ = c + (r) * ldc;                              \
-		if (add) {                                               \
-			c##r##0 = _mm256_add_ps(c##r##0,                 \
-				_mm256_maskload_ps(cr_, m0));            \
-			c##r##1 = _mm256_add_ps(c##r##1,                 \
-				_mm256_maskload_ps(cr_ + 8, m1));        \
+		if (full) {                                              \
+			if (add) {                                       \
+				c##r##0 = _mm256_add_ps(c##r##0,         \
+					_mm256_loadu_ps(cr_));           \
+				c##r##1 = _mm256_add_ps(c##r##1,         \
+					_mm256_loadu_ps(cr_ + 8));       \
+			}                                                \
+			_mm256_storeu_ps(cr_, c##r##0);                  \
+			_mm256_storeu_ps(cr_ + 8, c##r##1);              \
+		} else {                                                 \
+			if (add) {                                       \
+				c##r##0 = _mm256_add_ps(c##r##0,         \
+					_mm256_maskload_ps(cr_, m0));    \
+				c##r##1 = _mm256_add_ps(c##r##1,         \
+					_mm256_maskload_ps(cr_ + 8, m1));\
+			}                                                \
+			_mm256_maskstore_ps(cr_, m0, c##r##0);           \
+			_mm256_maskstore_ps(cr_ + 8, m1, c##r##1);       \
 		}                                                        \
-		_mm256_maskstore_ps(cr_, m0, c##r##0);                   \
-		_mm256_maskstore_ps(cr_ + 8, m1, c##r##1);               \
 	}
 #define FMA2_ROWS(R, EACH)                                               \
 	static QR_AVX2 void                                              \
 	fma2_16_##R(size_t kc, const float *a, size_t lda,               \
 		    const float *panel, size_t ldp, float *c, size_t ldc,\
-		    __m256i m0, __m256i m1, int add)                     \
+		    __m256i m0, __m256i m1, int full, int add)           \
 	{                                                                \
 		size_t kk;                                               \
 		EACH(ACC2)                                               \
@@ -368,7 +379,10 @@ fma_block_avx512(size_t mr, size_t kc, const float *a, size_t lda,
 		EACH(OUT2)                                               \
 	}
 #define EACH6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define EACH2(X) X(0) X(1)
 FMA2_ROWS(6, EACH6)
+FMA2_ROWS(4, EACH4)
+FMA2_ROWS(2, EACH2)
 FMA2_ROWS(1, EACH1)
 
 static QR_AVX2 __m256i
@@ -393,13 +407,26 @@ fma_block_avx2(size_t mr, size_t kc, const float *a, size_t lda,
 		__m256i m0 = lanes8(w), m1 = lanes8(w > 8 ? w - 8 : 0);
 		const float *ar = a;
 		float *cr = c + h;
+		int full = w == 16;
 
+		/* rows 6 at a time; the rest 4, 2, 1 (enough chains in
+		 * flight to hide the fma latency) */
 		for (; r >= 6; r -= 6, ar += 6 * lda, cr += 6 * ldc)
 			fma2_16_6(kc, ar, lda, panel + h, ldp, cr, ldc, m0, m1,
-				  add);
-		for (; r >= 1; r -= 1, ar += lda, cr += ldc)
+				  full, add);
+		if (r >= 4) {
+			fma2_16_4(kc, ar, lda, panel + h, ldp, cr, ldc, m0, m1,
+				  full, add);
+			r -= 4, ar += 4 * lda, cr += 4 * ldc;
+		}
+		if (r >= 2) {
+			fma2_16_2(kc, ar, lda, panel + h, ldp, cr, ldc, m0, m1,
+				  full, add);
+			r -= 2, ar += 2 * lda, cr += 2 * ldc;
+		}
+		if (r >= 1)
 			fma2_16_1(kc, ar, lda, panel + h, ldp, cr, ldc, m0, m1,
-				  add);
+				  full, add);
 	}
 }
 
