@@ -317,7 +317,7 @@ qr_qconv_pack_new(size_t c_out, size_t c_in, size_t kd, size_t kh,
 	 * index (tap, channel), so the GEMM depth takes that order here too
 	 * (packed row r of the weights and the columns is row order[r] of
 	 * OIHW's (channel, tap)). Exact sums do not depend on it. */
-	taps = k / cin_g;
+	taps = cin_g ? k / cin_g : 0;
 	if (w_signed && (qr_kernels_ort_traits() & QR_ORT_U8S8_SATURATES) &&
 	    taps > 1 && cin_g > 1) {
 		pk->order = xmalloc(k * sizeof *pk->order);
