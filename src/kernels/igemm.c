@@ -276,65 +276,82 @@ ig_raw_pairs16(const struct qr_ig_weights *iw, const uint8_t *xp, size_t nb,
 #ifdef QR_HAVE_VNNI_CODE
 /* ig_raw_pairs16 with the instructions ONNX Runtime's kernels use:
  * vpmaddubsw (u8 x s8, adjacent products summed with int16 saturation)
- * and vpmaddwd against ones; 4 rows by 16 columns a step (the packed
- * columns past nb are zero, so whole vectors are read). */
+ * and vpmaddwd against ones. One tile: R rows (a constant, 1 to 4) by 16
+ * columns from column j, accumulators in registers (the packed columns
+ * past nb are zero, so whole vectors are read; n <= 16 are stored). */
+#define P16_ROW(r)                                                        \
+	if (R > (r)) {                                                    \
+		int32_t w4_;                                              \
+		__m256i wv_;                                              \
+		memcpy(&w4_, w + (r) * k4 + 4 * kb, 4);                   \
+		wv_ = _mm256_set1_epi32(w4_);                             \
+		a##r##0 = _mm256_add_epi32(a##r##0, _mm256_madd_epi16(    \
+			_mm256_maddubs_epi16(x0, wv_), ones));            \
+		a##r##1 = _mm256_add_epi32(a##r##1, _mm256_madd_epi16(    \
+			_mm256_maddubs_epi16(x1, wv_), ones));            \
+	}
+#define P16_OUT(r)                                                        \
+	if (R > (r)) {                                                    \
+		int32_t *ci_ = c + (r) * ldc, t_[16];                     \
+		if (n == 16) {                                            \
+			_mm256_storeu_si256((__m256i *)ci_, a##r##0);     \
+			_mm256_storeu_si256((__m256i *)(ci_ + 8), a##r##1);\
+		} else {                                                  \
+			_mm256_storeu_si256((__m256i *)t_, a##r##0);      \
+			_mm256_storeu_si256((__m256i *)(t_ + 8), a##r##1);\
+			memcpy(ci_, t_, n * sizeof *t_);                  \
+		}                                                         \
+	}
+static inline __attribute__((always_inline, target("avx2"))) void
+p16_tile(const int8_t *w, size_t k4, const uint8_t *x, size_t xstride,
+	 int32_t *c, size_t ldc, size_t n, const int R)
+{
+	const __m256i ones = _mm256_set1_epi16(1);
+	__m256i a00 = _mm256_setzero_si256(), a01 = a00, a10 = a00, a11 = a00;
+	__m256i a20 = a00, a21 = a00, a30 = a00, a31 = a00;
+	size_t kb, kq = k4 / 4;
+
+	for (kb = 0; kb < kq; kb++, x += xstride) {
+		__m256i x0 = _mm256_loadu_si256((const __m256i *)x);
+		__m256i x1 = _mm256_loadu_si256((const __m256i *)(x + 32));
+
+		P16_ROW(0)
+		P16_ROW(1)
+		P16_ROW(2)
+		P16_ROW(3)
+	}
+	P16_OUT(0)
+	P16_OUT(1)
+	P16_OUT(2)
+	P16_OUT(3)
+}
+#undef P16_ROW
+#undef P16_OUT
+
 static __attribute__((target("avx2"))) void
 ig_raw_pairs16_avx2(const struct qr_ig_weights *iw, const uint8_t *xp,
 		    size_t nb, int32_t *c, size_t ldc)
 {
-	size_t nbp = round_up(nb, QR_IG_NALIGN), kq = iw->k4 / 4;
-	const __m256i ones = _mm256_set1_epi16(1);
-	size_t i = 0, j, kb, r, rows;
+	size_t nbp = round_up(nb, QR_IG_NALIGN), i, j, rows;
 
 	for (i = 0; i < iw->m; i += rows) {
+		const int8_t *w = iw->w + i * iw->k4;
+
 		rows = iw->m - i < 4 ? iw->m - i : 4;
-		for (j = 0; j < nbp; j += 16) {
-			__m256i acc[4][2];
-			int32_t t[16];
+		for (j = 0; j < nb; j += 16) {
+			const uint8_t *x = xp + j * 4;
+			int32_t *ci = c + i * ldc + j;
+			size_t n = nb - j < 16 ? nb - j : 16;
 
-			for (r = 0; r < 4; r++)
-				acc[r][0] = acc[r][1] = _mm256_setzero_si256();
-			for (kb = 0; kb < kq; kb++) {
-				const uint8_t *x = xp + (kb * nbp + j) * 4;
-				__m256i x0 = _mm256_loadu_si256((const __m256i *)x);
-				__m256i x1 = _mm256_loadu_si256(
-					(const __m256i *)(x + 32));
-
-				for (r = 0; r < rows; r++) {
-					int32_t w4;
-					__m256i wv;
-
-					memcpy(&w4, iw->w + (i + r) * iw->k4 + 4 * kb,
-					       4);
-					wv = _mm256_set1_epi32(w4);
-					acc[r][0] = _mm256_add_epi32(acc[r][0],
-						_mm256_madd_epi16(
-							_mm256_maddubs_epi16(x0, wv),
-							ones));
-					acc[r][1] = _mm256_add_epi32(acc[r][1],
-						_mm256_madd_epi16(
-							_mm256_maddubs_epi16(x1, wv),
-							ones));
-				}
-			}
-			for (r = 0; r < rows; r++) {
-				int32_t *ci = c + (i + r) * ldc + j;
-				size_t n = nb - j < 16 ? nb - j : 16;
-
-				if (n == 16) {
-					_mm256_storeu_si256((__m256i *)ci,
-							    acc[r][0]);
-					_mm256_storeu_si256((__m256i *)(ci + 8),
-							    acc[r][1]);
-					continue;
-				}
-				_mm256_storeu_si256((__m256i *)t, acc[r][0]);
-				_mm256_storeu_si256((__m256i *)(t + 8),
-						    acc[r][1]);
-				memcpy(ci, t, n * sizeof *t);
-			}
-			if (nb - j <= 16)
+			switch (rows) {
+			case 4: p16_tile(w, iw->k4, x, nbp * 4, ci, ldc, n, 4);
 				break;
+			case 3: p16_tile(w, iw->k4, x, nbp * 4, ci, ldc, n, 3);
+				break;
+			case 2: p16_tile(w, iw->k4, x, nbp * 4, ci, ldc, n, 2);
+				break;
+			default: p16_tile(w, iw->k4, x, nbp * 4, ci, ldc, n, 1);
+			}
 		}
 	}
 }
