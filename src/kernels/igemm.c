@@ -166,6 +166,75 @@ pack_cols_vnni(const uint8_t *src, size_t ld, size_t k, size_t nb,
 		memset(d + 4 * nb, 0, 4 * (nbp - nb));
 	}
 }
+
+/* pack_cols_vnni with AVX2 (source rows through order, or in order):
+ * the same interleave; vpmaddubsw and vpmaddwd against ones add each
+ * column's four bytes to its sum. */
+static __attribute__((target("avx2"))) void
+pack_cols_avx2(const uint8_t *src, size_t ld, size_t k, size_t nb,
+	       uint8_t x80, const uint32_t *order, uint8_t *dst,
+	       int32_t *colsum)
+{
+	const __m128i flip = _mm_set1_epi8((char)x80);
+	const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+	size_t nbp = round_up(nb, QR_IG_NALIGN), k4 = round_up(k ? k : 1, 4);
+	size_t n16 = nb / 16 * 16, kb, j;
+
+	memset(colsum, 0, nb * sizeof *colsum);
+	for (kb = 0; kb < k4; kb += 4) {
+		const uint8_t *s[4];
+		uint8_t *d = dst + kb * nbp;
+		int t;
+
+		for (t = 0; t < 4; t++) {
+			size_t r = kb + (size_t)t;
+
+			s[t] = r < k ? src + (order ? order[r] : r) * ld : NULL;
+		}
+		for (j = 0; j < n16; j += 16) {
+			__m128i r[4], ab0, ab1, cd0, cd1;
+			__m256i v0, v1, c0, c1;
+
+			for (t = 0; t < 4; t++)
+				r[t] = s[t] ? _mm_xor_si128(_mm_loadu_si128(
+						      (const __m128i *)(s[t] + j)),
+							    flip) :
+					      _mm_setzero_si128();
+			ab0 = _mm_unpacklo_epi8(r[0], r[1]);
+			ab1 = _mm_unpackhi_epi8(r[0], r[1]);
+			cd0 = _mm_unpacklo_epi8(r[2], r[3]);
+			cd1 = _mm_unpackhi_epi8(r[2], r[3]);
+			v0 = _mm256_set_m128i(_mm_unpackhi_epi16(ab0, cd0),
+					      _mm_unpacklo_epi16(ab0, cd0));
+			v1 = _mm256_set_m128i(_mm_unpackhi_epi16(ab1, cd1),
+					      _mm_unpacklo_epi16(ab1, cd1));
+			_mm256_storeu_si256((__m256i *)(d + 4 * j), v0);
+			_mm256_storeu_si256((__m256i *)(d + 4 * j + 32), v1);
+			c0 = _mm256_madd_epi16(_mm256_maddubs_epi16(v0, ones8),
+					       ones16);
+			c1 = _mm256_madd_epi16(_mm256_maddubs_epi16(v1, ones8),
+					       ones16);
+			_mm256_storeu_si256((__m256i *)(colsum + j),
+				_mm256_add_epi32(c0, _mm256_loadu_si256(
+					(const __m256i *)(colsum + j))));
+			_mm256_storeu_si256((__m256i *)(colsum + j + 8),
+				_mm256_add_epi32(c1, _mm256_loadu_si256(
+					(const __m256i *)(colsum + j + 8))));
+		}
+		for (; j < nb; j++) {
+			int32_t sum = 0;
+
+			for (t = 0; t < 4; t++) {
+				uint8_t b = s[t] ? s[t][j] ^ x80 : 0;
+
+				d[4 * j + (size_t)t] = b;
+				sum += b;
+			}
+			colsum[j] += sum;
+		}
+		memset(d + 4 * nb, 0, 4 * (nbp - nb));
+	}
+}
 #endif
 
 void
@@ -177,6 +246,10 @@ qr_ig_pack_cols(const uint8_t *src, size_t ld, size_t k, size_t nb, int flip,
 #ifdef QR_HAVE_VNNI_CODE
 	if (qr_ig_use_vnni() && order == NULL) {
 		pack_cols_vnni(src, ld, k, nb, x80, dst, colsum);
+		return;
+	}
+	if (qr_kernels_cpu_features() & QR_CPU_AVX2) {
+		pack_cols_avx2(src, ld, k, nb, x80, order, dst, colsum);
 		return;
 	}
 #endif
