@@ -381,6 +381,46 @@ qadd_avx512(const void *a, const void *b, float ra, float rb, float k,
 	}
 	return i;
 }
+
+/* qadd_avx512 on 8 lanes (CPUs without AVX-512), the same operations;
+ * returns the elements done. */
+static __attribute__((target("avx2,fma"))) size_t
+qadd_avx2(const void *a, const void *b, float ra, float rb, float k,
+	  int is_signed, void *y, size_t n)
+{
+	const __m256 va = _mm256_set1_ps(ra), vb = _mm256_set1_ps(rb);
+	const __m256 vk = _mm256_set1_ps(k);
+	const __m256i lo = _mm256_set1_epi32(is_signed ? -128 : 0);
+	const __m256i hi = _mm256_set1_epi32(is_signed ? 127 : 255);
+	const __m256i low_bytes = _mm256_setr_epi8(
+		0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+		0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+	const uint8_t *pa = a, *pb = b;
+	uint8_t *d = y;
+	size_t i;
+
+	for (i = 0; i + 8 <= n; i += 8) {
+		__m128i xa = _mm_loadl_epi64((const __m128i *)(pa + i));
+		__m128i xb = _mm_loadl_epi64((const __m128i *)(pb + i));
+		__m256 fa = _mm256_cvtepi32_ps(is_signed ?
+				_mm256_cvtepi8_epi32(xa) :
+				_mm256_cvtepu8_epi32(xa));
+		__m256 fb = _mm256_cvtepi32_ps(is_signed ?
+				_mm256_cvtepi8_epi32(xb) :
+				_mm256_cvtepu8_epi32(xb));
+		__m256 v = _mm256_fmadd_ps(fa, va, _mm256_fmadd_ps(fb, vb, vk));
+		__m256i r = _mm256_cvtps_epi32(v);
+		uint32_t w0, w1;
+
+		r = _mm256_min_epi32(_mm256_max_epi32(r, lo), hi);
+		r = _mm256_shuffle_epi8(r, low_bytes);
+		w0 = (uint32_t)_mm_cvtsi128_si32(_mm256_castsi256_si128(r));
+		w1 = (uint32_t)_mm_cvtsi128_si32(_mm256_extracti128_si256(r, 1));
+		memcpy(d + i, &w0, 4);
+		memcpy(d + i + 4, &w1, 4);
+	}
+	return i;
+}
 #endif
 
 void
@@ -419,6 +459,8 @@ qr_qlinear_add(const void *a, size_t a_step, float sa, int32_t za,
 #ifdef QR_HAVE_AVX512_CODE
 		if (qr_kernels_cpu_features() & QR_CPU_AVX512BW)
 			i = qadd_avx512(a, b, ra, rb, k, t == QR_QT_S8, y, n);
+		else if (qr_kernels_cpu_features() & QR_CPU_AVX2)
+			i = qadd_avx2(a, b, ra, rb, k, t == QR_QT_S8, y, n);
 #endif
 		for (; i < n; i++) {
 			float av = (float)load(a, i, t);
