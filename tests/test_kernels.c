@@ -1905,6 +1905,50 @@ test_quant_simd(void)
 	   "of 12 differ)", bad);
 }
 
+/* QLinearAdd over every pair of 8-bit codes (scales for which 4 pairs
+ * round to another code when a's product is rounded before it is added,
+ * as a fused multiply-add does not)
+ * and clamps of rows with NaN: SIMD = portable. */
+static void
+test_qadd_clamp_simd(void)
+{
+	enum { N = 65536 };
+	static uint8_t a[N], b[N], y0[N], y1[N];
+	static float x[N], f0[N], f1[N];
+	size_t i, bad = 0;
+	int sg, pass;
+
+	for (i = 0; i < N; i++) {
+		a[i] = (uint8_t)(i & 255);
+		b[i] = (uint8_t)(i >> 8);
+		x[i] = (float)rnd_int(-3000, 3000) / 512.0f;
+	}
+	x[77] = NAN;
+	for (sg = 0; sg < 2; sg++) {
+		enum qr_qtype t = sg ? QR_QT_S8 : QR_QT_U8;
+		uint8_t *y[2] = {y0, y1};
+
+		for (pass = 0; pass < 2; pass++) {
+			qr_kernels_force_portable(pass);
+			qr_qlinear_add(a, 1, 0.0192f, sg ? -13 : 115, b, 1,
+				       0.04435f, sg ? -47 : 81, 0.0389f,
+				       sg ? 127 : 255, t, y[pass], N);
+		}
+		for (i = 0; i < N; i++)
+			bad += y0[i] != y1[i];
+	}
+	qr_kernels_force_portable(0);
+	ok(bad == 0, "qlinear add, every pair of codes: simd = portable (%zu "
+	   "differ)", bad);
+	qr_clamp_f32(x, N, -2.5f, 4.0f, f0);
+	qr_kernels_force_portable(1);
+	qr_clamp_f32(x, N, -2.5f, 4.0f, f1);
+	qr_kernels_force_portable(0);
+	ok(float_bits_differ(f0, f1, N) == 0 && isnan(f0[77]) &&
+	   f0[0] >= -2.5f && f0[0] <= 4.0f, "clamp: simd = portable, NaN kept "
+	   "(%zu differ)", float_bits_differ(f0, f1, N));
+}
+
 static void
 test_dynamic_quant(void)
 {
@@ -2903,6 +2947,7 @@ main(void)
 	test_norm();
 	test_softmax_ort();
 	test_quant_simd();
+	test_qadd_clamp_simd();
 	test_sum_ort();
 	test_broadcast();
 	test_hard_sigmoid();
