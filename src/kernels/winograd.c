@@ -467,6 +467,136 @@ out_avx512(const struct wino_job *j, size_t t0, size_t nt, size_t c0,
 }
 #endif
 
+/* ---- AVX2 transforms: 8 channels per vector (no scatter: the outputs
+ * go through a small buffer) ---- */
+
+#ifdef QR_WINO_AVX512
+#define WINO_AVX2 __attribute__((target("avx2")))
+#define A_ADD(a, b) _mm256_add_ps(a, b)
+#define A_SUB(a, b) _mm256_sub_ps(a, b)
+#define A_MULK(a, k) _mm256_mul_ps(a, _mm256_set1_ps(k))
+
+static WINO_AVX2 __m256
+lanes_lt(size_t n)
+{
+	return _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+		_mm256_set1_epi32((int)(n < 8 ? n : 8)),
+		_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
+}
+
+static WINO_AVX2 void
+in_avx2(const struct wino_job *j, size_t t0, size_t nt, float *v)
+{
+	const struct qr_conv_params *p = j->p;
+	size_t hw = p->h * p->w, s = j->bt * j->ldi, t, c, a, b;
+	size_t img, oy, ox;
+	const __m256i lane = _mm256_mullo_epi32(
+		_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+		_mm256_set1_epi32((int)hw));
+
+	for (t = 0; t < nt; t++) {
+		int okr[WT], okc[WT];
+
+		tile_at(j, t0 + t, &img, &oy, &ox);
+		for (a = 0; a < WT; a++) {
+			okr[a] = oy + a >= p->pad_t && oy + a - p->pad_t < p->h;
+			okc[a] = ox + a >= p->pad_l && ox + a - p->pad_l < p->w;
+		}
+		for (c = 0; c < p->c_in; c += 8) {
+			__m256 lm = lanes_lt(p->c_in - c);
+			__m256 r[WT][WT];
+
+			for (b = 0; b < WT; b++) {
+				__m256 d[WT];
+
+				for (a = 0; a < WT; a++) {
+					const float *src;
+
+					if (!okr[a] || !okc[b]) {
+						d[a] = _mm256_setzero_ps();
+						continue;
+					}
+					src = j->x + (img * p->c_in + c) * hw +
+					      (oy + a - p->pad_t) * p->w + ox +
+					      b - p->pad_l;
+					d[a] = _mm256_mask_i32gather_ps(
+						_mm256_setzero_ps(), src, lane,
+						lm, 4);
+				}
+				WINO_IN1(A_ADD, A_SUB, A_MULK, d[0], d[1], d[2],
+					 d[3], d[4], d[5], r[0][b], r[1][b],
+					 r[2][b], r[3][b], r[4][b], r[5][b]);
+			}
+			for (a = 0; a < WT; a++) {
+				float *o = v + (a * WT * j->bt + t) * j->ldi + c;
+				__m256 e0, e1, e2, e3, e4, e5;
+
+				WINO_IN1(A_ADD, A_SUB, A_MULK, r[a][0], r[a][1],
+					 r[a][2], r[a][3], r[a][4], r[a][5], e0,
+					 e1, e2, e3, e4, e5);
+				_mm256_storeu_ps(o, e0);
+				_mm256_storeu_ps(o + s, e1);
+				_mm256_storeu_ps(o + 2 * s, e2);
+				_mm256_storeu_ps(o + 3 * s, e3);
+				_mm256_storeu_ps(o + 4 * s, e4);
+				_mm256_storeu_ps(o + 5 * s, e5);
+			}
+		}
+	}
+}
+
+static WINO_AVX2 void
+out_avx2(const struct wino_job *j, size_t t0, size_t nt, size_t c0,
+	 size_t c1, const float *m)
+{
+	const struct qr_conv_params *p = j->p;
+	size_t ohw = j->oh * j->ow, ldo = j->wk->ldo, s = j->bt * ldo;
+	size_t t, c, a, b, l, img, oy, ox;
+
+	for (t = 0; t < nt; t++) {
+		tile_at(j, t0 + t, &img, &oy, &ox);
+		for (c = c0; c < c1; c += 8) {
+			size_t nl = c1 - c < 8 ? c1 - c : 8;
+			__m256 bias = j->bias ?
+				_mm256_maskload_ps(j->bias + c,
+					_mm256_castps_si256(lanes_lt(nl))) :
+				_mm256_setzero_ps();
+			float *yc = j->y + (img * p->c_out + c) * ohw;
+			__m256 r[WO][WT];
+
+			for (b = 0; b < WT; b++) {
+				const float *q = m + (b * j->bt + t) * ldo + c;
+
+				WINO_OUT1(A_ADD, A_SUB, A_MULK,
+					  _mm256_loadu_ps(q),
+					  _mm256_loadu_ps(q + WT * s),
+					  _mm256_loadu_ps(q + 2 * WT * s),
+					  _mm256_loadu_ps(q + 3 * WT * s),
+					  _mm256_loadu_ps(q + 4 * WT * s),
+					  _mm256_loadu_ps(q + 5 * WT * s),
+					  r[0][b], r[1][b], r[2][b], r[3][b]);
+			}
+			for (a = 0; a < WO && oy + a < j->oh; a++) {
+				__m256 o[WO];
+
+				WINO_OUT1(A_ADD, A_SUB, A_MULK, r[a][0],
+					  r[a][1], r[a][2], r[a][3], r[a][4],
+					  r[a][5], o[0], o[1], o[2], o[3]);
+				for (b = 0; b < WO && ox + b < j->ow; b++) {
+					float out[8];
+					float *yp = yc + (oy + a) * j->ow + ox + b;
+
+					_mm256_storeu_ps(out,
+						_mm256_add_ps(o[b], bias));
+					for (l = 0; l < nl; l++)
+						yp[l * ohw] = out[l];
+				}
+			}
+		}
+	}
+}
+#endif
+
 /* ---- run ---- */
 
 static void
@@ -478,7 +608,7 @@ wino_task(void *ctx, size_t task, int slot)
 	float *v = qr_align64(j->ws + (size_t)slot * j->slot);
 	float *m = qr_align64(v + WXI * j->bt * j->ldi);
 	void *gws = m + WXI * j->bt * wk->ldo;
-	int vec = 0;
+	int vec = 0, vec2 = 0;
 
 	nt = j->n_tiles - t0 < j->bt ? j->n_tiles - t0 : j->bt;
 	/* this task's output channels: whole panels of U */
@@ -492,8 +622,12 @@ wino_task(void *ctx, size_t task, int slot)
 	      (size_t)WL * j->oh * j->ow < 0x7fffffffu;
 	if (vec)
 		in_avx512(j, t0, nt, v);
+	vec2 = !vec && (qr_kernels_cpu_features() & QR_CPU_AVX2) &&
+	       (size_t)WL * j->p->h * j->p->w < 0x7fffffffu;
+	if (vec2)
+		in_avx2(j, t0, nt, v);
 #endif
-	if (!vec)
+	if (!vec && !vec2)
 		in_portable(j, t0, nt, v);
 	for (xi = 0; xi < WXI; xi++)
 		for (cp = c0; cp < c1; cp += WP)
@@ -507,6 +641,10 @@ wino_task(void *ctx, size_t task, int slot)
 #ifdef QR_WINO_AVX512
 	if (vec) {
 		out_avx512(j, t0, nt, c0, c1, m);
+		return;
+	}
+	if (vec2) {
+		out_avx2(j, t0, nt, c0, c1, m);
 		return;
 	}
 #endif
