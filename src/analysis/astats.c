@@ -25,6 +25,7 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define QR_AS_AVX512 __attribute__((target("avx512f,avx512vl,fma")))
+#define QR_AS_AVX2 __attribute__((target("avx2,fma")))
 #endif
 
 double
@@ -128,12 +129,85 @@ cmp_block_avx512(const float *x, const float *y, size_t m, double s[4],
 }
 #endif
 
+#ifdef QR_AS_AVX2
+/* all_finite and cmp_block_avx512 with AVX2 (4 double lanes, four sets
+ * of sums for 16 values a step). */
+static QR_AS_AVX2 int
+all_finite_avx2(const float *x, const float *y, size_t n)
+{
+	const __m256i ex = _mm256_set1_epi32(0x7f800000);
+	__m256i bad = _mm256_setzero_si256();
+	size_t i;
+
+	for (i = 0; i + 8 <= n; i += 8) {
+		__m256i u = _mm256_and_si256(_mm256_loadu_si256(
+			(const __m256i *)(x + i)), ex);
+		__m256i v = _mm256_and_si256(_mm256_loadu_si256(
+			(const __m256i *)(y + i)), ex);
+
+		bad = _mm256_or_si256(bad, _mm256_or_si256(
+			_mm256_cmpeq_epi32(u, ex), _mm256_cmpeq_epi32(v, ex)));
+	}
+	return _mm256_testz_si256(bad, bad) && all_finite(x + i, y + i, n - i);
+}
+
+static QR_AS_AVX2 double
+hsum4(__m256d v)
+{
+	double t[4];
+
+	_mm256_storeu_pd(t, v);
+	return (t[0] + t[1]) + (t[2] + t[3]);
+}
+
+static QR_AS_AVX2 size_t
+cmp_block_avx2(const float *x, const float *y, size_t m, double s[4],
+	       double *mx)
+{
+	const __m256d sign = _mm256_set1_pd(-0.0);
+	__m256d p[4], q[4], r[4], t[4], mm = _mm256_setzero_pd();
+	double mt[4];
+	size_t i;
+	int g;
+
+	for (g = 0; g < 4; g++)
+		p[g] = q[g] = r[g] = t[g] = _mm256_setzero_pd();
+	for (i = 0; i + 16 <= m; i += 16)
+		for (g = 0; g < 4; g++) {
+			__m256d u = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4 * g));
+			__m256d v = _mm256_cvtps_pd(_mm_loadu_ps(y + i + 4 * g));
+			__m256d e = _mm256_sub_pd(u, v);
+
+			p[g] = _mm256_fmadd_pd(u, v, p[g]);
+			q[g] = _mm256_fmadd_pd(u, u, q[g]);
+			r[g] = _mm256_fmadd_pd(v, v, r[g]);
+			t[g] = _mm256_fmadd_pd(e, e, t[g]);
+			mm = _mm256_max_pd(mm, _mm256_andnot_pd(sign, e));
+		}
+	s[0] = hsum4(_mm256_add_pd(_mm256_add_pd(p[0], p[1]),
+				   _mm256_add_pd(p[2], p[3])));
+	s[1] = hsum4(_mm256_add_pd(_mm256_add_pd(q[0], q[1]),
+				   _mm256_add_pd(q[2], q[3])));
+	s[2] = hsum4(_mm256_add_pd(_mm256_add_pd(r[0], r[1]),
+				   _mm256_add_pd(r[2], r[3])));
+	s[3] = hsum4(_mm256_add_pd(_mm256_add_pd(t[0], t[1]),
+				   _mm256_add_pd(t[2], t[3])));
+	_mm256_storeu_pd(mt, mm);
+	*mx = mt[0];
+	for (g = 1; g < 4; g++)
+		*mx = mt[g] > *mx ? mt[g] : *mx;
+	return i;
+}
+#endif
+
 static int
 block_finite(const float *x, const float *y, size_t n)
 {
 #ifdef QR_AS_AVX512
 	if (qr_kernels_cpu_features() & QR_CPU_AVX512BW)
 		return all_finite_avx512(x, y, n);
+	if (qr_kernels_cpu_features() & QR_CPU_AVX2)
+		return all_finite_avx2(x, y, n);
 #endif
 	return all_finite(x, y, n);
 }
@@ -158,10 +232,13 @@ qr_cmp_add(struct qr_cmp_acc *a, const float *x, const float *y, size_t n)
 
 			i = b;
 #ifdef QR_AS_AVX512
-			if (qr_kernels_cpu_features() & QR_CPU_AVX512BW) {
+			if (qr_kernels_cpu_features() &
+			    (QR_CPU_AVX512BW | QR_CPU_AVX2)) {
 				double sv[4], vm;
 
-				i += cmp_block_avx512(x + b, y + b, m, sv, &vm);
+				i += (qr_kernels_cpu_features() & QR_CPU_AVX512BW) ?
+				     cmp_block_avx512(x + b, y + b, m, sv, &vm) :
+				     cmp_block_avx2(x + b, y + b, m, sv, &vm);
 				p[0] = sv[0];
 				q[0] = sv[1];
 				r[0] = sv[2];
@@ -349,6 +426,58 @@ hist_idx_avx512(double lo, double hi, double k, size_t nbins, const float *v,
 }
 #endif
 
+#ifdef QR_AS_AVX2
+/* hist_idx_avx512 with AVX2: the bins of 8 values from two 4-double
+ * halves; the rare lanes under, over or not finite are set one by one
+ * from the comparison masks. */
+static QR_AS_AVX2 size_t
+hist_idx_avx2(double lo, double hi, double k, size_t nbins, const float *v,
+	      size_t n, int32_t *idx)
+{
+	const __m256d vlo = _mm256_set1_pd(lo), vhi = _mm256_set1_pd(hi);
+	const __m256d vk = _mm256_set1_pd(k), inf = _mm256_set1_pd(INFINITY);
+	const __m256d sign = _mm256_set1_pd(-0.0);
+	const __m256i last = _mm256_set1_epi32((int)nbins - 1);
+	const __m256i zero = _mm256_setzero_si256();
+	size_t i;
+
+	for (i = 0; i + 8 <= n; i += 8) {
+		int fin = 0, under = 0, over = 0, h, l;
+		__m128i bh[2];
+		__m256i b;
+
+		for (h = 0; h < 2; h++) {
+			__m256d t = _mm256_cvtps_pd(_mm_loadu_ps(v + i + 4 * h));
+			__m256d f = _mm256_and_pd(
+				_mm256_cmp_pd(t, t, _CMP_ORD_Q),
+				_mm256_cmp_pd(_mm256_andnot_pd(sign, t), inf,
+					      _CMP_NEQ_UQ));
+
+			fin |= _mm256_movemask_pd(f) << (4 * h);
+			under |= _mm256_movemask_pd(_mm256_and_pd(f,
+				_mm256_cmp_pd(t, vlo, _CMP_LT_OQ))) << (4 * h);
+			over |= _mm256_movemask_pd(_mm256_and_pd(f,
+				_mm256_cmp_pd(t, vhi, _CMP_GT_OQ))) << (4 * h);
+			bh[h] = _mm256_cvttpd_epi32(_mm256_mul_pd(
+				_mm256_sub_pd(t, vlo), vk));
+		}
+		b = _mm256_set_m128i(bh[1], bh[0]);
+		b = _mm256_min_epi32(_mm256_max_epi32(b, zero), last);
+		_mm256_storeu_si256((__m256i *)(idx + i), b);
+		if (fin == 0xff && under == 0 && over == 0)
+			continue;
+		for (l = 0; l < 8; l++)
+			if (!(fin >> l & 1))
+				idx[i + l] = (int32_t)nbins + 2;
+			else if (under >> l & 1)
+				idx[i + l] = (int32_t)nbins;
+			else if (over >> l & 1)
+				idx[i + l] = (int32_t)nbins + 1;
+	}
+	return i;
+}
+#endif
+
 #ifdef QR_AS_AVX512
 #define HIST_FAST_BINS 256
 
@@ -376,7 +505,7 @@ qr_as_hist_add(double lo, double hi, uint64_t *bins, size_t nbins,
 	size_t i = 0;
 
 #ifdef QR_AS_AVX512
-	if ((qr_kernels_cpu_features() & QR_CPU_AVX512BW) &&
+	if ((qr_kernels_cpu_features() & (QR_CPU_AVX512BW | QR_CPU_AVX2)) &&
 	    nbins <= HIST_FAST_BINS && n >= 8) {
 		/* Four interleaved count sets, so runs of values in one bin
 		 * do not wait on each other's increments; the bins after
@@ -389,7 +518,11 @@ qr_as_hist_add(double lo, double hi, uint64_t *bins, size_t nbins,
 		while (n - i >= 8) {
 			size_t m = n - i < 256 ? (n - i) / 8 * 8 : 256;
 
-			hist_idx_avx512(lo, hi, k, nbins, v + i, m, idx);
+			if (qr_kernels_cpu_features() & QR_CPU_AVX512BW)
+				hist_idx_avx512(lo, hi, k, nbins, v + i, m,
+						idx);
+			else
+				hist_idx_avx2(lo, hi, k, nbins, v + i, m, idx);
 			for (j = 0; j < m; j += 4) {
 				cnt[0][idx[j]]++;
 				cnt[1][idx[j + 1]]++;
