@@ -46,6 +46,7 @@ struct options {
 	int quiet;                  /* --quiet */
 	int weights_only;           /* --weights-only: no data run */
 	int exact;                  /* --exact: every run in ORT's order */
+	int have_ort_cpu;           /* --ort-cpu given (the config's loses) */
 	char *data[MAX_DATA];       /* --data [NAME=]PATH, as given */
 	size_t n_data;
 	char *dims[MAX_DATA];       /* --input NAME:DIMS, as given */
@@ -90,8 +91,9 @@ static const char usage_text[] =
 "                        scale, mean, std (number or array), layout,\n"
 "                        channel_order, seed, cos_threshold,\n"
 "                        sqnr_threshold, fail_if (string or array),\n"
-"                        compare_to, weights_only, exact. Relative\n"
-"                        paths are relative to the config file's folder.\n"
+"                        compare_to, weights_only, exact, ort_cpu.\n"
+"                        Relative paths are relative to the config\n"
+"                        file's folder.\n"
 "      --templates DIR   use templates (and DIR/assets) instead of the\n"
 "                        built-in ones\n"
 "      --bits N          weight bits for predicted SQNR (2..16, default 8)\n"
@@ -459,6 +461,16 @@ read_config(const char *path, struct options *o, int have_quant,
 		} else if (strcmp(k, "exact") == 0 && cJSON_IsBool(it)) {
 			if (!o->exact)
 				o->exact = cJSON_IsTrue(it);
+		} else if (strcmp(k, "ort_cpu") == 0 && cJSON_IsString(it)) {
+			if (!o->have_ort_cpu &&
+			    !qr_kernels_set_ort_cpu(it->valuestring)) {
+				st = qr_errorf(d, QR_EUSAGE, "config '%s': "
+					       "\"ort_cpu\" '%s': expected "
+					       "native, avx512vnni, avx512, "
+					       "avx2vnni or avx2", path,
+					       it->valuestring);
+				goto out;
+			}
 		} else if ((strcmp(k, "data") == 0 || strcmp(k, "input") == 0) &&
 			   (cJSON_IsString(it) || cJSON_IsArray(it))) {
 			int is_data = k[0] == 'd';
@@ -725,6 +737,7 @@ parse_args(int argc, char **argv, struct options *o, int *exit_now,
 						 "expected native, avx512vnni, "
 						 "avx512, avx2vnni or avx2",
 						 optarg);
+			o->have_ort_cpu = 1;
 			break;
 		case OPT_DATA:
 			st = push_str(o->data, &o->n_data, "--data", optarg, d);
