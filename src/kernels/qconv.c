@@ -293,7 +293,12 @@ qr_qconv_pack_new(size_t c_out, size_t c_in, size_t kd, size_t kh,
 	cin_g = c_in / group;
 	cout_g = c_out / group;
 	k = cin_g * (kd ? kd : 1) * kh * kw;
-	if (cin_g == 1 && group > 1 && kd == 0) {
+	/* ORT runs a depthwise conv with a channel multiplier (more than
+	 * one output per group) as grouped GEMMs, which saturate pairs of
+	 * taps where its u8 x s8 kernels do: so does this one then */
+	if (cin_g == 1 && group > 1 && kd == 0 &&
+	    !(cout_g > 1 && w_signed &&
+	      (qr_kernels_ort_traits() & QR_ORT_U8S8_SATURATES))) {
 		pk->depthwise = 1;
 		pk->dw = xmalloc((c_out * k + 1) * sizeof *pk->dw);
 		pk->dwf = xmalloc((c_out * k + 1) * sizeof *pk->dwf);

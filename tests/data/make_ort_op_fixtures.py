@@ -504,7 +504,8 @@ def conv3d(name, shape, cout, k, qdq=False, **attrs):
     inits = [numpy_helper.from_array(b, "b")]
     if qdq:
         ws = (np.abs(w).reshape(cout, -1).max(axis=1) / 127).astype(np.float32)
-        wq = np.clip(np.round(w / ws.reshape(-1, 1, 1, 1, 1)), -127, 127).astype(np.int8)
+        wq = np.clip(np.round(w / ws.reshape((-1,) + (1,) * (len(k) + 1))), -127,
+                 127).astype(np.int8)
         inits += [numpy_helper.from_array(wq, "wq"), numpy_helper.from_array(ws, "ws"),
                   numpy_helper.from_array(np.zeros(cout, np.int8), "wz"),
                   numpy_helper.from_array(np.array(0.05, np.float32), "s"),
@@ -544,7 +545,8 @@ def qlinear_conv3d(name, shape, cout, k, integer=False, **attrs):
     group = attrs.get("group", 1)
     w = (rng.randn(cout, shape[1] // group, *k) * 0.2).astype(np.float32)
     ws = (np.abs(w).reshape(cout, -1).max(axis=1) / 127).astype(np.float32)
-    wq = np.clip(np.round(w / ws.reshape(-1, 1, 1, 1, 1)), -127, 127).astype(np.int8)
+    wq = np.clip(np.round(w / ws.reshape((-1,) + (1,) * (len(k) + 1))), -127,
+                 127).astype(np.int8)
     inits = [numpy_helper.from_array(wq, "wq"),
              numpy_helper.from_array(np.array(0.05, np.float32), "xs"),
              numpy_helper.from_array(np.array(128, np.uint8), "xz")]
@@ -578,6 +580,10 @@ qlinear_conv3d("qc3_stem", [1, 3, 8, 16, 16], 24, [3, 7, 7], strides=[1, 2, 2],
 qlinear_conv3d("qc3_pw_grp", [1, 16, 4, 6, 6], 24, [1, 1, 1], group=2)
 qlinear_conv3d("ci3_333", [1, 8, 5, 9, 9], 12, [3, 3, 3], integer=True, strides=[2, 1, 1],
                pads=[1, 1, 1, 1, 1, 1])
+# 2-D, depthwise with two outputs per channel: ORT runs it as grouped GEMMs,
+# whose u8 x s8 taps saturate in pairs on CPUs without VNNI
+qlinear_conv3d("qc_dw_mult2", [1, 8, 12, 12], 16, [3, 3], group=8,
+               pads=[1, 1, 1, 1])
 
 
 def if_model(name, flip):
