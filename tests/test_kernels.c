@@ -1538,6 +1538,20 @@ sat16_ref(int32_t v)
 	return v > 32767 ? 32767 : v < -32768 ? -32768 : v;
 }
 
+/* Add product prod, depth kk's, to *sxw: at once, or with p16 summed
+ * with the next one and saturated to int16 as a pair (*half holds an
+ * even depth's until then; the caller adds a last odd one). */
+static void
+pair_add(int64_t *sxw, int32_t *half, size_t kk, int32_t prod, int p16)
+{
+	if (!p16)
+		*sxw += prod;
+	else if (kk % 2 == 0)
+		*half = prod;
+	else
+		*sxw += sat16_ref(*half + prod);
+}
+
 /* Exact conv sums, or with pairs16 ONNX Runtime's on CPUs without VNNI:
  * raw x * w products in its im2col order (tap, then channel), k and k + 1
  * (k even) summed and saturated to int16, the zero points taken off
@@ -1571,12 +1585,8 @@ qconv_ref(const struct qr_conv_params *p, const void *x, int xs, int32_t xz,
 								wv = ld8(w, ((co * cin_g + ci) * p->kh + ki) * p->kw + kj, ws_);
 								sx += xv;
 								sw += wv;
-								if (!pairs16)
-									sxw += (int64_t)xv * wv;
-								else if (kk % 2 == 0)
-									half = xv * wv;
-								else
-									sxw += sat16_ref(half + xv * wv);
+								pair_add(&sxw, &half, kk, xv * wv,
+									 pairs16);
 							}
 					if (pairs16 && kk % 2)
 						sxw += half;
@@ -1771,12 +1781,7 @@ test_qgemm(int sat, size_t *n_sat)
 					sx += xv;
 					sw += wv;
 					se += (int64_t)xv * wv;
-					if (!p16)
-						sxw += (int64_t)xv * wv;
-					else if (kk % 2 == 0)
-						half = xv * wv;
-					else
-						sxw += sat16_ref(half + xv * wv);
+					pair_add(&sxw, &half, kk, xv * wv, p16);
 				}
 				if (p16 && k % 2)
 					sxw += half;

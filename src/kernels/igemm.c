@@ -280,47 +280,20 @@ qr_ig_pack_rows(const uint8_t *src, size_t ld, size_t k, size_t nb, int flip,
 		memset(dst + kk * nbp + 4 * nb, 0, 4 * (nbp - nb));
 }
 
-/* Raw sums, portable: c[i][j] = sum_k w[i][k] * x[k][j] (mod 2^32). */
-static void
-ig_raw_portable(const struct qr_ig_weights *iw, const uint8_t *xp, size_t nb,
-		int32_t *c, size_t ldc)
-{
-	size_t nbp = round_up(nb, QR_IG_NALIGN), kq = iw->k4 / 4;
-	size_t i, kb, j;
-
-	for (i = 0; i < iw->m; i++) {
-		const int8_t *w = iw->w + i * iw->k4;
-		uint32_t *ci = (uint32_t *)(c + i * ldc);
-
-		for (j = 0; j < nb; j++)
-			ci[j] = 0;
-		for (kb = 0; kb < kq; kb++) {
-			const uint8_t *x = xp + kb * nbp * 4;
-			int32_t w0 = w[4 * kb], w1 = w[4 * kb + 1];
-			int32_t w2 = w[4 * kb + 2], w3 = w[4 * kb + 3];
-
-			for (j = 0; j < nb; j++)
-				ci[j] += (uint32_t)(w0 * x[4 * j] +
-						    w1 * x[4 * j + 1] +
-						    w2 * x[4 * j + 2] +
-						    w3 * x[4 * j + 3]);
-		}
-	}
-}
-
 static inline int32_t
 sat16(int32_t v)
 {
 	return v > INT16_MAX ? INT16_MAX : v < INT16_MIN ? INT16_MIN : v;
 }
 
-/* ig_raw_portable as ONNX Runtime's u8 x s8 kernels compute it on CPUs
+/* Raw sums, portable: c[i][j] = sum_k w[i][k] * x[k][j] (mod 2^32). With
+ * pairs16, as ONNX Runtime's u8 x s8 kernels compute them on CPUs
  * without VNNI (vpmaddubsw, then vpmaddwd with ones): each pair of
  * products, k and k + 1 for even k, saturated to int16 before it is
  * added. */
 static void
-ig_raw_pairs16(const struct qr_ig_weights *iw, const uint8_t *xp, size_t nb,
-	       int32_t *c, size_t ldc)
+ig_raw_portable(const struct qr_ig_weights *iw, const uint8_t *xp, size_t nb,
+		int32_t *c, size_t ldc, int pairs16)
 {
 	size_t nbp = round_up(nb, QR_IG_NALIGN), kq = iw->k4 / 4;
 	size_t i, kb, j;
@@ -336,12 +309,20 @@ ig_raw_pairs16(const struct qr_ig_weights *iw, const uint8_t *xp, size_t nb,
 			int32_t w0 = w[4 * kb], w1 = w[4 * kb + 1];
 			int32_t w2 = w[4 * kb + 2], w3 = w[4 * kb + 3];
 
-			for (j = 0; j < nb; j++)
-				ci[j] += (uint32_t)(
-					sat16(w0 * x[4 * j] +
-					      w1 * x[4 * j + 1]) +
-					sat16(w2 * x[4 * j + 2] +
-					      w3 * x[4 * j + 3]));
+			if (pairs16)
+				for (j = 0; j < nb; j++)
+					ci[j] += (uint32_t)(
+						sat16(w0 * x[4 * j] +
+						      w1 * x[4 * j + 1]) +
+						sat16(w2 * x[4 * j + 2] +
+						      w3 * x[4 * j + 3]));
+			else
+				for (j = 0; j < nb; j++)
+					ci[j] += (uint32_t)(
+						(w0 * x[4 * j] +
+						 w1 * x[4 * j + 1]) +
+						(w2 * x[4 * j + 2] +
+						 w3 * x[4 * j + 3]));
 		}
 	}
 }
@@ -556,14 +537,14 @@ qr_ig_gemm(const struct qr_ig_weights *iw, const uint8_t *xp,
 			ig_raw_pairs16_avx2(iw, xp, nb, c, ldc);
 		else
 #endif
-			ig_raw_pairs16(iw, xp, nb, c, ldc);
+			ig_raw_portable(iw, xp, nb, c, ldc, 1);
 	} else
 #ifdef QR_HAVE_VNNI_CODE
 	if (qr_ig_use_vnni())
 		ig_raw_vnni(iw, xp, nb, c, ldc);
 	else
 #endif
-		ig_raw_portable(iw, xp, nb, c, ldc);
+		ig_raw_portable(iw, xp, nb, c, ldc, 0);
 
 	for (i = 0; i < iw->m; i++) {
 		uint32_t *ci = (uint32_t *)(c + i * ldc);
