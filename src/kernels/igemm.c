@@ -522,6 +522,28 @@ zp_fix_avx512(uint32_t *ci, const int32_t *colsum, size_t nb, uint32_t k0,
 }
 #endif
 
+#ifdef QR_HAVE_VNNI_CODE
+/* zp_fix_avx512 on 8 lanes. */
+static __attribute__((target("avx2"))) size_t
+zp_fix_avx2(uint32_t *ci, const int32_t *colsum, size_t nb, uint32_t k0,
+	    uint32_t wz)
+{
+	const __m256i vk = _mm256_set1_epi32((int)k0);
+	const __m256i vw = _mm256_set1_epi32((int)wz);
+	size_t j;
+
+	for (j = 0; j + 8 <= nb; j += 8) {
+		__m256i c = _mm256_loadu_si256((const __m256i *)(ci + j));
+		__m256i s = _mm256_loadu_si256((const __m256i *)(colsum + j));
+
+		c = _mm256_add_epi32(c, _mm256_sub_epi32(
+						vk, _mm256_mullo_epi32(vw, s)));
+		_mm256_storeu_si256((__m256i *)(ci + j), c);
+	}
+	return j;
+}
+#endif
+
 void
 qr_ig_gemm(const struct qr_ig_weights *iw, const uint8_t *xp,
 	   const int32_t *colsum, size_t nb, int32_t x_zp, int u8s8,
@@ -556,6 +578,8 @@ qr_ig_gemm(const struct qr_ig_weights *iw, const uint8_t *xp,
 #ifdef QR_HAVE_VNNI_CODE
 		if (qr_ig_use_vnni())
 			j = zp_fix_avx512(ci, colsum, nb, k0, wz);
+		else if (qr_kernels_cpu_features() & QR_CPU_AVX2)
+			j = zp_fix_avx2(ci, colsum, nb, k0, wz);
 #endif
 		for (; j < nb; j++)
 			ci[j] += k0 - wz * (uint32_t)colsum[j];

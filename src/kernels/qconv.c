@@ -102,17 +102,58 @@ requantize_row_avx512(const int32_t *acc, size_t n, int32_t bias,
 }
 #endif
 
+#ifdef QR_HAVE_AVX512_CODE
+/* requantize_row_avx512 on 8 lanes (CPUs without AVX-512); returns the
+ * values done, a multiple of 8. */
+static __attribute__((target("avx2"))) size_t
+requantize_row_avx2(const int32_t *acc, size_t n, int32_t bias, float scale,
+		    int32_t zp, int y_signed, void *y)
+{
+	const __m256 lo = _mm256_set1_ps((float)((y_signed ? -128 : 0) - zp));
+	const __m256 hi = _mm256_set1_ps((float)((y_signed ? 127 : 255) - zp));
+	const __m256 sc = _mm256_set1_ps(scale);
+	const __m256i b = _mm256_set1_epi32(bias), z = _mm256_set1_epi32(zp);
+	const __m256i low_bytes = _mm256_setr_epi8(
+		0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+		0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+	uint8_t *d = y;
+	size_t i;
+
+	for (i = 0; i + 8 <= n; i += 8) {
+		__m256i a = _mm256_add_epi32(_mm256_loadu_si256(
+			(const __m256i *)(acc + i)), b);
+		__m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(a), sc);
+		uint32_t w0, w1;
+
+		f = _mm256_max_ps(f, lo);
+		f = _mm256_min_ps(f, hi);
+		a = _mm256_add_epi32(_mm256_cvtps_epi32(f), z);
+		a = _mm256_shuffle_epi8(a, low_bytes);
+		w0 = (uint32_t)_mm_cvtsi128_si32(_mm256_castsi256_si128(a));
+		w1 = (uint32_t)_mm_cvtsi128_si32(_mm256_extracti128_si256(a, 1));
+		memcpy(d + i, &w0, 4);
+		memcpy(d + i + 4, &w1, 4);
+	}
+	return i;
+}
+#endif
+
 void
 qr_requantize_row(const int32_t *acc, size_t n, int32_t bias, float scale,
 		  int32_t zp, int y_signed, void *y)
 {
+	size_t i = 0;
+
 #ifdef QR_HAVE_AVX512_CODE
 	if (qr_kernels_cpu_features() & QR_CPU_AVX512BW) {
 		requantize_row_avx512(acc, n, bias, scale, zp, y_signed, y);
 		return;
 	}
+	if (qr_kernels_cpu_features() & QR_CPU_AVX2)
+		i = requantize_row_avx2(acc, n, bias, scale, zp, y_signed, y);
 #endif
-	requantize_row_portable(acc, n, bias, scale, zp, y_signed, y);
+	requantize_row_portable(acc + i, n - i, bias, scale, zp, y_signed,
+				(uint8_t *)y + i);
 }
 
 void
