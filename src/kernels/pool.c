@@ -276,6 +276,88 @@ MAXPOOL_AVX512(maxpool_u8_avx512, uint8_t, int, 0, __m512i,
 MAXPOOL_AVX512(maxpool_s8_avx512, int8_t, int, -128, __m512i,
 	       _mm512_set1_epi32(-128), S8_LOAD, even32, I_MAX, I8_STORE)
 
+/* Float MaxPool on 8 lanes for CPUs without AVX-512: the same rows and
+ * taps as MAXPOOL_AVX512; 8 outputs at a time inside the row, the rest
+ * tap by tap. Stride 2 reads 15 values and keeps the even ones (the
+ * 16th is masked off: it may lie past the tensor). */
+static __attribute__((target("avx2"))) void
+maxpool_f32_avx2(const struct qr_pool_params *p, const float *x, float *y)
+{
+	size_t od_n = qr_pool_out_d(p), oh_n = qr_pool_out_h(p);
+	size_t ow_n = qr_pool_out_w(p), vol = p->d * p->h * p->w;
+	size_t s = p->stride_w, lo, hi, pl, od, oh, ow, a, b, k, r;
+	const __m256i first7 = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, -1, 0);
+
+	inner_span(p, ow_n, &lo, &hi);
+	for (pl = 0; pl < p->n * p->c; pl++) {
+		const float *xp = x ? x + pl * vol : x;
+
+		for (od = 0; od < od_n; od++)
+			for (oh = 0; oh < oh_n; oh++, y += ow_n) {
+				struct taps3 t = taps3_of(p, od, oh, 0);
+				const float *row[POOL_ROWS_MAX];
+				size_t n_row = 0;
+				ptrdiff_t id, ih, iw;
+
+				for (a = 0; a < p->kd; a++) {
+					if ((id = tap_at(&t.d, a, p->dil_d,
+							 p->d)) < 0)
+						continue;
+					for (b = 0; b < p->kh; b++)
+						if ((ih = tap_at(&t.h, b, p->dil_h,
+								 p->h)) >= 0)
+							row[n_row++] = &AT3(
+								xp, p, id, ih, 0);
+				}
+				for (ow = 0; ow < ow_n; ow++) {
+					float m = -INFINITY;
+
+					if (ow >= lo && ow + 8 <= hi) {
+						size_t at = ow * s - p->pad_l;
+						__m256 acc = _mm256_set1_ps(
+							-INFINITY);
+
+						for (r = 0; r < n_row; r++)
+							for (k = 0; k < p->kw; k++) {
+								const float *q = row[r] + at + k * p->dil_w;
+								__m256 v;
+
+								if (s == 1) {
+									v = _mm256_loadu_ps(q);
+								} else {
+									v = _mm256_shuffle_ps(
+										_mm256_loadu_ps(q),
+										_mm256_maskload_ps(q + 8, first7),
+										_MM_SHUFFLE(2, 0, 2, 0));
+									v = _mm256_castpd_ps(_mm256_permute4x64_pd(
+										_mm256_castps_pd(v),
+										_MM_SHUFFLE(3, 1, 2, 0)));
+								}
+								acc = _mm256_max_ps(v, acc);
+							}
+						_mm256_storeu_ps(y + ow, acc);
+						ow += 7;
+						continue;
+					}
+					t.w = taps_of(ow, p->w, p->kw, p->stride_w,
+						      p->pad_l, p->pad_r, p->dil_w);
+					for (r = 0; r < n_row; r++)
+						for (k = 0; k < p->kw; k++) {
+							float v;
+
+							iw = tap_at(&t.w, k, p->dil_w,
+								    p->w);
+							if (iw < 0)
+								continue;
+							v = row[r][iw];
+							m = v > m ? v : m;
+						}
+					y[ow] = m;
+				}
+			}
+	}
+}
+
 /* The AVX-512 pools take strides 1 and 2 across, and windows of at most
  * POOL_ROWS_MAX rows (planes times rows). */
 static int
@@ -308,6 +390,14 @@ qr_maxpool_f32(const struct qr_pool_params *p, const float *x, float *y)
 		struct qr_pool_params q = one_plane(p);
 
 		maxpool_f32_avx512(&q, x, y);
+		return;
+	}
+	if ((qr_kernels_cpu_features() & QR_CPU_AVX2) &&
+	    (p->stride_w == 1 || p->stride_w == 2) &&
+	    p->kh <= POOL_ROWS_MAX) {
+		struct qr_pool_params q = one_plane(p);
+
+		maxpool_f32_avx2(&q, x, y);
 		return;
 	}
 #endif
