@@ -292,6 +292,9 @@ test_stats_simd(void)
 	y[100] = -INFINITY;
 	x[517] = -INFINITY;
 	y[999] = NAN;
+	/* exactly on channel 3's upper bound, (255 - 255) * 0.1 + 0.1 / 2:
+	 * inside, not saturated */
+	x[610] = 0.05f;
 	p.dtype = QR_DT_UINT8;
 	p.n = CH;
 	p.axis = 1;

@@ -616,6 +616,78 @@ chan_run_avx512(const float *p, size_t n, float *mn, float *mx, double *s,
 }
 #endif
 
+#ifdef QR_AS_AVX2
+/* chan_run_avx512 on 8 lanes: blends keep min and max to the finite
+ * values, the not-finite ones add +0 to the sums. */
+static QR_AS_AVX2 size_t
+chan_run_avx2(const float *p, size_t n, float *mn, float *mx, double *s,
+	      uint64_t *m)
+{
+	const __m256 inf = _mm256_set1_ps(INFINITY), sign = _mm256_set1_ps(-0.0f);
+	__m256 vmn = _mm256_set1_ps(*mn), vmx = _mm256_set1_ps(*mx);
+	__m256d s0 = _mm256_setzero_pd(), s1 = s0;
+	float a[8], b[8];
+	uint64_t c = 0;
+	size_t i;
+	int l;
+
+	for (i = 0; i + 8 <= n; i += 8) {
+		__m256 v = _mm256_loadu_ps(p + i);
+		__m256 fin = _mm256_cmp_ps(_mm256_andnot_ps(sign, v), inf,
+					   _CMP_LT_OQ);
+		__m256 f = _mm256_and_ps(v, fin);
+
+		vmn = _mm256_blendv_ps(vmn, _mm256_min_ps(vmn, v), fin);
+		vmx = _mm256_blendv_ps(vmx, _mm256_max_ps(vmx, v), fin);
+		s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(f)));
+		s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(
+			_mm256_extractf128_ps(f, 1)));
+		c += (uint64_t)__builtin_popcount(
+			(unsigned)_mm256_movemask_ps(fin));
+	}
+	_mm256_storeu_ps(a, vmn);
+	_mm256_storeu_ps(b, vmx);
+	for (l = 0; l < 8; l++) {
+		*mn = a[l] < *mn ? a[l] : *mn;
+		*mx = b[l] > *mx ? b[l] : *mx;
+	}
+	{
+		double t[4];
+
+		_mm256_storeu_pd(t, _mm256_add_pd(s0, s1));
+		*s += (t[0] + t[1]) + (t[2] + t[3]);
+	}
+	*m += c;
+	return i;
+}
+
+/* outside_avx512 on 4 double lanes, two vectors a step. */
+static QR_AS_AVX2 size_t
+outside_avx2(const float *x, size_t n, double lo, double hi, uint64_t *cnt)
+{
+	const __m256d vlo = _mm256_set1_pd(lo), vhi = _mm256_set1_pd(hi);
+	const __m256d inf = _mm256_set1_pd(INFINITY), sign = _mm256_set1_pd(-0.0);
+	uint64_t c = 0;
+	size_t i;
+	int h;
+
+	for (i = 0; i + 8 <= n; i += 8)
+		for (h = 0; h < 2; h++) {
+			__m256d t = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4 * h));
+			__m256d out = _mm256_or_pd(
+				_mm256_cmp_pd(t, vlo, _CMP_LT_OQ),
+				_mm256_cmp_pd(t, vhi, _CMP_GT_OQ));
+
+			out = _mm256_and_pd(out, _mm256_cmp_pd(
+				_mm256_andnot_pd(sign, t), inf, _CMP_LT_OQ));
+			c += (uint64_t)__builtin_popcount(
+				(unsigned)_mm256_movemask_pd(out));
+		}
+	*cnt += c;
+	return i;
+}
+#endif
+
 int
 qr_as_chan_add(struct qr_as_chan *c, const float *x, const int64_t *dims,
 	       int ndim)
@@ -657,6 +729,8 @@ qr_as_chan_add(struct qr_as_chan *c, const float *x, const int64_t *dims,
 #ifdef QR_AS_AVX512
 			if (qr_kernels_cpu_features() & QR_CPU_AVX512BW)
 				i = chan_run_avx512(p, inner, &mn, &mx, &s, &m);
+			else if (qr_kernels_cpu_features() & QR_CPU_AVX2)
+				i = chan_run_avx2(p, inner, &mn, &mx, &s, &m);
 #endif
 			for (; i < inner; i++) {
 				if (!isfinite(p[i]))
@@ -914,6 +988,8 @@ qr_as_saturated(const struct qr_as_qparams *p, const float *x, size_t n,
 #ifdef QR_AS_AVX512
 		if (qr_kernels_cpu_features() & QR_CPU_AVX512BW)
 			j += outside_avx512(x + i, run, lo, hi, &cnt);
+		else if (qr_kernels_cpu_features() & QR_CPU_AVX2)
+			j += outside_avx2(x + i, run, lo, hi, &cnt);
 #endif
 		for (; j < i + run; j++)
 			cnt += (x[j] < lo || x[j] > hi) && isfinite(x[j]);
