@@ -110,7 +110,9 @@ qr_ig_use_vnni(void)
 const char *
 qr_kernels_igemm_path(void)
 {
-	return qr_ig_use_vnni() ? "avx512vnni" : "portable";
+	return qr_ig_use_vnni() ? "avx512vnni" :
+	       (qr_kernels_cpu_features() & QR_CPU_AVX2) ? "avx2" :
+	       "portable";
 }
 
 /* The CPUs whose ONNX Runtime kernels the engine can reproduce, by the

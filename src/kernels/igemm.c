@@ -382,6 +382,73 @@ p16_tile(const int8_t *w, size_t k4, const uint8_t *x, size_t xstride,
 #undef P16_ROW
 #undef P16_OUT
 
+/* Exact raw sums with AVX2 (no VNNI): bytes widened to int16, vpmaddwd
+ * sums each column's products in two pairs (exactly: 2 * 255 * 128 fits
+ * int32), and the pairs are added at the end. R rows (1 or 2, a
+ * constant) by 16 columns from x. */
+static inline __attribute__((always_inline, target("avx2"))) void
+exact_tile(const int8_t *w, size_t k4, const uint8_t *x, size_t xstride,
+	   int32_t *c, size_t ldc, size_t n, const int R)
+{
+	__m256i a[2][4];
+	size_t kb, kq = k4 / 4;
+	int r, q;
+
+	for (r = 0; r < 2; r++)
+		for (q = 0; q < 4; q++)
+			a[r][q] = _mm256_setzero_si256();
+	for (kb = 0; kb < kq; kb++, x += xstride) {
+		__m256i xw[4];
+
+		for (q = 0; q < 4; q++)
+			xw[q] = _mm256_cvtepu8_epi16(_mm_loadu_si128(
+				(const __m128i *)(x + 16 * q)));
+		for (r = 0; r < R; r++) {
+			int32_t w4;
+			__m256i wv;
+
+			memcpy(&w4, w + r * k4 + 4 * kb, 4);
+			wv = _mm256_cvtepi8_epi16(_mm_set1_epi32(w4));
+			for (q = 0; q < 4; q++)
+				a[r][q] = _mm256_add_epi32(a[r][q],
+					_mm256_madd_epi16(xw[q], wv));
+		}
+	}
+	for (r = 0; r < R; r++) {
+		int32_t t[16];
+		__m256i lo = _mm256_permute4x64_epi64(_mm256_hadd_epi32(
+			a[r][0], a[r][1]), _MM_SHUFFLE(3, 1, 2, 0));
+		__m256i hi = _mm256_permute4x64_epi64(_mm256_hadd_epi32(
+			a[r][2], a[r][3]), _MM_SHUFFLE(3, 1, 2, 0));
+
+		_mm256_storeu_si256((__m256i *)t, lo);
+		_mm256_storeu_si256((__m256i *)(t + 8), hi);
+		memcpy(c + r * ldc, t, n * sizeof *t);
+	}
+}
+
+static __attribute__((target("avx2"))) void
+ig_raw_exact_avx2(const struct qr_ig_weights *iw, const uint8_t *xp,
+		  size_t nb, int32_t *c, size_t ldc)
+{
+	size_t nbp = round_up(nb, QR_IG_NALIGN), i, j;
+
+	for (i = 0; i < iw->m; i += 2) {
+		const int8_t *w = iw->w + i * iw->k4;
+
+		for (j = 0; j < nb; j += 16) {
+			size_t n = nb - j < 16 ? nb - j : 16;
+
+			if (iw->m - i >= 2)
+				exact_tile(w, iw->k4, xp + j * 4, nbp * 4,
+					   c + i * ldc + j, ldc, n, 2);
+			else
+				exact_tile(w, iw->k4, xp + j * 4, nbp * 4,
+					   c + i * ldc + j, ldc, n, 1);
+		}
+	}
+}
+
 static __attribute__((target("avx2"))) void
 ig_raw_pairs16_avx2(const struct qr_ig_weights *iw, const uint8_t *xp,
 		    size_t nb, int32_t *c, size_t ldc)
@@ -564,6 +631,8 @@ qr_ig_gemm(const struct qr_ig_weights *iw, const uint8_t *xp,
 #ifdef QR_HAVE_VNNI_CODE
 	if (qr_ig_use_vnni())
 		ig_raw_vnni(iw, xp, nb, c, ldc);
+	else if (qr_kernels_cpu_features() & QR_CPU_AVX2)
+		ig_raw_exact_avx2(iw, xp, nb, c, ldc);
 	else
 #endif
 		ig_raw_portable(iw, xp, nb, c, ldc, 0);

@@ -69,7 +69,8 @@ const char *qr_kernels_ort_cpu(void);
  * an unknown name. Set before models are loaded: int8 weights are packed
  * for them. */
 int qr_kernels_set_ort_cpu(const char *name);
-/* Name of the int8 GEMM path in use now: "avx512vnni" or "portable". */
+/* Name of the int8 GEMM path in use now: "avx512vnni", "avx2" or
+ * "portable". */
 const char *qr_kernels_igemm_path(void);
 
 /* ---- Threads (parallel.c) ---- */
