@@ -386,46 +386,55 @@ p16_tile(const int8_t *w, size_t k4, const uint8_t *x, size_t xstride,
  * sums each column's products in two pairs (exactly: 2 * 255 * 128 fits
  * int32), and the pairs are added at the end. R rows (1 or 2, a
  * constant) by 16 columns from x. */
+#define EX_ROW(r)                                                         \
+	if (R > (r)) {                                                    \
+		int32_t w4_;                                              \
+		__m256i wv_;                                              \
+		memcpy(&w4_, w + (r) * k4 + 4 * kb, 4);                   \
+		wv_ = _mm256_cvtepi8_epi16(_mm_set1_epi32(w4_));          \
+		a##r##0 = _mm256_add_epi32(a##r##0, _mm256_madd_epi16(x0, wv_));\
+		a##r##1 = _mm256_add_epi32(a##r##1, _mm256_madd_epi16(x1, wv_));\
+		a##r##2 = _mm256_add_epi32(a##r##2, _mm256_madd_epi16(x2, wv_));\
+		a##r##3 = _mm256_add_epi32(a##r##3, _mm256_madd_epi16(x3, wv_));\
+	}
+#define EX_OUT(r)                                                         \
+	if (R > (r)) {                                                    \
+		int32_t t_[16];                                           \
+		_mm256_storeu_si256((__m256i *)t_, _mm256_permute4x64_epi64(\
+			_mm256_hadd_epi32(a##r##0, a##r##1),              \
+			_MM_SHUFFLE(3, 1, 2, 0)));                        \
+		_mm256_storeu_si256((__m256i *)(t_ + 8),                  \
+			_mm256_permute4x64_epi64(                         \
+				_mm256_hadd_epi32(a##r##2, a##r##3),      \
+				_MM_SHUFFLE(3, 1, 2, 0)));                \
+		memcpy(c + (r) * ldc, t_, n * sizeof *t_);                \
+	}
 static inline __attribute__((always_inline, target("avx2"))) void
 exact_tile(const int8_t *w, size_t k4, const uint8_t *x, size_t xstride,
 	   int32_t *c, size_t ldc, size_t n, const int R)
 {
-	__m256i a[2][4];
+	__m256i a00 = _mm256_setzero_si256(), a01 = a00, a02 = a00, a03 = a00;
+	__m256i a10 = a00, a11 = a00, a12 = a00, a13 = a00;
 	size_t kb, kq = k4 / 4;
-	int r, q;
 
-	for (r = 0; r < 2; r++)
-		for (q = 0; q < 4; q++)
-			a[r][q] = _mm256_setzero_si256();
 	for (kb = 0; kb < kq; kb++, x += xstride) {
-		__m256i xw[4];
+		__m256i x0 = _mm256_cvtepu8_epi16(_mm_loadu_si128(
+			(const __m128i *)x));
+		__m256i x1 = _mm256_cvtepu8_epi16(_mm_loadu_si128(
+			(const __m128i *)(x + 16)));
+		__m256i x2 = _mm256_cvtepu8_epi16(_mm_loadu_si128(
+			(const __m128i *)(x + 32)));
+		__m256i x3 = _mm256_cvtepu8_epi16(_mm_loadu_si128(
+			(const __m128i *)(x + 48)));
 
-		for (q = 0; q < 4; q++)
-			xw[q] = _mm256_cvtepu8_epi16(_mm_loadu_si128(
-				(const __m128i *)(x + 16 * q)));
-		for (r = 0; r < R; r++) {
-			int32_t w4;
-			__m256i wv;
-
-			memcpy(&w4, w + r * k4 + 4 * kb, 4);
-			wv = _mm256_cvtepi8_epi16(_mm_set1_epi32(w4));
-			for (q = 0; q < 4; q++)
-				a[r][q] = _mm256_add_epi32(a[r][q],
-					_mm256_madd_epi16(xw[q], wv));
-		}
+		EX_ROW(0)
+		EX_ROW(1)
 	}
-	for (r = 0; r < R; r++) {
-		int32_t t[16];
-		__m256i lo = _mm256_permute4x64_epi64(_mm256_hadd_epi32(
-			a[r][0], a[r][1]), _MM_SHUFFLE(3, 1, 2, 0));
-		__m256i hi = _mm256_permute4x64_epi64(_mm256_hadd_epi32(
-			a[r][2], a[r][3]), _MM_SHUFFLE(3, 1, 2, 0));
-
-		_mm256_storeu_si256((__m256i *)t, lo);
-		_mm256_storeu_si256((__m256i *)(t + 8), hi);
-		memcpy(c + r * ldc, t, n * sizeof *t);
-	}
+	EX_OUT(0)
+	EX_OUT(1)
 }
+#undef EX_ROW
+#undef EX_OUT
 
 static __attribute__((target("avx2"))) void
 ig_raw_exact_avx2(const struct qr_ig_weights *iw, const uint8_t *xp,
