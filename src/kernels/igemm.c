@@ -110,6 +110,28 @@ pack_cols_portable(const uint8_t *src, size_t ld, size_t k, size_t nb,
 }
 
 #ifdef QR_HAVE_VNNI_CODE
+/* The SIMD packers' last columns [j, nb) of one group of four rows s
+ * (NULL: a row past k, zeros), then zeros up to nbp. */
+static void
+pack_tail(const uint8_t *const s[4], uint8_t x80, size_t j, size_t nb,
+	  size_t nbp, uint8_t *d, int32_t *colsum)
+{
+	int t;
+
+	for (; j < nb; j++) {
+		int32_t sum = 0;
+
+		for (t = 0; t < 4; t++) {
+			uint8_t b = s[t] ? s[t][j] ^ x80 : 0;
+
+			d[4 * j + (size_t)t] = b;
+			sum += b;
+		}
+		colsum[j] += sum;
+	}
+	memset(d + 4 * nb, 0, 4 * (nbp - nb));
+}
+
 /* pack_cols_portable with 16 columns per step: byte/word unpacks
  * interleave four rows, vpdpbusd against ones adds them to the sums. */
 static __attribute__((target("avx512f,avx512bw,avx512vnni"))) void
@@ -152,18 +174,7 @@ pack_cols_vnni(const uint8_t *src, size_t ld, size_t k, size_t nb,
 			cs = _mm512_dpbusd_epi32(cs, v, ones);
 			_mm512_storeu_si512(colsum + j, cs);
 		}
-		for (; j < nb; j++) {
-			int32_t sum = 0;
-
-			for (t = 0; t < 4; t++) {
-				uint8_t b = s[t] ? s[t][j] ^ x80 : 0;
-
-				d[4 * j + (size_t)t] = b;
-				sum += b;
-			}
-			colsum[j] += sum;
-		}
-		memset(d + 4 * nb, 0, 4 * (nbp - nb));
+		pack_tail(s, x80, j, nb, nbp, d, colsum);
 	}
 }
 
@@ -221,18 +232,7 @@ pack_cols_avx2(const uint8_t *src, size_t ld, size_t k, size_t nb,
 				_mm256_add_epi32(c1, _mm256_loadu_si256(
 					(const __m256i *)(colsum + j + 8))));
 		}
-		for (; j < nb; j++) {
-			int32_t sum = 0;
-
-			for (t = 0; t < 4; t++) {
-				uint8_t b = s[t] ? s[t][j] ^ x80 : 0;
-
-				d[4 * j + (size_t)t] = b;
-				sum += b;
-			}
-			colsum[j] += sum;
-		}
-		memset(d + 4 * nb, 0, 4 * (nbp - nb));
+		pack_tail(s, x80, j, nb, nbp, d, colsum);
 	}
 }
 #endif
