@@ -44,6 +44,8 @@ mlas_exp(float v)
 	float biased, m;
 
 	v = -103.9720840454f > v ? -103.9720840454f : v;
+	if (isnan(v))
+		return v; /* VSCALEFPS gives NaN; (int)NaN would be undefined */
 	biased = fmaf(v, 1.44269504088896341f, bias);
 	m = biased - bias;
 	v = fmaf(m, -6.93145752e-1f, v);
