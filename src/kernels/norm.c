@@ -77,12 +77,12 @@ mlas_exp_fma3(float v)
 }
 
 /*
- * One softmax row in ONNX Runtime's order on a CPU with AVX-512F
- * (MLAS's AVX-512 kernels: checked bit for bit against onnxruntime-node 1.30 on rows of 1
- * to 1000 values and on swin_t's masked attention, as a QDQ model needs
- * to quantize attention probabilities as ORT does): e_i = mlas_exp(x_i -
- * max); the sum over two 8-lane
- * accumulators taking 16 values a step, the last partial step masked
+ * One softmax row in ONNX Runtime's order on a CPU with AVX-512F (MLAS's
+ * AVX-512 kernels: checked bit for bit against onnxruntime-node 1.30 on
+ * rows of 1 to 1000 values and on swin_t's masked attention, as a QDQ
+ * model needs to quantize attention probabilities as ORT does): e_i =
+ * mlas_exp(x_i - max); the sum over two 8-lane accumulators taking 16
+ * values a step, the last partial step masked
  * (its first 8 values to the first accumulator, the rest to the second;
  * 8 or fewer all to the first); the accumulators added lane by lane, then
  * the lanes in adjacent pairs, pairs of pairs, and the last two; y_i =
@@ -191,8 +191,9 @@ mlas_exp_fma3_8(__m256 v)
 	return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
-/* softmax_row_fma3 on 8 lanes; the masked tail adds +0 to the lanes it
- * does not cover, which changes no bit of a sum of exps. */
+/* softmax_row_fma3 on 8 lanes; the last partial step goes lane by lane
+ * into the first lanes (MLAS's masked step adds +0 to the others, which
+ * changes no bit of a sum of exps). */
 static AVX2 void
 softmax_row_avx2(const float *x, size_t n, float *y)
 {
