@@ -115,13 +115,31 @@ follow(const struct qr_graph *g, const struct qr_an_wlayer *l,
 	return s;
 }
 
-/* A layer's weight as floats with its BN folded in; *folded set. */
+/* Bytes of a layer's float copy (xpages: the copies come and go one
+ * set at a time, and fresh pages fault one by one). */
+static size_t
+copy_bytes(const struct qr_an_wlayer *l)
+{
+	return (l->w->n_elem ? l->w->n_elem : 1) * sizeof(float);
+}
+
+/* A layer's weight as floats with its BN folded in (free with
+ * xpages_free and copy_bytes); *folded set. NULL if it has no data. */
 static float *
 load_folded(const struct qr_graph *g, const struct qr_an_wlayer *l,
 	    int *folded)
 {
 	const struct qr_node *bn;
-	float *w = qr_an_to_f32(l->w), *f;
+	float *w, *f;
+
+	*folded = 0;
+	if (l->w->data == NULL && l->w->n_elem > 0)
+		return NULL;
+	w = xpages(copy_bytes(l));
+	if (l->w->n_elem > 0 && qr_tensor_to_f32(l->w, w, NULL) != QR_OK) {
+		xpages_free(w, copy_bytes(l));
+		return NULL;
+	}
 
 	f = qr_an_bn_factors(g, l->node, (size_t)l->w->dims[0], &bn);
 	*folded = f != NULL;
@@ -411,7 +429,7 @@ qr_an_cle(struct qr_analysis *a, const struct qr_graph *g,
 		by_node[fl[i].node] = (long)i;
 	for (i = 0; i < n_fl; i++) {
 		cle_from(a, g, fl, i, by_node, mid, &cs, o->bits);
-		free(cs.cur[i]);
+		xpages_free(cs.cur[i], copy_bytes(&fl[i]));
 		cs.cur[i] = NULL;
 	}
 	free(cs.cur);

@@ -107,6 +107,15 @@ qr_wino_f32_ok(const struct qr_conv_params *p)
 	       p->group == 1 && p->out_pad_h == 0 && p->out_pad_w == 0;
 }
 
+/* Bytes of wk->u (xpages; at least 1). */
+static size_t
+u_bytes(const struct qr_wino_f32 *wk)
+{
+	size_t n = WXI * wk->c_in * wk->ldo;
+
+	return (n ? n : 1) * sizeof *wk->u;
+}
+
 struct qr_wino_f32 *
 qr_wino_f32_new(size_t c_out, size_t c_in, const float *w)
 {
@@ -120,13 +129,12 @@ qr_wino_f32_new(size_t c_out, size_t c_in, const float *w)
 		{0, 0, 1},
 	};
 	struct qr_wino_f32 *wk = xmalloc(sizeof *wk);
-	size_t co, ci, i, j, a, b, n;
+	size_t co, ci, i, j, a, b;
 
 	wk->c_out = c_out;
 	wk->c_in = c_in;
 	wk->ldo = (c_out + WP - 1) / WP * WP;
-	n = WXI * c_in * wk->ldo;
-	wk->u = xcalloc(n ? n : 1, sizeof *wk->u);
+	wk->u = xpages(u_bytes(wk));
 	for (co = 0; co < c_out; co++)
 		for (ci = 0; ci < c_in; ci++) {
 			const float *f = w + (co * c_in + ci) * 9;
@@ -163,7 +171,7 @@ qr_wino_f32_free(struct qr_wino_f32 *wk)
 {
 	if (!wk)
 		return;
-	free(wk->u);
+	xpages_free(wk->u, u_bytes(wk));
 	free(wk);
 }
 

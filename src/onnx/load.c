@@ -31,6 +31,9 @@ struct ext_file {
 struct qr_model_priv {
 	struct qr_arena arena;     /* the model struct and everything converted */
 	Onnx__ModelProto *pb;      /* unpacked message; raw_data points into it */
+	uint8_t *raw;              /* the large raw_data unpack_lean left out of
+				    * pb, copied in here (xpages), or NULL */
+	size_t raw_bytes;          /* bytes of raw */
 	char *base_dir;            /* folder external data resolves in, or NULL */
 	char *base_real;           /* realpath of base_dir, computed on demand */
 	struct ext_file *ext;      /* mapped external data files */
@@ -329,11 +332,12 @@ strip_msg(struct strip *s, int level, const uint8_t *p, const uint8_t *end,
  * walk does not follow is unpacked as it is, for protobuf-c to judge.
  */
 static Onnx__ModelProto *
-unpack_lean(const uint8_t *buf, size_t len, const struct qr_map *map)
+unpack_lean(const uint8_t *buf, size_t len, const struct qr_map *map,
+	    struct qr_model_priv *p)
 {
 	struct strip s = {0};
 	Onnx__ModelProto *pb = NULL;
-	size_t n, i;
+	size_t n, i, at;
 
 	s.base = buf;
 	n = strip_msg(&s, 0, buf, buf + len, 0);
@@ -360,12 +364,20 @@ unpack_lean(const uint8_t *buf, size_t len, const struct qr_map *map)
 		free(s.ref);
 		return onnx__model_proto__unpack(NULL, len, buf);
 	}
-	for (i = 0; i < s.n_ref; i++) {
+	/* one block for them all, in huge pages (xpages), 64-byte aligned */
+	for (i = 0, at = 0; i < s.n_ref; i++)
+		at += (s.ref[i].len + 63) & ~(size_t)63;
+	p->raw_bytes = at;
+	p->raw = s.n_ref ? xpages(at) : NULL;
+	for (i = 0, at = 0; i < s.n_ref; i++) {
 		const struct raw_ref *r = &s.ref[i];
 		Onnx__TensorProto *tp = pb->graph->initializer[r->init];
 
 		free(tp->raw_data.data);
-		tp->raw_data.data = xmalloc(r->len);
+		tp->raw_data.data = p->raw + at;
+		at += (r->len + 63) & ~(size_t)63;
+		if (map != NULL)
+			qr_map_populate(map, r->off, r->len);
 		memcpy(tp->raw_data.data, buf + r->off, r->len);
 		tp->raw_data.len = r->len;
 		if (map != NULL)
@@ -1153,7 +1165,7 @@ load_buffer(const void *buf, size_t len, const struct qr_map *map,
 			       MAX_WIRE_DEPTH);
 		goto out;
 	}
-	pb = unpack_lean(buf, len, map);
+	pb = unpack_lean(buf, len, map, p);
 	p->pb = pb;
 	if (pb == NULL) {
 		st = qr_errorf(d, QR_EFORMAT, "file '%s': not an ONNX model "
@@ -1244,8 +1256,25 @@ qr_onnx_free(struct qr_model *m)
 	if (m == NULL)
 		return;
 	p = m->priv;
+	if (p->pb != NULL && p->raw != NULL && p->pb->graph != NULL) {
+		/* not protobuf-c's to free */
+		Onnx__GraphProto *g = p->pb->graph;
+
+		for (i = 0; i < g->n_initializer; i++) {
+			Onnx__TensorProto *tp = g->initializer[i];
+
+			uintptr_t at = (uintptr_t)tp->raw_data.data;
+
+			if (at >= (uintptr_t)p->raw &&
+			    at < (uintptr_t)p->raw + p->raw_bytes) {
+				tp->raw_data.data = NULL;
+				tp->raw_data.len = 0;
+			}
+		}
+	}
 	if (p->pb != NULL)
 		onnx__model_proto__free_unpacked(p->pb, NULL);
+	xpages_free(p->raw, p->raw_bytes);
 	for (i = 0; i < p->n_ext; i++) {
 		qr_unmap(&p->ext[i].map);
 		free(p->ext[i].real);

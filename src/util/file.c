@@ -65,6 +65,28 @@ qr_map_drop(const struct qr_map *m, size_t off, size_t len)
 }
 
 void
+qr_map_populate(const struct qr_map *m, size_t off, size_t len)
+{
+#ifdef __linux__
+	long pg = sysconf(_SC_PAGESIZE);
+	size_t page = pg > 0 ? (size_t)pg : 4096;
+	uintptr_t a, b;
+
+	if (m == NULL || !m->mapped || m->data == NULL || off > m->size ||
+	    len > m->size - off || len == 0)
+		return;
+	a = (uintptr_t)(m->data + off) / page * page;
+	b = (uintptr_t)(m->data + off + len);
+	/* MADV_POPULATE_READ (Linux 5.14); older kernels say EINVAL */
+	madvise((void *)a, b - a, 22);
+#else
+	(void)m;
+	(void)off;
+	(void)len;
+#endif
+}
+
+void
 qr_unmap(struct qr_map *m)
 {
 	if (m == NULL)

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 void
@@ -68,6 +69,57 @@ xreallocarray(void *p, size_t n, size_t size)
 	if (qr_mul_overflow(n, size, &total))
 		qr_fatal("allocation of %zu x %zu bytes overflows", n, size);
 	return xrealloc(p, total);
+}
+
+#define HUGE_PAGE ((size_t)2 << 20)
+
+void *
+xpages(size_t size)
+{
+	size_t len = size ? size : 1, span;
+	uintptr_t a, b;
+	char *p;
+
+	if (len >= HUGE_PAGE) {
+		/* a 2 MiB-aligned range inside a larger mapping: huge pages
+		 * need the alignment; the ends are given back at once */
+		if (qr_add_overflow(len, HUGE_PAGE, &span))
+			qr_fatal("out of memory mapping %zu bytes", size);
+		p = mmap(NULL, span, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			qr_fatal("out of memory mapping %zu bytes", size);
+		a = ((uintptr_t)p + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+		b = (uintptr_t)p + span;
+		if (a > (uintptr_t)p)
+			munmap(p, a - (uintptr_t)p);
+		len = (len + 4095) & ~(size_t)4095;
+		if (b > a + len)
+			munmap((char *)(a + len), b - (a + len));
+		p = (char *)a;
+#ifdef MADV_HUGEPAGE
+		madvise(p, len, MADV_HUGEPAGE); /* a hint: may be refused */
+#endif
+		return p;
+	}
+	/* smaller: the heap's recycled pages beat pages of its own */
+	if (posix_memalign((void **)&p, 64, len) != 0)
+		qr_fatal("out of memory allocating %zu bytes", size);
+	memset(p, 0, len);
+	return p;
+}
+
+void
+xpages_free(void *p, size_t size)
+{
+	size_t len = size ? size : 1;
+
+	if (p == NULL)
+		return;
+	if (len >= HUGE_PAGE)
+		munmap(p, (len + 4095) & ~(size_t)4095);
+	else
+		free(p);
 }
 
 char *
