@@ -256,14 +256,17 @@ copy_strided_f32(float *d, const float *s, size_t n, size_t sw)
 		for (ki = 0; ki < p->kh; ki++) {                            \
 			for (kj = 0; kj < p->kw; kj++, row += ncols) {      \
 				size_t lo, hi, c = col0, end = col0 + ncols;\
+				/* the first column's place; then whole     \
+				 * output rows, counted on (no division per \
+				 * row: rows are short) */                  \
+				size_t od = col0 / plane;                   \
+				size_t oh = col0 / ow_n % oh_n;             \
+				size_t ow = col0 % ow_n;                    \
 				T *d = row;                                 \
                                                                             \
 				valid_span(ow_n, p->stride_w, p->pad_l,     \
 					   kj * p->dil_w, p->w, &lo, &hi);  \
-				while (c < end) {                           \
-					size_t od = c / plane;              \
-					size_t oh = c / ow_n % oh_n;        \
-					size_t ow = c % ow_n;               \
+				for (; c < end; ow = 0) {                   \
 					size_t stop = ow_n - ow;            \
 					/* 2-D: stride_d = dil_d = 0 */     \
 					size_t idp = od * p->stride_d +     \
@@ -311,6 +314,10 @@ copy_strided_f32(float *d, const float *s, size_t n, size_t sw)
 					}                                   \
 					d += stop;                          \
 					c += stop;                          \
+					if (++oh == oh_n) {                 \
+						oh = 0;                     \
+						od++;                       \
+					}                                   \
 				}                                           \
 			}                                                   \
 		}                                                           \
