@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/kernels-int.h"
 #include "kernels/kernels.h"
 #include "tap.h"
 #include "util/util.h"
@@ -2613,6 +2614,108 @@ pool_fill(float *x, size_t n, unsigned *seed)
 	x[(*seed >> 8) % n] = NAN;
 }
 
+/* im2col (float and uint8) against the definition, one column at a
+ * time: 2- and 3-D geometry with strides, pads and dilations, over
+ * column ranges that start inside an output row and run across rows and
+ * depth planes, as the conv's column blocks do. */
+static void
+test_im2col(void)
+{
+	int t, bad = 0, bad8 = 0, shapes = 0;
+
+	for (t = 0; t < 300; t++) {
+		struct qr_conv_params p;
+		size_t cin = (size_t)rnd_int(1, 3), od_n, oh_n, ow_n, plane;
+		size_t k, kt, ki, kj, ci, c, col0, ncols, n_in, kd_n;
+		float *x, *col;
+		uint8_t *x8, *col8;
+
+		memset(&p, 0, sizeof p);
+		p.n = 1;
+		p.c_in = cin;
+		p.c_out = 1;
+		p.group = 1;
+		p.h = (size_t)rnd_int(1, 9);
+		p.w = (size_t)rnd_int(1, 11);
+		p.kh = (size_t)rnd_int(1, 3);
+		p.kw = (size_t)rnd_int(1, 3);
+		p.stride_h = (size_t)rnd_int(1, 2);
+		p.stride_w = (size_t)rnd_int(1, 3);
+		p.dil_h = (size_t)rnd_int(1, 2);
+		p.dil_w = (size_t)rnd_int(1, 2);
+		p.pad_t = (size_t)rnd_int(0, 2);
+		p.pad_b = (size_t)rnd_int(0, 2);
+		p.pad_l = (size_t)rnd_int(0, 2);
+		p.pad_r = (size_t)rnd_int(0, 2);
+		if (t % 3 == 0) { /* 3-D */
+			p.d = (size_t)rnd_int(1, 4);
+			p.kd = (size_t)rnd_int(1, 2);
+			p.stride_d = (size_t)rnd_int(1, 2);
+			p.dil_d = 1;
+			p.pad_f = (size_t)rnd_int(0, 1);
+			p.pad_k = (size_t)rnd_int(0, 1);
+		}
+		od_n = qr_conv_out_d(&p);
+		oh_n = qr_conv_out_h(&p);
+		ow_n = qr_conv_out_w(&p);
+		plane = od_n * oh_n * ow_n;
+		if (plane == 0)
+			continue;
+		shapes++;
+		kd_n = p.kd ? p.kd : 1;
+		col0 = (size_t)rnd_int(0, (int)plane - 1);
+		ncols = (size_t)rnd_int(1, (int)(plane - col0));
+		n_in = cin * (p.d ? p.d : 1) * p.h * p.w;
+		x = xmalloc(n_in * sizeof *x);
+		x8 = xmalloc(n_in);
+		for (k = 0; k < n_in; k++) {
+			x[k] = (float)k + 1.0f;
+			x8[k] = (uint8_t)(k % 250 + 1);
+		}
+		k = cin * kd_n * p.kh * p.kw;
+		col = xmalloc(k * ncols * sizeof *col);
+		col8 = xmalloc(k * ncols);
+		qr_im2col_f32(&p, x, cin, col0, ncols, col);
+		qr_im2col_u8(&p, x8, cin, col0, ncols, 0, col8);
+		k = 0;
+		for (ci = 0; ci < cin; ci++)
+		for (kt = 0; kt < kd_n; kt++)
+		for (ki = 0; ki < p.kh; ki++)
+		for (kj = 0; kj < p.kw; kj++, k++)
+			for (c = 0; c < ncols; c++) {
+				size_t o = col0 + c, ow = o % ow_n;
+				size_t oh = o / ow_n % oh_n, od = o / ow_n / oh_n;
+				long id = (long)(od * p.stride_d + kt * p.dil_d) -
+					  (long)p.pad_f;
+				long ih = (long)(oh * p.stride_h + ki * p.dil_h) -
+					  (long)p.pad_t;
+				long iw = (long)(ow * p.stride_w + kj * p.dil_w) -
+					  (long)p.pad_l;
+				size_t dn = p.d ? p.d : 1, at;
+				float want = 0;
+				uint8_t want8 = 0;
+
+				if (id >= 0 && id < (long)dn && ih >= 0 &&
+				    ih < (long)p.h && iw >= 0 && iw < (long)p.w) {
+					at = ((ci * dn + (size_t)id) * p.h +
+					      (size_t)ih) * p.w + (size_t)iw;
+					want = x[at];
+					want8 = x8[at];
+				}
+				bad += col[k * ncols + c] != want;
+				bad8 += col8[k * ncols + c] != want8;
+			}
+		free(x);
+		free(x8);
+		free(col);
+		free(col8);
+	}
+	ok(shapes > 100 && bad == 0, "im2col f32 = definition on %d shapes, "
+	   "2- and 3-D, column ranges across rows and planes (%d "
+	   "differ)", shapes, bad);
+	ok(bad8 == 0, "im2col u8 = definition (%d differ)", bad8);
+}
+
 /* 3-D (and 2-D, as depth 1) MaxPool and AveragePool: the AVX-512 path
  * gives the portable bits over windows, strides, pads, dilations, ceil
  * mode and count_include_pad, with a NaN in each volume. */
@@ -2949,6 +3052,7 @@ main(void)
 	test_pool();
 	test_maxpool_simd();
 	test_pool3d_simd();
+	test_im2col();
 	test_qgap();
 	test_resize();
 	test_norm();
