@@ -2624,29 +2624,17 @@ test_im2col(void)
 	int t, bad = 0, bad8 = 0, shapes = 0;
 
 	for (t = 0; t < 300; t++) {
-		struct qr_conv_params p;
-		size_t cin = (size_t)rnd_int(1, 3), od_n, oh_n, ow_n, plane;
+		struct qr_conv_params p = rand_params(0);
+		size_t cin, od_n, oh_n, ow_n, plane;
 		size_t k, kt, ki, kj, ci, c, col0, ncols, n_in, kd_n;
 		float *x, *col;
 		uint8_t *x8, *col8;
 
-		memset(&p, 0, sizeof p);
+		/* one image of one group: what a column block sees */
 		p.n = 1;
-		p.c_in = cin;
-		p.c_out = 1;
 		p.group = 1;
+		cin = p.c_in;
 		p.h = (size_t)rnd_int(1, 9);
-		p.w = (size_t)rnd_int(1, 11);
-		p.kh = (size_t)rnd_int(1, 3);
-		p.kw = (size_t)rnd_int(1, 3);
-		p.stride_h = (size_t)rnd_int(1, 2);
-		p.stride_w = (size_t)rnd_int(1, 3);
-		p.dil_h = (size_t)rnd_int(1, 2);
-		p.dil_w = (size_t)rnd_int(1, 2);
-		p.pad_t = (size_t)rnd_int(0, 2);
-		p.pad_b = (size_t)rnd_int(0, 2);
-		p.pad_l = (size_t)rnd_int(0, 2);
-		p.pad_r = (size_t)rnd_int(0, 2);
 		if (t % 3 == 0) { /* 3-D */
 			p.d = (size_t)rnd_int(1, 4);
 			p.kd = (size_t)rnd_int(1, 2);
