@@ -1262,7 +1262,6 @@ qr_onnx_free(struct qr_model *m)
 
 		for (i = 0; i < g->n_initializer; i++) {
 			Onnx__TensorProto *tp = g->initializer[i];
-
 			uintptr_t at = (uintptr_t)tp->raw_data.data;
 
 			if (at >= (uintptr_t)p->raw &&

@@ -8,9 +8,11 @@
  * Ownership: qr_onnx_load returns a model the caller frees with
  * qr_onnx_free. Every string, array and tensor it points to lives in the
  * model's arena or in its mapped files and is freed with it. Initializer data
- * is never copied more than once: raw_data points into the protobuf-c message
- * (one copy out of the mapped file), external data points straight into the
- * mmap'd data file, and typed fields are converted once into the arena.
+ * is never copied more than once: raw_data points into the protobuf-c
+ * message or, when large, into one block of the model's (xpages, each
+ * tensor 64-byte aligned; one copy out of the mapped file), external data
+ * points straight into the mmap'd data file, and typed fields are
+ * converted once into the arena.
  */
 #ifndef QR_ONNX_H
 #define QR_ONNX_H

@@ -11,6 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#if defined(__linux__) && !defined(MADV_POPULATE_READ)
+#define MADV_POPULATE_READ 22 /* <linux/mman.h>; older libc headers */
+#endif
+
 enum qr_status
 qr_map_file(const char *path, struct qr_map *out, struct qr_diag *d)
 {
@@ -77,8 +81,8 @@ qr_map_populate(const struct qr_map *m, size_t off, size_t len)
 		return;
 	a = (uintptr_t)(m->data + off) / page * page;
 	b = (uintptr_t)(m->data + off + len);
-	/* MADV_POPULATE_READ (Linux 5.14); older kernels say EINVAL */
-	madvise((void *)a, b - a, 22);
+	/* Linux 5.14 on; older kernels say EINVAL, which is fine */
+	madvise((void *)a, b - a, MADV_POPULATE_READ);
 #else
 	(void)m;
 	(void)off;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 void
 qr_fatal(const char *fmt, ...)
@@ -73,10 +74,18 @@ xreallocarray(void *p, size_t n, size_t size)
 
 #define HUGE_PAGE ((size_t)2 << 20)
 
+static size_t
+page_size(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+
+	return pg > 0 ? (size_t)pg : 4096;
+}
+
 void *
 xpages(size_t size)
 {
-	size_t len = size ? size : 1, span;
+	size_t len = size ? size : 1, span, page = page_size();
 	uintptr_t a, b;
 	char *p;
 
@@ -93,7 +102,7 @@ xpages(size_t size)
 		b = (uintptr_t)p + span;
 		if (a > (uintptr_t)p)
 			munmap(p, a - (uintptr_t)p);
-		len = (len + 4095) & ~(size_t)4095;
+		len = (len + page - 1) / page * page;
 		if (b > a + len)
 			munmap((char *)(a + len), b - (a + len));
 		p = (char *)a;
@@ -117,7 +126,7 @@ xpages_free(void *p, size_t size)
 	if (p == NULL)
 		return;
 	if (len >= HUGE_PAGE)
-		munmap(p, (len + 4095) & ~(size_t)4095);
+		munmap(p, len);
 	else
 		free(p);
 }
