@@ -791,9 +791,11 @@ rnd_q_free(struct rnd_q *r)
 /*
  * qr_sgemm_q (B held quantized) gives qr_sgemm's bits on B dequantized
  * first, in every order: FMA slices with whole and partial panels, B
- * transposed or not, the M = 1 row kernel and the N = 1 dot kernel
- * (B dequantized whole there); int8 and uint8, per column and per
- * tensor, with and without zero points.
+ * transposed or not, the M = 1 row and dot kernels (B dequantized a
+ * block of rows at a time: one block, several with a short last one,
+ * or whole when 4 rows pass the workspace) and the N = 1 dot kernel
+ * (B dequantized whole); int8 and uint8, per column and per tensor,
+ * with and without zero points.
  */
 static void
 test_sgemm_q(void)
@@ -809,6 +811,10 @@ test_sgemm_q(void)
 		{1, 19, 70, 1},   /* M = 1, B^T: the dot kernel */
 		{9, 1, 33, 0},    /* N = 1: the dot kernel */
 		{64, 1000, 768, 1},
+		{1, 300, 1001, 0}, /* the row kernel over 5 blocks of k */
+		{1, 1003, 512, 1}, /* the dot kernel over 9 blocks of n
+				    * (a classifier's Gemm) */
+		{1, 6, 20000, 1},  /* 4 rows of B^T pass the workspace */
 	};
 	size_t i, j;
 

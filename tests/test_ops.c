@@ -797,6 +797,33 @@ test_memory_plan(void)
 		   qr_exec_outputs(e, &n)[0] == NULL, "output_take moves y");
 		qr_tensor_free(t);
 	}
+	/* activations of 64 KiB and more are carved from the executor's
+	 * bulk: a taken one is the caller's copy, and the executor runs on
+	 * (y = relu(-x) + x = max(x, 0)) */
+	{
+		static const int64_t dbig[] = {1 << 15};
+		float *vb = xmalloc(sizeof(float) << 15);
+		struct qr_tensor *xb, *t;
+		size_t i, good = 1;
+
+		for (i = 0; i < 1u << 15; i++)
+			vb[i] = (float)i - 100.0f;
+		xb = mkf(1, dbig, vb);
+		xb->name = "x";
+		for (round = 0; round < 3; round++) {
+			st = qr_exec_run(e, &xb, 1, NULL, NULL, &d);
+			t = st == QR_OK ? qr_exec_output_take(e, 0) : NULL;
+			good &= t != NULL && t->owned && t->n_elem == 1u << 15;
+			for (i = 0; t != NULL && i < t->n_elem; i++)
+				good &= ((float *)t->data)[i] ==
+					(vb[i] > 0 ? vb[i] : 0);
+			qr_tensor_free(t);
+		}
+		ok(good, "128 KiB outputs taken from three runs in a row are "
+		   "right and the caller's to free");
+		qr_tensor_free(xb);
+		free(vb);
+	}
 	/* run node 3 (Add) alone with given inputs */
 	{
 		static const float b[] = {1, 1, 1, 1}, c[] = {2, 3, 4, 5};

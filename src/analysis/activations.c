@@ -176,6 +176,8 @@ struct ctx {
 	struct cand *c;
 	size_t n_c;
 	struct slot slot[SLOTS];
+	struct qr_bulk bulk;     /* the slots' float tensors in the
+				  * pipeline (float task only) */
 	/* scheduling, under mu */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -306,18 +308,20 @@ step_unmap(float *p, size_t cap)
 		munmap(p, cap * sizeof *p);
 }
 
-/* Copy t into f's buffer of slot s and add it to the statistics (float
- * tasks only, in sample order). mapped: in step, where each buffer is
- * new pages (step_map). Returns 1 when taken; the caller then shows it
- * to the candidate runs (ft_ready). */
+/* Copy t into float tensor f's buffer of slot s and add it to the
+ * statistics (float tasks only, in sample order). In step each buffer is
+ * new pages (step_map); in the pipeline it is carved from c->bulk and
+ * kept for the slot's later samples. Returns 1 when taken; the caller
+ * then shows it to the candidate runs (ft_ready). */
 static int
-ft_take(struct ftens *f, size_t s, const struct qr_tensor *t, int mapped)
+ft_take(struct ctx *c, struct ftens *f, size_t s, const struct qr_tensor *t)
 {
-	if (mapped) {
+	if (c->step) {
 		QR_ASSERT(f->buf[s] == NULL); /* one producer per sample */
 		f->buf[s] = step_map(t->n_elem, &f->cap[s]);
-	} else {
-		grow(&f->buf[s], &f->cap[s], t->n_elem);
+	} else if (f->cap[s] < t->n_elem) {
+		f->cap[s] = t->n_elem;
+		f->buf[s] = qr_bulk_alloc(&c->bulk, t->n_elem * sizeof(float));
 	}
 	if (!qr_as_to_float(t, NULL, f->buf[s]))
 		return 0;
@@ -475,7 +479,7 @@ float_hook(const struct qr_node *node, struct qr_tensor *const *outs,
 		const struct hook_ent *e = &c->fmap.ent[k];
 
 		if (e->slot < n_outs && outs[e->slot] != NULL &&
-		    ft_take(&c->ft[e->pair], h->s, outs[e->slot], c->step))
+		    ft_take(c, &c->ft[e->pair], h->s, outs[e->slot]))
 			ft_ready(c, h->s, e->pair);
 	}
 	return 0;
@@ -960,7 +964,7 @@ sample_read(struct ctx *c, size_t s, int *eof, const char **name)
 		size_t fi = ins[i]->name ? ft_find(c, ins[i]->name) : NONE;
 
 		if (fi != NONE && c->ft[fi].node < 0 &&
-		    ft_take(&c->ft[fi], s, sl->ins[i], c->step))
+		    ft_take(c, &c->ft[fi], s, sl->ins[i]))
 			ft_ready(c, s, fi);
 	}
 	return QR_OK;
@@ -1845,12 +1849,11 @@ out:
 	}
 	free(c.c);
 	for (i = 0; i < c.n_ft; i++) {
-		for (s = 0; s < SLOTS; s++)
-			free(c.ft[i].buf[s]);
 		free(c.ft[i].shape);
 		qr_as_chan_free(&c.ft[i].chan);
 	}
 	free(c.ft);
+	qr_bulk_free(&c.bulk);
 	free(c.refs);
 	for (s = 0; s < SLOTS; s++)
 		slot_clear(&c.slot[s]);

@@ -712,26 +712,61 @@ qr_sgemm_q(const struct qr_sgemm_plan *pl, size_t m, size_t n, size_t k,
 		return;
 	}
 	{
-		/* the M = 1 and N = 1 kernels read B whole */
-		size_t rows = trans_b ? n : k, r;
-		size_t es = qr_qtype_size(b->t);
-		float *f = xmalloc((rows * ldb > 0 ? rows * ldb : 1) * sizeof *f);
+		/*
+		 * The M = 1 and N = 1 kernels read B dequantized: blocks of
+		 * its stored rows at a time in ws, a multiple of 4 rows (a
+		 * row of outputs for DOT, a run of k for ROW), so the groups
+		 * of 4 their sums and reductions take fall as over the
+		 * whole of B and the bits are the same. A B too wide for 4
+		 * rows in ws, or N = 1's vector (its 8 lanes run the length
+		 * of k), is dequantized whole.
+		 */
+		size_t rows = trans_b ? n : k, r0, r, cr;
+		size_t es = qr_qtype_size(b->t), room;
+		int dot = pl->order == QR_SGEMM_DOT;
+		float *f, *own = NULL;
 
-		for (r = 0; r < rows; r++) {
-			const char *q = (const char *)b->q + r * ldb * es;
-			size_t i = b->per_col && trans_b ? r : 0;
-
-			if (b->per_col && !trans_b)
-				qr_dequantize_cols_f32(q, b->t, ldb, b->scale,
-						       b->zp, f + r * ldb);
-			else
-				qr_dequantize_f32(q, b->t, 1, 1, ldb,
-						  b->scale + i,
-						  b->zp ? b->zp + i : NULL,
-						  f + r * ldb);
+		if (k == 0) { /* nothing to read: C is zeroed or kept */
+			qr_sgemm(pl, m, n, 0, a, lda, NULL, ldb, trans_b, c,
+				 ldc, accumulate, NULL);
+			return;
 		}
-		qr_sgemm(pl, m, n, k, a, lda, f, ldb, trans_b, c, ldc,
-			 accumulate, ws);
-		free(f);
+		room = (qr_sgemm_q_workspace() - 64) / sizeof *f / ldb / 4 * 4;
+		if (room == 0 || (dot && !trans_b)) {
+			own = xmalloc((rows * ldb > 0 ? rows * ldb : 1) *
+				      sizeof *f);
+			room = rows;
+		}
+		f = own != NULL ? own : qr_align64(ws);
+		for (r0 = 0; r0 < rows; r0 += cr) {
+			cr = rows - r0 < room ? rows - r0 : room;
+			for (r = 0; r < cr; r++) {
+				const char *q = (const char *)b->q +
+						(r0 + r) * ldb * es;
+				size_t i = b->per_col && trans_b ? r0 + r : 0;
+
+				if (b->per_col && !trans_b)
+					qr_dequantize_cols_f32(q, b->t, ldb,
+							       b->scale, b->zp,
+							       f + r * ldb);
+				else
+					qr_dequantize_f32(q, b->t, 1, 1, ldb,
+							  b->scale + i,
+							  b->zp ? b->zp + i :
+								  NULL,
+							  f + r * ldb);
+			}
+			if (!dot) /* ROW: k rows r0.., summed on into C */
+				qr_sgemm(pl, m, n, cr, a + r0, lda, f, ldb,
+					 trans_b, c, ldc, accumulate || r0 > 0,
+					 NULL);
+			else if (trans_b) /* outputs r0.. of the row */
+				qr_sgemm(pl, m, cr, k, a, lda, f, ldb, trans_b,
+					 c + r0, ldc, accumulate, NULL);
+			else
+				qr_sgemm(pl, m, n, k, a, lda, f, ldb, trans_b,
+					 c, ldc, accumulate, NULL);
+		}
+		free(own);
 	}
 }

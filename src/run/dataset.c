@@ -1074,7 +1074,7 @@ npy_list_probe(struct source *s, const struct slot *sl, size_t need,
 	listed = s->n_items;
 	keep = xcalloc(listed + 1, 1);
 	for (i = 0; i < s->n_items && total < need; i++) {
-		st = qr_npy_read(s->items[i].path, NULL, &t, &scratch);
+		st = qr_npy_read_head(s->items[i].path, &t, &scratch);
 		if (st == QR_OK)
 			st = npy_fit(sl, t, s->items[i].path, &rows, &ndim,
 				     dims, &scratch);

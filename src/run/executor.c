@@ -130,6 +130,9 @@ struct qr_exec {
 	struct qr_tensor **taken;  /* copies handed out by output_take */
 	struct pool_buf *pool;
 	size_t n_pool, cap_pool;
+	struct qr_bulk bulk;       /* the pool's large buffers (none in a
+				    * child, which frees its pool) */
+	int child;                 /* an If branch or a Loop body */
 	size_t live_tensors, live_bytes, pool_bytes, peak_bytes;
 	struct qr_exec_prof *prof; /* per op type, in first-seen order */
 	size_t n_prof;
@@ -198,6 +201,17 @@ val_get(struct qr_exec *e, const char *name, enum value_kind kind)
 
 /* ---- buffer pool ---- */
 
+#define POOL_BULK_MIN ((size_t)64 << 10) /* bytes from which a new pool
+					  * buffer is carved from e->bulk */
+
+/* Free a buffer of the pool (or a value's store). */
+static void
+pool_buf_free(struct qr_exec *e, void *p)
+{
+	if (!qr_bulk_owns(&e->bulk, p))
+		free(p);
+}
+
 static void
 mem_peak(struct qr_exec *e)
 {
@@ -224,6 +238,10 @@ pool_alloc(struct qr_exec *e, struct qr_tensor *t)
 		t->cap = e->pool[best].cap;
 		e->pool_bytes -= t->cap;
 		e->pool[best] = e->pool[--e->n_pool];
+	} else if (!e->child && want >= POOL_BULK_MIN) {
+		/* pool buffers live as long as e: first written once */
+		t->data = qr_bulk_alloc(&e->bulk, want);
+		t->cap = want;
 	} else {
 		qr_tensor_alloc(t);
 	}
@@ -313,10 +331,11 @@ qr_exec_free(struct qr_exec *e)
 	for (i = 0; i < e->n_vals; i++) {
 		qr_tensor_free(e->vals[i].konst);
 		if (e->vals[i].kind == V_NODE)
-			free(e->vals[i].store.data);
+			pool_buf_free(e, e->vals[i].store.data);
 	}
 	for (i = 0; i < e->n_pool; i++)
-		free(e->pool[i].p);
+		pool_buf_free(e, e->pool[i].p);
+	qr_bulk_free(&e->bulk);
 	for (i = 0; i < e->n_outs; i++)
 		qr_tensor_free(e->taken[i]);
 	free(e->taken);
@@ -537,8 +556,10 @@ sub_new(struct qr_exec *e, struct step *s, size_t b, const char *what,
 	m->graph.inputs = s->sub_vi;
 	m->graph.n_input = s->n_own + s->n_outer;
 	st = qr_exec_new(m, &o, &s->branch[b], d);
-	if (st == QR_OK)
+	if (st == QR_OK) {
+		s->branch[b]->child = 1;
 		return st;
+	}
 	/* "else_branch: 1 unsupported node: ..." */
 	pre = xasprintf("model '%s': ", e->m->path);
 	len = strlen(pre);
@@ -1872,8 +1893,9 @@ tensor_copy(const struct qr_tensor *t)
 	return c;
 }
 
-/* Move output i to the caller: an activation's buffer is handed over, an
- * input or constant output is copied. NULL when already taken. */
+/* Move output i to the caller: an activation's buffer is handed over
+ * (unless it is carved from e->bulk), an input or constant output is
+ * copied. NULL when already taken. */
 struct qr_tensor *
 qr_exec_output_take(struct qr_exec *e, size_t i)
 {
@@ -1885,6 +1907,11 @@ qr_exec_output_take(struct qr_exec *e, size_t i)
 	v = &e->vals[e->out_vals[i]];
 	if (e->outs[i] != &v->store) {
 		t = tensor_copy(e->outs[i]);
+	} else if (qr_bulk_owns(&e->bulk, v->store.data)) {
+		/* a bulk buffer is e's: the caller gets a copy */
+		t = tensor_copy(&v->store);
+		pool_release(e, &v->store);
+		v->cur = NULL;
 	} else {
 		t = xcalloc(1, sizeof *t);
 		*t = v->store;

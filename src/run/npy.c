@@ -195,15 +195,19 @@ parse_dict(struct hdr *h, int *dtype, int *fortran, int64_t *dims, int *ndim)
 }
 
 /* See run.h. */
-enum qr_status
-qr_npy_parse(const void *buf, size_t len, const char *what, const char *name,
-	     struct qr_tensor **out, struct qr_diag *d)
+/*
+ * The header of the .npy image buf: a new tensor t of its dtype and
+ * shape, without data (t->nbytes the data's size), and *off where the
+ * data starts. Checks that the data is exactly that long.
+ */
+static enum qr_status
+parse_head(const uint8_t *b, size_t len, const char *what,
+	   struct qr_tensor **out, size_t *off, struct qr_diag *d)
 {
-	const uint8_t *b = buf;
-	struct qr_tensor *t = NULL;
+	struct qr_tensor *t;
 	struct hdr h = {0};
 	int64_t dims[QR_TENSOR_MAX_DIMS];
-	size_t hlen, off;
+	size_t hlen;
 	int dtype = 0, fortran = 0, ndim = 0;
 	enum qr_status st;
 
@@ -213,24 +217,24 @@ qr_npy_parse(const void *buf, size_t len, const char *what, const char *name,
 				 "(bad magic)", what);
 	if (b[6] == 1) {
 		hlen = (size_t)b[8] | (size_t)b[9] << 8;
-		off = 10;
+		*off = 10;
 	} else if (b[6] == 2 || b[6] == 3) {
 		if (len < 12)
 			return qr_errorf(d, QR_EFORMAT, "file '%s': truncated "
 					 ".npy header", what);
 		hlen = (size_t)b[8] | (size_t)b[9] << 8 |
 			(size_t)b[10] << 16 | (size_t)b[11] << 24;
-		off = 12;
+		*off = 12;
 	} else {
 		return qr_errorf(d, QR_EUNSUPPORTED, "file '%s': .npy format "
 				 "version %d.%d is not supported", what, b[6],
 				 b[7]);
 	}
-	if (hlen > len - off)
+	if (hlen > len - *off)
 		return qr_errorf(d, QR_EFORMAT, "file '%s': .npy header of %zu "
 				 "bytes runs past the end of the file", what,
 				 hlen);
-	h.p = (const char *)b + off;
+	h.p = (const char *)b + *off;
 	h.end = h.p + hlen;
 	h.what = what;
 	h.d = d;
@@ -242,21 +246,11 @@ qr_npy_parse(const void *buf, size_t len, const char *what, const char *name,
 				 "np.ascontiguousarray)", what);
 	t = xcalloc(1, sizeof *t);
 	st = qr_tensor_set_shape(t, dtype, ndim, dims, what, d);
-	if (st != QR_OK)
-		goto out;
-	off += hlen;
-	if (len - off != t->nbytes) {
+	*off += hlen;
+	if (st == QR_OK && len - *off != t->nbytes)
 		st = qr_errorf(d, QR_EFORMAT, "file '%s': .npy data is %zu "
 			       "bytes, shape and dtype need %zu", what,
-			       len - off, t->nbytes);
-		goto out;
-	}
-	t->owned = 1;
-	qr_tensor_alloc(t);
-	if (t->nbytes > 0)
-		memcpy(t->data, b + off, t->nbytes);
-	t->name = name;
-out:
+			       len - *off, t->nbytes);
 	if (st != QR_OK)
 		qr_tensor_free(t);
 	else
@@ -264,21 +258,62 @@ out:
 	return st;
 }
 
-/* Map path and parse it (qr_npy_parse); QR_EIO when it cannot be read. */
 enum qr_status
-qr_npy_read(const char *path, const char *name, struct qr_tensor **out,
-	    struct qr_diag *d)
+qr_npy_parse(const void *buf, size_t len, const char *what, const char *name,
+	     struct qr_tensor **out, struct qr_diag *d)
+{
+	struct qr_tensor *t;
+	size_t off;
+	enum qr_status st = parse_head(buf, len, what, &t, &off, d);
+
+	*out = NULL;
+	if (st != QR_OK)
+		return st;
+	t->owned = 1;
+	qr_tensor_alloc(t);
+	if (t->nbytes > 0)
+		memcpy(t->data, (const uint8_t *)buf + off, t->nbytes);
+	t->name = name;
+	*out = t;
+	return QR_OK;
+}
+
+/* Map path and parse it (qr_npy_parse), or only its header (head: the
+ * tensor has no data); QR_EIO when it cannot be read. */
+static enum qr_status
+npy_read(const char *path, const char *name, int head, struct qr_tensor **out,
+	 struct qr_diag *d)
 {
 	struct qr_map m;
+	size_t off;
 	enum qr_status st;
 
 	*out = NULL;
 	st = qr_map_file(path, &m, d);
 	if (st != QR_OK)
 		return st;
-	st = qr_npy_parse(m.data, m.size, path, name, out, d);
+	if (head) {
+		st = parse_head(m.data, m.size, path, out, &off, d);
+		if (st == QR_OK)
+			(*out)->name = name;
+	} else {
+		st = qr_npy_parse(m.data, m.size, path, name, out, d);
+	}
 	qr_unmap(&m);
 	return st;
+}
+
+enum qr_status
+qr_npy_read(const char *path, const char *name, struct qr_tensor **out,
+	    struct qr_diag *d)
+{
+	return npy_read(path, name, 0, out, d);
+}
+
+enum qr_status
+qr_npy_read_head(const char *path, struct qr_tensor **out, struct qr_diag *d)
+{
+	return npy_read(path, NULL, 1, out, d);
 }
 
 /* See run.h. */

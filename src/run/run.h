@@ -208,6 +208,11 @@ void qr_exec_mem(const struct qr_exec *e, struct qr_exec_mem *out);
  */
 enum qr_status qr_npy_read(const char *path, const char *name,
 			   struct qr_tensor **out, struct qr_diag *d);
+/* qr_npy_read's checks and shape without reading the data: a new tensor
+ * of the file's dtype and shape whose data is NULL (its nbytes are the
+ * file's data), for the caller to free. */
+enum qr_status qr_npy_read_head(const char *path, struct qr_tensor **out,
+				struct qr_diag *d);
 /* Parse an in-memory .npy image; what names it in messages. */
 enum qr_status qr_npy_parse(const void *buf, size_t len, const char *what,
 			    const char *name, struct qr_tensor **out,

@@ -131,6 +131,72 @@ xpages_free(void *p, size_t size)
 		free(p);
 }
 
+#define BULK_CHUNK ((size_t)4 << 20) /* two huge pages */
+
+struct qr_bulk_chunk {
+	struct qr_bulk_chunk *next;  /* the chunk carved before */
+	char *mem;                   /* from xpages */
+	size_t size, used;           /* bytes in mem, bytes given out */
+};
+
+void *
+qr_bulk_alloc(struct qr_bulk *b, size_t size)
+{
+	struct qr_bulk_chunk *c = b->head;
+	size_t need = size ? size : 1;
+
+	if (qr_add_overflow(need, 63, &need))
+		qr_fatal("out of memory allocating %zu bytes", size);
+	need &= ~(size_t)63;
+	if (c == NULL || c->size - c->used < need) {
+		c = xmalloc(sizeof *c);
+		c->size = need < BULK_CHUNK ? BULK_CHUNK
+			: (need + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+		if (c->size < need)
+			qr_fatal("out of memory allocating %zu bytes", size);
+		c->mem = xpages(c->size);
+		c->used = 0;
+		b->bytes += c->size;
+		/* a chunk made for one large buffer leaves the one being
+		 * carved in front, its room still to use */
+		if (b->head != NULL && need > BULK_CHUNK / 2) {
+			c->next = b->head->next;
+			b->head->next = c;
+		} else {
+			c->next = b->head;
+			b->head = c;
+		}
+	}
+	c->used += need;
+	return c->mem + c->used - need;
+}
+
+int
+qr_bulk_owns(const struct qr_bulk *b, const void *p)
+{
+	const struct qr_bulk_chunk *c;
+	uintptr_t a = (uintptr_t)p;
+
+	for (c = b->head; c != NULL; c = c->next)
+		if (a >= (uintptr_t)c->mem && a < (uintptr_t)c->mem + c->size)
+			return 1;
+	return 0;
+}
+
+void
+qr_bulk_free(struct qr_bulk *b)
+{
+	struct qr_bulk_chunk *c, *next;
+
+	for (c = b->head; c != NULL; c = next) {
+		next = c->next;
+		xpages_free(c->mem, c->size);
+		free(c);
+	}
+	b->head = NULL;
+	b->bytes = 0;
+}
+
 char *
 xstrdup(const char *s)
 {
