@@ -2627,7 +2627,7 @@ pool_fill(float *x, size_t n, unsigned *seed)
 static void
 test_im2col(void)
 {
-	int t, bad = 0, bad8 = 0, shapes = 0;
+	int t, bad = 0, bad8 = 0, shapes = 0, same = 0;
 
 	for (t = 0; t < 300; t++) {
 		struct qr_conv_params p = rand_params(0);
@@ -2648,6 +2648,16 @@ test_im2col(void)
 			p.dil_d = 1;
 			p.pad_f = (size_t)rnd_int(0, 1);
 			p.pad_k = (size_t)rnd_int(0, 1);
+		} else if (t % 3 == 1) {
+			/* stride 1, as wide as the input: one copy a tap
+			 * (the padding split any way, some rows all pad) */
+			size_t span = p.dil_w * (p.kw - 1);
+
+			p.stride_h = p.stride_w = 1;
+			p.pad_l = (size_t)rnd_int(0, (int)span);
+			p.pad_r = span - p.pad_l;
+			p.pad_t = (size_t)rnd_int(0, 3);
+			same += qr_conv_out_w(&p) == p.w && p.h > 0;
 		}
 		od_n = qr_conv_out_d(&p);
 		oh_n = qr_conv_out_h(&p);
@@ -2670,7 +2680,7 @@ test_im2col(void)
 		col = xmalloc(k * ncols * sizeof *col);
 		col8 = xmalloc(k * ncols);
 		qr_im2col_f32(&p, x, cin, col0, ncols, col);
-		qr_im2col_u8(&p, x8, cin, col0, ncols, 0, col8);
+		qr_im2col_u8(&p, x8, cin, col0, ncols, 7, col8);
 		k = 0;
 		for (ci = 0; ci < cin; ci++)
 		for (kt = 0; kt < kd_n; kt++)
@@ -2687,7 +2697,7 @@ test_im2col(void)
 					  (long)p.pad_l;
 				size_t dn = p.d ? p.d : 1, at;
 				float want = 0;
-				uint8_t want8 = 0;
+				uint8_t want8 = 7; /* the padding */
 
 				if (id >= 0 && id < (long)dn && ih >= 0 &&
 				    ih < (long)p.h && iw >= 0 && iw < (long)p.w) {
@@ -2704,10 +2714,12 @@ test_im2col(void)
 		free(col);
 		free(col8);
 	}
-	ok(shapes > 100 && bad == 0, "im2col f32 = definition on %d shapes, "
-	   "2- and 3-D, column ranges across rows and planes (%d "
-	   "differ)", shapes, bad);
-	ok(bad8 == 0, "im2col u8 = definition (%d differ)", bad8);
+	ok(shapes > 100 && same > 50 && bad == 0, "im2col f32 = definition "
+	   "on %d shapes (%d of stride 1 as wide as the input), 2- and 3-D, "
+	   "column ranges across rows and planes (%d differ)", shapes, same,
+	   bad);
+	ok(bad8 == 0, "im2col u8 = definition, padded with the zero point (%d "
+	   "differ)", bad8);
 }
 
 /* 3-D (and 2-D, as depth 1) MaxPool and AveragePool: the AVX-512 path

@@ -323,20 +323,113 @@ copy_strided_f32(float *d, const float *s, size_t n, size_t sw)
 		}                                                           \
 	}
 
+/*
+ * Whether a conv takes IM2COL_SAME: 2-D, stride 1 both ways, output as
+ * wide as the input (the "same" padding of most 3x3 convs), an image
+ * with data.
+ */
+static int
+same_stride1(const struct qr_conv_params *p, const void *x)
+{
+	return p->kd == 0 && p->stride_h == 1 && p->stride_w == 1 &&
+	       x != NULL && p->h > 0 && p->w > 0 && qr_conv_out_w(p) == p->w;
+}
+
+/*
+ * im2col for same_stride1 convs. Output column c = oh w + ow of tap
+ * (ci, ki, kj) reads input element c + (ki dil_h - pad_t) w +
+ * (kj dil_w - pad_l) of channel ci: one offset for all, so the columns
+ * from the first of the first output row whose input row exists to the
+ * last of the last are one contiguous copy. The copy also takes, at
+ * each row's ends, the columns whose input column lies outside the
+ * image (a0 at the start, w - b0 at the end) from the neighbouring
+ * input row: those become padding again. Same values as IM2COL_BODY.
+ */
+#define IM2COL_SAME(T)                                                      \
+	size_t oh_n = qr_conv_out_h(p), w = p->w, hw = p->h * p->w;         \
+	size_t end = col0 + ncols, ci, ki, kj, t;                           \
+	T *row = col;                                                       \
+                                                                            \
+	for (ci = 0; ci < cin_g; ci++) {                                    \
+		const T *xc = x + ci * hw;                                  \
+		for (ki = 0; ki < p->kh; ki++) {                            \
+			/* output rows [oh_lo, oh_hi) read input row        \
+			 * oh + dy - pad_t, inside [0, h) */                \
+			size_t dy = ki * p->dil_h;                          \
+			size_t oh_lo = p->pad_t > dy ? p->pad_t - dy : 0;   \
+			size_t oh_hi = p->h + p->pad_t > dy ?               \
+				       p->h + p->pad_t - dy : 0;            \
+                                                                            \
+			if (oh_hi > oh_n)                                   \
+				oh_hi = oh_n;                               \
+			for (kj = 0; kj < p->kw; kj++, row += ncols) {      \
+				size_t dx = kj * p->dil_w, s = col0, e = col0; \
+				size_t a0 = p->pad_l > dx ? p->pad_l - dx : 0; \
+				size_t b0 = w + p->pad_l > dx ?             \
+					    w + p->pad_l - dx : 0, r;       \
+                                                                            \
+				if (b0 > w)                                 \
+					b0 = w;                             \
+				if (oh_lo < oh_hi && a0 < b0) {             \
+					s = oh_lo * w + a0;                 \
+					e = (oh_hi - 1) * w + b0;           \
+					s = s > col0 ? (s < end ? s : end) : col0; \
+					e = e < end ? (e > s ? e : s) : end;\
+				}                                           \
+				for (t = col0; t < s; t++)                  \
+					row[t - col0] = pad;                \
+				if (e > s) /* else no pointer into x */     \
+					memcpy(row + (s - col0), xc +       \
+					    ((ptrdiff_t)s +                 \
+					    ((ptrdiff_t)dy -                \
+					     (ptrdiff_t)p->pad_t) *         \
+					    (ptrdiff_t)w + (ptrdiff_t)dx -  \
+					    (ptrdiff_t)p->pad_l),           \
+					    (e - s) * sizeof *row);         \
+				for (t = e; t < end; t++)                   \
+					row[t - col0] = pad;                \
+				for (r = s / w; r * w < e &&                \
+				     (a0 > 0 || b0 < w); r++) {             \
+					size_t z0 = r * w > s ? r * w : s;  \
+					size_t z1 = r * w + a0 < e ?        \
+						    r * w + a0 : e;         \
+					for (t = z0; t < z1; t++)           \
+						row[t - col0] = pad;        \
+					z0 = r * w + b0 > s ? r * w + b0 : s;\
+					z1 = r * w + w < e ? r * w + w : e; \
+					for (t = z0; t < z1; t++)           \
+						row[t - col0] = pad;        \
+				}                                           \
+			}                                                   \
+		}                                                           \
+	}
+
 void
 qr_im2col_f32(const struct qr_conv_params *p, const float *x, size_t cin_g,
 	      size_t col0, size_t ncols, float *col)
 {
 	const float pad = 0;
 
-	IM2COL_BODY(float, copy_strided_f32)
+	if (same_stride1(p, x)) {
+		IM2COL_SAME(float)
+		return;
+	}
+	{
+		IM2COL_BODY(float, copy_strided_f32)
+	}
 }
 
 void
 qr_im2col_u8(const struct qr_conv_params *p, const uint8_t *x, size_t cin_g,
 	     size_t col0, size_t ncols, uint8_t pad, uint8_t *col)
 {
-	IM2COL_BODY(uint8_t, copy_strided_u8)
+	if (same_stride1(p, x)) {
+		IM2COL_SAME(uint8_t)
+		return;
+	}
+	{
+		IM2COL_BODY(uint8_t, copy_strided_u8)
+	}
 }
 
 static size_t
