@@ -1386,8 +1386,10 @@ test_conv_f32_order(void)
  * conv on the weights dequantized first, in every GEMM order: FMA slices,
  * the M = 1 row kernel (one output channel per group), the N = 1 dot
  * kernel (1x1 outputs) with row counts that leave a last block of under
- * 8 rows or more than 64, rows split over 2 threads, groups, depthwise;
- * int8 and uint8, per channel and per tensor.
+ * 8 rows or more than 64, rows split over 2 threads, groups, depthwise,
+ * weights read by several column blocks (dequantized once, or by rows
+ * in each block when past QR_DEQ_WHOLE_MAX); int8 and uint8, per
+ * channel and per tensor.
  */
 static void
 test_conv_f32_qweights(void)
@@ -1402,6 +1404,12 @@ test_conv_f32_qweights(void)
 		{1, 6, 3, 3, 5, 5, 3, 3, 1, 1},     /* one row per group */
 		{1, 150, 12, 1, 6, 11, 1, 1, 1, 0}, /* pointwise, K = 150 */
 		{1, 8, 16, 8, 9, 9, 3, 3, 1, 1},    /* depthwise x2 */
+		{1, 64, 40, 1, 32, 32, 3, 3, 1, 1}, /* 3 column blocks: the
+						     * weights dequantized
+						     * once */
+		{1, 256, 456, 1, 9, 9, 3, 3, 1, 1}, /* 2 column blocks, 4.2
+						     * MB of weights: by
+						     * rows in each */
 	};
 	size_t i;
 

@@ -25,6 +25,11 @@
 		     * time (a multiple of 8: the GEMM's row blocks, and
 		     * the N = 1 dot kernel's blocks of 4 rows, fall as
 		     * for the whole matrix) */
+#define QR_DEQ_WHOLE_MAX ((size_t)4 << 20) /* bytes of weights held
+						* quantized that a conv
+						* dequantizes whole, once a
+						* run, when more than one
+						* column block reads them */
 #define QR_COL_BUDGET (1u << 20) /* bytes of im2col per block, about:
 				  * one core's L2 (1 MiB on Zen 4), so the
 				  * GEMM reads the block back from L2 or L3,
@@ -667,6 +672,11 @@ struct gemm_job {
 	size_t n_rb;     /* row blocks per column block */
 	size_t units;
 	struct qr_sgemm_plan plan; /* ORT's summation order for the group */
+	size_t whole;    /* bytes after the slots for the weights
+			  * dequantized whole (0: by blocks of rows in
+			  * each unit, or not quantized) */
+	const float *w;  /* the float weights the units read, or NULL:
+			  * each unit dequantizes its rows */
 };
 
 static void
@@ -706,8 +716,36 @@ gemm_plan(const struct qr_conv_f32_packed *pk, const struct qr_conv_params *p,
 	j->units = ng * j->n_cb * j->n_rb;
 	j->slot = (is_pointwise(p) ? 0 : k * j->nb * sizeof(float) + 64) +
 		  qr_sgemm_workspace();
-	if (pk->qw.q != NULL)
+	j->whole = 0;
+	if (pk->qw.q == NULL)
+		return;
+	/* weights read by more than one column block (or image) are
+	 * dequantized once, when small enough; else each unit dequantizes
+	 * QR_QROWS rows at a time */
+	if (p->n * j->n_cb > 1 &&
+	    p->c_out * k * sizeof(float) <= QR_DEQ_WHOLE_MAX)
+		j->whole = p->c_out * k * sizeof(float) + 64;
+	else
 		j->slot += (QR_QROWS + 7) * k * sizeof(float) + 64;
+}
+
+/* Dequantize rows of the whole weights (tasks of 8 rows and more). */
+struct deq_job {
+	const struct qr_conv_qweights *qw;
+	size_t rows, k, n_tasks;
+	float *w;
+};
+
+static void
+deq_task(void *ctx, size_t t, int slot)
+{
+	const struct deq_job *j = ctx;
+	size_t r0, r1;
+
+	(void)slot;
+	qr_parallel_range(j->rows, t, j->n_tasks, 8, &r0, &r1);
+	if (r1 > r0)
+		deq_rows(j->qw, r0, r1 - r0, j->k, j->w + r0 * j->k);
 }
 
 #ifdef QR_HAVE_CONV_AVX512
@@ -789,9 +827,9 @@ gemm_task(void *ctx, size_t u, int slot)
 		ldb = nb;
 		sws = (char *)col + k * nb * sizeof(float);
 	}
-	if (j->pk->qw.q == NULL) {
+	if (j->w != NULL) {
 		qr_sgemm(&j->plan, r1 - r0, nb, k,
-			 j->pk->w + (g * cout_g + r0) * k, k, b, ldb, 0,
+			 j->w + (g * cout_g + r0) * k, k, b, ldb, 0,
 			 yg + r0 * ohw + c0, ohw, 0, sws);
 	} else {
 		float *a = qr_align64((char *)sws + qr_sgemm_workspace());
@@ -832,7 +870,8 @@ qr_conv_f32_workspace(const struct qr_conv_f32_packed *pk,
 		struct gemm_job j;
 
 		gemm_plan(pk, p, n_threads, &j);
-		return (n_threads > 1 ? (size_t)n_threads : 1) * j.slot;
+		return (n_threads > 1 ? (size_t)n_threads : 1) * j.slot +
+		       j.whole;
 	}
 }
 
@@ -870,6 +909,19 @@ qr_conv_f32_run(const struct qr_conv_f32_packed *pk,
 	j.bias = bias;
 	j.y = y;
 	j.ws = ws;
+	j.w = pk->w;
+	if (j.whole > 0) {
+		struct deq_job dq;
+		size_t nt = n_threads > 1 ? (size_t)n_threads : 1;
+
+		dq.qw = &pk->qw;
+		dq.rows = p->c_out;
+		dq.k = p->c_in / p->group * qr_conv_taps(p);
+		dq.n_tasks = nt < (p->c_out + 7) / 8 ? nt : (p->c_out + 7) / 8;
+		dq.w = qr_align64((char *)ws + nt * j.slot);
+		qr_parallel_for(n_threads, dq.n_tasks, deq_task, &dq);
+		j.w = dq.w;
+	}
 	qr_parallel_for(n_threads, j.units, gemm_task, &j);
 }
 
