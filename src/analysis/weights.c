@@ -249,7 +249,7 @@ weight_heat(const float *w, const int64_t *dims, int ndim, int oaxis,
 {
 	int iaxis = oaxis == 0 ? 1 : oaxis - 1, a, b, k;
 	size_t O, I, R, C, outer = 1, mid = 1, inner = 1, na, nb;
-	size_t x, y, z, p, q;
+	size_t x, y, z, p, q, *ca, *cb;
 	float *h;
 
 	if (ndim < 2)
@@ -271,22 +271,29 @@ weight_heat(const float *w, const int64_t *dims, int ndim, int oaxis,
 	na = (size_t)dims[a];
 	nb = (size_t)dims[b];
 	h = xcalloc(R * C, sizeof *h);
+	/* the cell offsets of each index along a and b, worked out once */
+	ca = xmalloc(na * sizeof *ca);
+	cb = xmalloc(nb * sizeof *cb);
+	for (p = 0; p < na; p++)
+		ca[p] = a == oaxis ? p * R / O * C : p * C / I;
+	for (q = 0; q < nb; q++)
+		cb[q] = a == oaxis ? q * C / I : q * R / O * C;
 	for (x = 0; x < outer; x++)
 		for (p = 0; p < na; p++)
 			for (y = 0; y < mid; y++)
 				for (q = 0; q < nb; q++) {
-					size_t o = a == oaxis ? p : q;
-					size_t i = a == oaxis ? q : p;
-					float *cell = &h[(o * R / O) * C +
-							 i * C / I];
+					float *cell = &h[ca[p] + cb[q]];
 					const float *v = w +
 						(((x * na + p) * mid + y) * nb +
 						 q) * inner;
+					float m = *cell;
 
 					for (z = 0; z < inner; z++)
-						if (fabsf(v[z]) > *cell)
-							*cell = fabsf(v[z]);
+						m = fmaxf(m, fabsf(v[z]));
+					*cell = m;
 				}
+	free(ca);
+	free(cb);
 	ws->heat = h;
 	ws->heat_rows = R;
 	ws->heat_cols = C;
