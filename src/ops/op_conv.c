@@ -609,10 +609,28 @@ conv_prepare_common(struct qr_op_call *c, struct qr_diag *d, int transposed)
 	return QR_OK;
 }
 
+/*
+ * A constant 3x3 weight that Winograd will take (wino_worth: stride and
+ * dilation 1, one group; the pads do not matter) is transformed here,
+ * at load, rather than in the first run: the local run of the first
+ * sample otherwise ends last by that much, with the other cores idle.
+ */
 static enum qr_status
 conv_prepare(struct qr_op_call *c, struct qr_diag *d)
 {
-	return conv_prepare_common(c, d, 0);
+	enum qr_status s = conv_prepare_common(c, d, 0);
+	struct conv_state *st = c->state;
+	const struct qr_tensor *w = c->in[1];
+
+	if (s == QR_OK && c->any_order && st->w_const && w->ndim == 4 &&
+	    w->dims[2] == 3 && w->dims[3] == 3 &&
+	    w->dims[0] * w->dims[1] <= WINO_MAX_WEIGHTS &&
+	    st->win.group == 1 && st->win.strides[0] == 1 &&
+	    st->win.strides[1] == 1 && st->win.dil[0] == 1 &&
+	    st->win.dil[1] == 1)
+		st->wino = qr_wino_f32_new((size_t)w->dims[0],
+					   (size_t)w->dims[1], w->data);
+	return s;
 }
 
 static enum qr_status
