@@ -1,8 +1,8 @@
 /*
  * test_util: the bulk allocator (qr_bulk), which executors and the
  * activation run carve their long-lived buffers from: alignment, no two
- * buffers overlapping, ownership, a buffer larger than a chunk, reuse
- * after a reset, and xpages on both sides of its 2 MiB line.
+ * buffers overlapping, ownership, a buffer larger than a chunk, and
+ * xpages on both sides of its 2 MiB line.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -45,17 +45,6 @@ test_bulk(void)
 	   "bulk: a buffer not carved from it is not owned");
 	ok(b.bytes >= N_BUF * 100 && b.bytes % (2 << 20) == 0,
 	   "bulk: chunks are whole 2 MiB huge pages (%zu bytes)", b.bytes);
-	/* reset: the same buffers, in the same order, with no new chunk */
-	{
-		size_t before = b.bytes, same = 0;
-
-		qr_bulk_reset(&b);
-		for (i = 0; i < N_BUF; i++)
-			same += qr_bulk_alloc(&b, n[i]) == (void *)p[i];
-		ok(same == N_BUF && b.bytes == before, "bulk: after a reset "
-		   "the same sizes are carved from the same pages (%zu of %d, "
-		   "%zu bytes of chunks)", same, N_BUF, b.bytes);
-	}
 	qr_bulk_free(&b);
 	ok(b.head == NULL && b.bytes == 0 && !qr_bulk_owns(&b, p[0]),
 	   "bulk: freed, it owns nothing");

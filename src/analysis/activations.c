@@ -81,8 +81,6 @@ struct ftens {
 	int ndim[SLOTS];
 	int64_t dims[SLOTS][QR_TENSOR_MAX_DIMS];
 	int have[SLOTS];         /* 1 once seen in that sample */
-	int mapped;              /* in step: buf[0] is step_map's, not
-				  * carved from ctx.bulk */
 	int seen;                /* 1 once seen in any sample */
 	char *shape;             /* of the first sample */
 	struct qr_as_chan chan;  /* per-channel statistics */
@@ -178,9 +176,8 @@ struct ctx {
 	struct cand *c;
 	size_t n_c;
 	struct slot slot[SLOTS];
-	struct qr_bulk bulk;     /* the slots' float tensors (float task
-				  * only): the pipeline's, and the first
-				  * STEP_AHEAD bytes of a sample in step */
+	struct qr_bulk bulk;     /* the slots' float tensors in the
+				  * pipeline (float task only) */
 	/* scheduling, under mu */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -197,7 +194,6 @@ struct ctx {
 	unsigned *refs;          /* per ftens: runs yet to read it */
 	size_t held;             /* bytes of float tensors held */
 	size_t sample_bytes;     /* bytes of this sample's float tensors */
-	size_t carved;           /* of them carved from bulk */
 	int f_end;               /* the float run of the sample has ended */
 	int waiting;             /* runs waiting for a float tensor */
 	int active;              /* candidate threads still running */
@@ -312,35 +308,20 @@ step_unmap(float *p, size_t cap)
 		munmap(p, cap * sizeof *p);
 }
 
-/*
- * Copy t into float tensor f's buffer of slot s and add it to the
- * statistics (float tasks only, in sample order). In the pipeline the
- * buffer is carved from c->bulk and kept for the slot's later samples.
- * In step it is new pages (step_map) that go as soon as every run has
- * read them, but for the sample's first STEP_AHEAD bytes: those are
- * carved from c->bulk and held to the end of the sample (the float run
- * may hold as much ahead anyway), where the next sample carves the same
- * pages again, written once. Returns 1 when taken; the caller then
- * shows it to the candidate runs (ft_ready).
- */
+/* Copy t into float tensor f's buffer of slot s and add it to the
+ * statistics (float tasks only, in sample order). In step each buffer is
+ * new pages (step_map); in the pipeline it is carved from c->bulk and
+ * kept for the slot's later samples. Returns 1 when taken; the caller
+ * then shows it to the candidate runs (ft_ready). */
 static int
 ft_take(struct ctx *c, struct ftens *f, size_t s, const struct qr_tensor *t)
 {
-	size_t bytes = t->n_elem * sizeof *f->buf[s];
-
 	if (c->step) {
 		QR_ASSERT(f->buf[s] == NULL); /* one producer per sample */
-		f->mapped = c->carved + bytes > STEP_AHEAD;
-		if (f->mapped) {
-			f->buf[s] = step_map(t->n_elem, &f->cap[s]);
-		} else {
-			f->buf[s] = qr_bulk_alloc(&c->bulk, bytes);
-			f->cap[s] = t->n_elem;
-			c->carved += bytes;
-		}
+		f->buf[s] = step_map(t->n_elem, &f->cap[s]);
 	} else if (f->cap[s] < t->n_elem) {
 		f->cap[s] = t->n_elem;
-		f->buf[s] = qr_bulk_alloc(&c->bulk, bytes);
+		f->buf[s] = qr_bulk_alloc(&c->bulk, t->n_elem * sizeof(float));
 	}
 	if (!qr_as_to_float(t, NULL, f->buf[s]))
 		return 0;
@@ -385,8 +366,7 @@ ft_drop(struct ctx *c, size_t i)
 	if (!f->have[0] || f->buf[0] == NULL)
 		return;
 	c->held -= f->cap[0] * sizeof *f->buf[0];
-	if (f->mapped)
-		step_unmap(f->buf[0], f->cap[0]);
+	step_unmap(f->buf[0], f->cap[0]);
 	f->buf[0] = NULL;
 	f->cap[0] = 0;
 	pthread_cond_broadcast(&c->cv);
@@ -1348,14 +1328,11 @@ step_sample(struct ctx *c, int *eof)
 	for (i = 0; i < n; i++)
 		qr_diag_clear(&t[i].d);
 	for (i = 0; i < c->n_ft; i++) {
-		if (c->ft[i].mapped)
-			step_unmap(c->ft[i].buf[0], c->ft[i].cap[0]);
+		step_unmap(c->ft[i].buf[0], c->ft[i].cap[0]);
 		c->ft[i].buf[0] = NULL;
 		c->ft[i].cap[0] = 0;
 	}
-	qr_bulk_reset(&c->bulk); /* the pipeline's slots, or the next
-				  * sample in step, carve the same pages */
-	c->held = c->carved = 0;
+	c->held = 0;
 	c->step = 0;
 	free(t);
 	return st;

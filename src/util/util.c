@@ -134,7 +134,7 @@ xpages_free(void *p, size_t size)
 #define BULK_CHUNK ((size_t)4 << 20) /* two huge pages */
 
 struct qr_bulk_chunk {
-	struct qr_bulk_chunk *next;  /* the chunk made after it */
+	struct qr_bulk_chunk *next;  /* the chunk carved before */
 	char *mem;                   /* from xpages */
 	size_t size, used;           /* bytes in mem, bytes given out */
 };
@@ -142,37 +142,33 @@ struct qr_bulk_chunk {
 void *
 qr_bulk_alloc(struct qr_bulk *b, size_t size)
 {
-	struct qr_bulk_chunk *c, **tail = &b->head;
+	struct qr_bulk_chunk *c = b->head;
 	size_t need = size ? size : 1;
 
 	if (qr_add_overflow(need, 63, &need))
 		qr_fatal("out of memory allocating %zu bytes", size);
 	need &= ~(size_t)63;
-	/* the first chunk with room: the pages written before (all of
-	 * them again after qr_bulk_reset) */
-	for (c = b->head; c != NULL && c->size - c->used < need; c = c->next)
-		tail = &c->next;
-	if (c == NULL) {
-		c = xcalloc(1, sizeof *c);
+	if (c == NULL || c->size - c->used < need) {
+		c = xmalloc(sizeof *c);
 		c->size = need < BULK_CHUNK ? BULK_CHUNK
 			: (need + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
 		if (c->size < need)
 			qr_fatal("out of memory allocating %zu bytes", size);
 		c->mem = xpages(c->size);
+		c->used = 0;
 		b->bytes += c->size;
-		*tail = c;
+		/* a chunk made for one large buffer leaves the one being
+		 * carved in front, its room still to use */
+		if (b->head != NULL && need > BULK_CHUNK / 2) {
+			c->next = b->head->next;
+			b->head->next = c;
+		} else {
+			c->next = b->head;
+			b->head = c;
+		}
 	}
 	c->used += need;
 	return c->mem + c->used - need;
-}
-
-void
-qr_bulk_reset(struct qr_bulk *b)
-{
-	struct qr_bulk_chunk *c;
-
-	for (c = b->head; c != NULL; c = c->next)
-		c->used = 0;
 }
 
 int

@@ -100,21 +100,18 @@ void xpages_free(void *p, size_t size);
  * activation buffers, the float tensors of a sample slot), carved one
  * after another from chunks of xpages: one page fault per 2 MiB for
  * all of them, where a buffer of its own would take one per 4 KiB each
- * time it is first written. A buffer is never given back alone:
- * qr_bulk_reset takes them all back to carve again from the same
- * (already written) pages, qr_bulk_free releases the pages.
+ * time it is first written. A buffer is never given back alone;
+ * qr_bulk_free releases them all.
  */
 struct qr_bulk_chunk;
 struct qr_bulk {
-	struct qr_bulk_chunk *head;  /* the chunks, oldest first */
+	struct qr_bulk_chunk *head;  /* the chunk being carved first */
 	size_t bytes;                /* bytes in all chunks */
 };
 /* size bytes, 64-byte aligned, contents undefined. Never NULL. */
 void *qr_bulk_alloc(struct qr_bulk *b, size_t size);
 /* Whether p is a buffer qr_bulk_alloc gave from b. */
 int qr_bulk_owns(const struct qr_bulk *b, const void *p);
-/* Every buffer of b is given back (none may be used after). */
-void qr_bulk_reset(struct qr_bulk *b);
 void qr_bulk_free(struct qr_bulk *b);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
