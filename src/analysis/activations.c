@@ -54,7 +54,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "graph/graph.h"
 #include "graph/tensor.h"
@@ -285,8 +284,7 @@ out_slot(const struct qr_node *n, const char *name)
 static float *
 step_map(size_t n, size_t *cap)
 {
-	long pg = sysconf(_SC_PAGESIZE);
-	size_t page = pg > 0 ? (size_t)pg : 4096;
+	size_t page = qr_page_size();
 	/* an empty tensor (no detections) still gets a page */
 	size_t want = n > 0 ? n : 1;
 	size_t bytes = want > (SIZE_MAX - page) / sizeof(float) ? 0

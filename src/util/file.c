@@ -55,8 +55,7 @@ out:
 void
 qr_map_drop(const struct qr_map *m, size_t off, size_t len)
 {
-	long pg = sysconf(_SC_PAGESIZE);
-	size_t page = pg > 0 ? (size_t)pg : 4096;
+	size_t page = qr_page_size();
 	uintptr_t a, b;
 
 	if (m == NULL || !m->mapped || m->data == NULL || off > m->size ||
@@ -72,8 +71,7 @@ void
 qr_map_populate(const struct qr_map *m, size_t off, size_t len)
 {
 #ifdef __linux__
-	long pg = sysconf(_SC_PAGESIZE);
-	size_t page = pg > 0 ? (size_t)pg : 4096;
+	size_t page = qr_page_size();
 	uintptr_t a, b;
 
 	if (m == NULL || !m->mapped || m->data == NULL || off > m->size ||

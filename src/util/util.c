@@ -74,8 +74,8 @@ xreallocarray(void *p, size_t n, size_t size)
 
 #define HUGE_PAGE ((size_t)2 << 20)
 
-static size_t
-page_size(void)
+size_t
+qr_page_size(void)
 {
 	long pg = sysconf(_SC_PAGESIZE);
 
@@ -85,7 +85,7 @@ page_size(void)
 void *
 xpages(size_t size)
 {
-	size_t len = size ? size : 1, span, page = page_size();
+	size_t len = size ? size : 1, span, page = qr_page_size();
 	uintptr_t a, b;
 	char *p;
 

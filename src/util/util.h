@@ -94,6 +94,8 @@ void *xreallocarray(void *p, size_t n, size_t size);
  */
 void *xpages(size_t size);
 void xpages_free(void *p, size_t size);
+/* The system's page size (4096 when sysconf cannot tell). */
+size_t qr_page_size(void);
 
 /*
  * Large buffers that live as long as their owner (an executor's pool of
