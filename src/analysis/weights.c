@@ -289,7 +289,8 @@ weight_heat(const float *w, const int64_t *dims, int ndim, int oaxis,
 					float m = *cell;
 
 					for (z = 0; z < inner; z++)
-						m = fmaxf(m, fabsf(v[z]));
+						if (fabsf(v[z]) > m)
+							m = fabsf(v[z]);
 					*cell = m;
 				}
 	free(ca);
