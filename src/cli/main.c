@@ -1191,6 +1191,9 @@ main(int argc, char **argv)
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 #endif
+	/* the kernels' pool owns the cores (see src/kernels/parallel.c):
+	 * OpenBLAS's idle threads go before they spin through loading */
+	qr_kernels_set_blas_threads(1);
 
 	if (argc > 1 && strcmp(argv[1], "run") == 0)
 		return qr_cli_run(argc - 1, argv + 1);

@@ -92,7 +92,8 @@ void qr_parallel_for(int n_threads, size_t n_tasks, qr_par_fn fn, void *ctx);
  * at multiples of align (>= 1). */
 void qr_parallel_range(size_t n, size_t task, size_t n_tasks, size_t align,
 		       size_t *lo, size_t *hi);
-/* Threads OpenBLAS uses for each sgemm (process-wide; n < 1 means 1). */
+/* Threads OpenBLAS uses for each sgemm (process-wide; n < 1 means 1).
+ * One also stops the threads its pthread build keeps idle. */
 void qr_kernels_set_blas_threads(int n);
 
 /* ---- Quantized element types ---- */

@@ -210,8 +210,17 @@ qr_parallel_range(size_t n, size_t task, size_t n_tasks, size_t align,
 	*hi = b * align < n ? b * align : n;
 }
 
+/* OpenBLAS's pthread build: stops its worker threads (a later call
+ * asking for more than one starts them again). Not in cblas.h, and not
+ * in the serial or OpenMP builds, hence weak. */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+
 void
 qr_kernels_set_blas_threads(int n)
 {
 	openblas_set_num_threads(n > 0 ? n : 1);
+	/* the workers it started when the library loaded would otherwise
+	 * busy-wait for their timeout (about 0.1 s of a core at start) */
+	if (n <= 1 && blas_thread_shutdown_ != NULL)
+		blas_thread_shutdown_();
 }
