@@ -422,11 +422,14 @@ test_quant(void)
 
 /* ---- qr_analysis_run_data ---- */
 
+/* Rows per sample, in turn, when set (0 ends the list); else 1. */
+static const size_t *feed_batches;
+
 /* A feed over the rows of a [N,...] float tensor, with labels. */
 struct feed {
 	struct qr_tensor *all;   /* [N, ...] */
 	const int *labels;
-	size_t next, n;
+	size_t next, n, taken;   /* taken: samples given */
 	struct qr_tensor one;    /* row view */
 	struct qr_tensor *ptr;
 	char name[32];
@@ -438,28 +441,35 @@ feed_next(void *user, struct qr_tensor *const **inputs, size_t *n_inputs,
 	  int *label, const char **name, struct qr_diag *d)
 {
 	struct feed *f = user;
-	size_t row;
+	size_t row, k = 1, len = 0;
 
 	(void)d;
 	if (f->next >= f->n) {
 		*n_inputs = 0;
 		return QR_OK;
 	}
+	while (feed_batches != NULL && feed_batches[len] != 0)
+		len++;
+	if (len > 0)
+		k = feed_batches[f->taken % len];
+	if (k > f->n - f->next)
+		k = f->n - f->next;
 	row = f->all->n_elem / (size_t)f->all->dims[0];
 	f->one = *f->all;
 	f->one.name = f->input;
-	f->one.dims[0] = 1;
-	f->one.n_elem = row;
-	f->one.nbytes = row * sizeof(float);
+	f->one.dims[0] = (int64_t)k;
+	f->one.n_elem = k * row;
+	f->one.nbytes = k * row * sizeof(float);
 	f->one.data = (float *)f->all->data + f->next * row;
 	f->one.owned = 0;
 	f->ptr = &f->one;
 	*inputs = &f->ptr;
 	*n_inputs = 1;
-	*label = f->labels ? f->labels[f->next] : -1;
+	*label = f->labels && k == 1 ? f->labels[f->next] : -1;
 	snprintf(f->name, sizeof f->name, "row %zu", f->next);
 	*name = f->name;
-	f->next++;
+	f->next += k;
+	f->taken++;
 	return QR_OK;
 }
 
@@ -921,6 +931,34 @@ test_step(struct qr_tensor *data)
 			same_numbers(r[0], 1, r[i], 1);
 	ok(same, "in step and through the pipeline, one lane and two: the "
 	   "same numbers, bit for bit");
+
+	/* batches of 1 to 4 rows in turn: the pipeline's slots outgrow
+	 * their first buffers (carved once) and take heap ones, growing
+	 * again; in step every sample gets pages of its own */
+	{
+		static const size_t batches[] = { 1, 3, 2, 4, 1, 0 };
+		struct qr_analysis *v[2] = { 0 };
+		int k, vsame;
+
+		feed_batches = batches;
+		for (k = 0; k < 2; k++) {
+			run_threads = 2;
+			run_pipe = k;
+			v[k] = run_data("digits_float.onnx", qdq, 2, data, &st,
+					&d);
+		}
+		feed_batches = NULL;
+		vsame = v[0] != NULL && v[1] != NULL &&
+			v[0]->data.samples == 9 && v[1]->data.samples == 9 &&
+			same_numbers(v[0], 0, v[1], 0) &&
+			same_numbers(v[0], 1, v[1], 1);
+		ok(vsame, "batches of 1 to 4 rows: the pipeline (slots "
+		   "outgrowing their buffers) and every sample in step give "
+		   "the same numbers, bit for bit (%zu samples)",
+		   v[0] ? v[0]->data.samples : 0);
+		qr_analysis_free(v[0]);
+		qr_analysis_free(v[1]);
+	}
 
 	qq[0] = path;
 	qq[1] = "digits_qdq.onnx";

@@ -80,6 +80,8 @@ struct ftens {
 	int ndim[SLOTS];
 	int64_t dims[SLOTS][QR_TENSOR_MAX_DIMS];
 	int have[SLOTS];         /* 1 once seen in that sample */
+	int heap[SLOTS];         /* buf is from the heap (grow), not
+				  * carved from ctx.bulk */
 	int seen;                /* 1 once seen in any sample */
 	char *shape;             /* of the first sample */
 	struct qr_as_chan chan;  /* per-channel statistics */
@@ -306,20 +308,31 @@ step_unmap(float *p, size_t cap)
 		munmap(p, cap * sizeof *p);
 }
 
-/* Copy t into float tensor f's buffer of slot s and add it to the
+/*
+ * Copy t into float tensor f's buffer of slot s and add it to the
  * statistics (float tasks only, in sample order). In step each buffer is
- * new pages (step_map); in the pipeline it is carved from c->bulk and
- * kept for the slot's later samples. Returns 1 when taken; the caller
- * then shows it to the candidate runs (ft_ready). */
+ * new pages (step_map). In the pipeline a slot's first buffer is carved
+ * from c->bulk and kept for the slot's later samples; one that a later
+ * sample outgrows (shapes that vary) is replaced from the heap, freed
+ * when outgrown in turn, so carved buffers never pile up. Returns 1 when
+ * taken; the caller then shows it to the candidate runs (ft_ready).
+ */
 static int
 ft_take(struct ctx *c, struct ftens *f, size_t s, const struct qr_tensor *t)
 {
 	if (c->step) {
 		QR_ASSERT(f->buf[s] == NULL); /* one producer per sample */
 		f->buf[s] = step_map(t->n_elem, &f->cap[s]);
-	} else if (f->cap[s] < t->n_elem) {
+	} else if (f->cap[s] == 0 && f->buf[s] == NULL) {
 		f->cap[s] = t->n_elem;
 		f->buf[s] = qr_bulk_alloc(&c->bulk, t->n_elem * sizeof(float));
+	} else if (f->cap[s] < t->n_elem) {
+		if (!f->heap[s]) {
+			f->buf[s] = NULL; /* the carved one stays in bulk */
+			f->cap[s] = 0;
+			f->heap[s] = 1;
+		}
+		grow(&f->buf[s], &f->cap[s], t->n_elem);
 	}
 	if (!qr_as_to_float(t, NULL, f->buf[s]))
 		return 0;
@@ -1847,6 +1860,9 @@ out:
 	}
 	free(c.c);
 	for (i = 0; i < c.n_ft; i++) {
+		for (s = 0; s < SLOTS; s++)
+			if (c.ft[i].heap[s])
+				free(c.ft[i].buf[s]);
 		free(c.ft[i].shape);
 		qr_as_chan_free(&c.ft[i].chan);
 	}
