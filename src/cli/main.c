@@ -988,6 +988,40 @@ struct an_job {
 	enum qr_status st;
 };
 
+/* A job run on a thread of its own beside the caller, or by the caller
+ * when no thread starts (or none is wanted); its own diag and status are
+ * merged into the caller's once it is over (job_end). */
+struct job {
+	pthread_t th;
+	int threaded;
+	size_t at;               /* the caller's warnings before it */
+};
+
+static void
+job_start(struct job *j, void *(*fn)(void *), void *arg, int thread,
+	  const struct qr_diag *d)
+{
+	j->at = d->n_warnings;
+	j->threaded = thread && pthread_create(&j->th, NULL, fn, arg) == 0;
+	if (!j->threaded)
+		fn(arg);
+}
+
+/* Wait for j; its warnings go before the caller's later ones, and its
+ * error (jst, message in jd), if any, becomes d's and is returned. */
+static enum qr_status
+job_end(struct job *j, struct qr_diag *d, struct qr_diag *jd,
+	enum qr_status jst)
+{
+	if (j->threaded)
+		pthread_join(j->th, NULL);
+	qr_diag_take_warnings(d, j->at, jd);
+	if (jst != QR_OK)
+		jst = qr_errorf(d, jst, "%s", jd->msg);
+	qr_diag_clear(jd);
+	return jst;
+}
+
 /* A model loading on a thread of its own. */
 struct load_job {
 	const char *path;
@@ -1041,23 +1075,17 @@ run_report(const struct options *o, const char *cmdline, struct qr_diag *d)
 		 * error, if any, wins, as when it loaded first.
 		 */
 		struct load_job fj = { o->float_path, NULL, { 0 }, QR_OK };
-		size_t at = d->n_warnings;
-		pthread_t th;
-		int threaded = o->n_quant > 0 &&
-			       pthread_create(&th, NULL, load_job_run, &fj) == 0;
+		struct job j;
+		enum qr_status fst;
 
-		if (!threaded)
-			load_job_run(&fj);
+		job_start(&j, load_job_run, &fj, o->n_quant > 0, d);
 		st = QR_OK;
 		for (i = 0; i < o->n_quant && st == QR_OK; i++)
 			st = qr_onnx_load(o->quant_paths[i], &qmodels[i], d);
-		if (threaded)
-			pthread_join(th, NULL);
-		qr_diag_take_warnings(d, at, &fj.d);
+		fst = job_end(&j, d, &fj.d, fj.st);
 		fmodel = fj.m;
-		if (fj.st != QR_OK)
-			st = qr_errorf(d, fj.st, "%s", fj.d.msg);
-		qr_diag_clear(&fj.d);
+		if (fst != QR_OK)
+			st = fst;
 		if (st != QR_OK)
 			goto out;
 	}
@@ -1076,26 +1104,18 @@ run_report(const struct options *o, const char *cmdline, struct qr_diag *d)
 				      (const struct qr_model *const *)qmodels,
 				      o->n_quant, aopts, NULL, { 0 }, QR_OK };
 		struct qr_analysis *act = qr_analysis_new_data(o->n_quant);
-		size_t at = d->n_warnings;
-		pthread_t th;
-		int threaded = pthread_create(&th, NULL, an_job_run, &job) == 0;
+		struct job j;
 		enum qr_status dst;
 
-		if (!threaded)
-			an_job_run(&job);
+		job_start(&j, an_job_run, &job, 1, d);
 		dst = run_data(o, fmodel, qmodels, act, d);
-		if (threaded)
-			pthread_join(th, NULL);
-		qr_diag_take_warnings(d, at, &job.d);
+		st = job_end(&j, d, &job.d, job.st);
 		an = job.an;
-		if (job.st != QR_OK)
-			st = qr_errorf(d, job.st, "%s", job.d.msg);
-		else if ((st = dst) == QR_EPARTIAL)
+		if (st == QR_OK && (st = dst) == QR_EPARTIAL)
 			partial = 1;
 		if (st == QR_OK || st == QR_EPARTIAL)
 			qr_analysis_take_data(an, act);
 		qr_analysis_free(act);
-		qr_diag_clear(&job.d);
 		if (st != QR_OK && st != QR_EPARTIAL)
 			goto out;
 		st = QR_OK;
