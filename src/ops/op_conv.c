@@ -610,10 +610,24 @@ conv_prepare_common(struct qr_op_call *c, struct qr_diag *d, int transposed)
 }
 
 /*
- * A constant 3x3 weight that Winograd will take (wino_worth: stride and
- * dilation 1, one group; the pads do not matter) is transformed here,
- * at load, rather than in the first run: the local run of the first
- * sample otherwise ends last by that much, with the other cores idle.
+ * Whether a 2-D conv of attributes w with weights shaped as t takes
+ * Winograd in a run that may sum in any order (wino_worth, known before
+ * the input's shape: stride and dilation 1, one group, 3x3; the pads do
+ * not matter).
+ */
+static int
+wino_weight(const struct qr_op_win *w, const struct qr_tensor *t)
+{
+	return t->ndim == 4 && t->dims[2] == 3 && t->dims[3] == 3 &&
+	       t->dims[0] * t->dims[1] <= WINO_MAX_WEIGHTS && w->group == 1 &&
+	       w->strides[0] == 1 && w->strides[1] == 1 && w->dil[0] == 1 &&
+	       w->dil[1] == 1;
+}
+
+/*
+ * A constant weight that Winograd will take is transformed here, at
+ * load, rather than in the first run: the local run of the first sample
+ * otherwise ends last by that much, with the other cores idle.
  */
 static enum qr_status
 conv_prepare(struct qr_op_call *c, struct qr_diag *d)
@@ -622,12 +636,8 @@ conv_prepare(struct qr_op_call *c, struct qr_diag *d)
 	struct conv_state *st = c->state;
 	const struct qr_tensor *w = c->in[1];
 
-	if (s == QR_OK && c->any_order && st->w_const && w->ndim == 4 &&
-	    w->dims[2] == 3 && w->dims[3] == 3 &&
-	    w->dims[0] * w->dims[1] <= WINO_MAX_WEIGHTS &&
-	    st->win.group == 1 && st->win.strides[0] == 1 &&
-	    st->win.strides[1] == 1 && st->win.dil[0] == 1 &&
-	    st->win.dil[1] == 1)
+	if (s == QR_OK && c->any_order && st->w_const &&
+	    wino_weight(&st->win, w))
 		st->wino = qr_wino_f32_new((size_t)w->dims[0],
 					   (size_t)w->dims[1], w->data);
 	return s;
@@ -780,12 +790,9 @@ conv_view_fold(const struct qr_op_call *c, size_t i, const struct qr_tensor *t)
 	struct qr_op_win w;
 	int ok;
 
-	if (i != 1 || t->ndim != 4 || t->dims[2] != 3 || t->dims[3] != 3 ||
-	    t->dims[0] * t->dims[1] > WINO_MAX_WEIGHTS)
+	if (i != 1)
 		return 0;
-	ok = qr_op_win_parse(c, &quiet, &w) == QR_OK &&
-	     w.group == 1 && w.strides[0] == 1 &&
-	     w.strides[1] == 1 && w.dil[0] == 1 && w.dil[1] == 1;
+	ok = qr_op_win_parse(c, &quiet, &w) == QR_OK && wino_weight(&w, t);
 	qr_diag_clear(&quiet);
 	return ok;
 }

@@ -194,7 +194,6 @@ parse_dict(struct hdr *h, int *dtype, int *fortran, int64_t *dims, int *ndim)
 	return QR_OK;
 }
 
-/* See run.h. */
 /*
  * The header of the .npy image buf: a new tensor t of its dtype and
  * shape, without data (t->nbytes the data's size), and *off where the
@@ -258,6 +257,7 @@ parse_head(const uint8_t *b, size_t len, const char *what,
 	return st;
 }
 
+/* See run.h. */
 enum qr_status
 qr_npy_parse(const void *buf, size_t len, const char *what, const char *name,
 	     struct qr_tensor **out, struct qr_diag *d)
