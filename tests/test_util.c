@@ -71,11 +71,73 @@ test_xpages(void)
 	}
 }
 
+/* The string map against a plain array search, over enough keys to grow
+ * the table several times, with keys that share prefixes. */
+static void
+test_strmap(void)
+{
+	enum { N = 3000 };
+	static char keys[N][16];
+	struct qr_strmap m = {0};
+	size_t i, bad = 0;
+
+	ok(qr_strmap_get(&m, "x") == QR_STRMAP_NONE, "strmap: empty map finds nothing");
+	for (i = 0; i < N; i++) {
+		snprintf(keys[i], sizeof keys[i], "t%zu", i * 7919 % N);
+		if (qr_strmap_put(&m, keys[i], i) != i)
+			bad++;
+	}
+	ok(bad == 0 && m.n == N, "strmap: %d new keys stored (%zu wrong)", N, bad);
+	for (i = 0, bad = 0; i < N; i++)
+		bad += qr_strmap_get(&m, keys[i]) != i;
+	ok(bad == 0, "strmap: every key finds its index (%zu wrong)", bad);
+	ok(qr_strmap_put(&m, "t0", 99999) == qr_strmap_get(&m, "t0") &&
+	   m.n == N, "strmap: putting a present key keeps its index");
+	ok(qr_strmap_get(&m, "t") == QR_STRMAP_NONE &&
+	   qr_strmap_get(&m, "t00") == QR_STRMAP_NONE &&
+	   qr_strmap_get(&m, "") == QR_STRMAP_NONE, "strmap: absent keys");
+	ok(qr_hash_str("") == 0xcbf29ce484222325ull &&
+	   qr_hash_str("a") == 0xaf63dc4c8601ec8cull, "strmap: FNV-1a 64");
+	qr_strmap_free(&m);
+	ok(m.cap == 0 && qr_strmap_get(&m, "t1") == QR_STRMAP_NONE,
+	   "strmap: freed map is empty");
+}
+
+/* binary16 and bfloat16 round trips and rounding at known values. */
+static void
+test_half(void)
+{
+	uint32_t h, bad = 0;
+
+	for (h = 0; h < 0x10000; h++) {
+		float f = qr_f16_to_f32((uint16_t)h);
+
+		if (isnan(f) ? (qr_f32_to_f16(f) & 0x7e00) != 0x7e00 ||
+				       ((h & 0x7c00) != 0x7c00)
+			     : qr_f32_to_f16(f) != h)
+			bad++;
+	}
+	ok(bad == 0, "half: all 65536 binary16 values round-trip (%u wrong)", bad);
+	ok(qr_f16_to_f32(0x3c00) == 1.0f && qr_f16_to_f32(0xc000) == -2.0f &&
+	   qr_f16_to_f32(0x0001) == ldexpf(1, -24) &&
+	   qr_f16_to_f32(0x7bff) == 65504.0f, "half: known binary16 values");
+	ok(qr_f32_to_f16(1.0f + ldexpf(1, -11)) == 0x3c00 &&
+	   qr_f32_to_f16(1.0f + 3 * ldexpf(1, -11)) == 0x3c02 &&
+	   qr_f32_to_f16(65520.0f) == 0x7c00 && qr_f32_to_f16(-0.0f) == 0x8000,
+	   "half: ties to even, overflow to Inf, signed zero");
+	ok(qr_bf16_to_f32(0x3f80) == 1.0f && qr_f32_to_bf16(1.0f) == 0x3f80 &&
+	   qr_f32_to_bf16(1.0f + ldexpf(1, -8)) == 0x3f80 &&
+	   qr_f32_to_bf16(1.0f + 3 * ldexpf(1, -8)) == 0x3f82 &&
+	   isnan(qr_bf16_to_f32(qr_f32_to_bf16(NAN))), "half: bfloat16");
+}
+
 int
 main(void)
 {
 	plan_no_plan();
 	test_bulk();
 	test_xpages();
+	test_strmap();
+	test_half();
 	return done();
 }

@@ -845,22 +845,6 @@ compare_outputs(struct cand *q, const struct slot *sl)
 	free(y);
 }
 
-/* A new owned copy of t (name borrowed as it is). */
-static struct qr_tensor *
-tensor_dup(const struct qr_tensor *t)
-{
-	struct qr_tensor *c = xcalloc(1, sizeof *c);
-
-	*c = *t;
-	c->data = NULL;
-	c->cap = 0;
-	c->owned = 1;
-	qr_tensor_alloc(c);
-	if (t->nbytes > 0)
-		memcpy(c->data, t->data, t->nbytes);
-	return c;
-}
-
 /* Free the sample held in sl (pending, the scheduler's, is left alone). */
 static void
 slot_clear(struct slot *sl)
@@ -963,7 +947,7 @@ sample_read(struct ctx *c, size_t s, int *eof, const char **name)
 	sl->n_ins = n_ins;
 	sl->label = label;
 	for (i = 0; i < n_ins; i++) {
-		sl->ins[i] = tensor_dup(ins[i]);
+		sl->ins[i] = qr_tensor_copy(ins[i]);
 		/* the feed's names may not outlive its next call */
 		for (j = 0; j < nfi; j++)
 			if (ins[i]->name && strcmp(ins[i]->name, fnames[j]) == 0)
@@ -1006,7 +990,7 @@ float_run(struct ctx *c, size_t s, const char *name)
 	sl->fouts = xcalloc(nf + 1, sizeof *sl->fouts);
 	sl->n_fouts = nf;
 	for (i = 0; i < nf; i++)
-		sl->fouts[i] = fo[i] ? tensor_dup(fo[i]) : NULL;
+		sl->fouts[i] = fo[i] ? qr_tensor_copy(fo[i]) : NULL;
 	strv_add(&a->data.sample_names, &a->data.samples, name);
 	a->data.labels = xreallocarray(a->data.labels, a->data.samples,
 				       sizeof *a->data.labels);

@@ -55,73 +55,35 @@
 struct names {
 	const char **v;          /* names, borrowed */
 	size_t n, cap;
-	size_t *tab;             /* hash -> index + 1 */
-	size_t tab_cap;          /* power of two */
+	struct qr_strmap idx;    /* name -> index in v */
 };
-
-static uint64_t
-hash_str(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s != '\0'; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
 
 static size_t
 names_find(const struct names *t, const char *s)
 {
-	size_t i;
-
-	if (t->tab_cap == 0)
-		return NONE;
-	for (i = hash_str(s) & (t->tab_cap - 1); t->tab[i] != 0;
-	     i = (i + 1) & (t->tab_cap - 1))
-		if (strcmp(t->v[t->tab[i] - 1], s) == 0)
-			return t->tab[i] - 1;
-	return NONE;
+	return qr_strmap_get(&t->idx, s);
 }
 
 static size_t
 names_add(struct names *t, const char *s)
 {
-	size_t i, k;
+	size_t i = qr_strmap_put(&t->idx, s, t->n);
 
-	if ((i = names_find(t, s)) != NONE)
+	if (i < t->n)
 		return i;
-	if (2 * (t->n + 1) > t->tab_cap) {
-		size_t cap = t->tab_cap ? t->tab_cap * 2 : 64;
-
-		free(t->tab);
-		t->tab = xcalloc(cap, sizeof *t->tab);
-		t->tab_cap = cap;
-		for (k = 0; k < t->n; k++) {
-			for (i = hash_str(t->v[k]) & (cap - 1); t->tab[i] != 0;
-			     i = (i + 1) & (cap - 1))
-				;
-			t->tab[i] = k + 1;
-		}
-	}
 	if (t->n == t->cap) {
 		t->cap = t->cap ? t->cap * 2 : 64;
 		t->v = xreallocarray(t->v, t->cap, sizeof *t->v);
 	}
 	t->v[t->n] = s;
-	for (i = hash_str(s) & (t->tab_cap - 1); t->tab[i] != 0;
-	     i = (i + 1) & (t->tab_cap - 1))
-		;
-	t->tab[i] = ++t->n;
-	return t->n - 1;
+	return t->n++;
 }
 
 static void
 names_free(struct names *t)
 {
 	free(t->v);
-	free(t->tab);
+	qr_strmap_free(&t->idx);
 }
 
 /* ---- one graph's activations ---- */

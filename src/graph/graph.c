@@ -18,8 +18,7 @@ enum {
 
 /* One tensor name. */
 struct entry {
-	const char *name;      /* key, borrowed from the model; NULL when free */
-	uint64_t hash;         /* hash of name */
+	const char *name;      /* key, borrowed from the model */
 	long producer;         /* producing node, -1 when none */
 	size_t cons_off;       /* first consumer in qr_graph.cons */
 	size_t n_cons;         /* consumers (each node once) */
@@ -39,85 +38,34 @@ struct node_uses {
 struct qr_graph {
 	const struct qr_model *m;       /* borrowed */
 	const struct qr_graph_data *gd; /* m's main graph */
-	struct entry *tab;              /* open addressing, linear probing */
-	size_t cap;                     /* slots, a power of two */
+	struct entry *ents;             /* one per tensor name */
+	size_t n_ents;                  /* entries in use */
+	struct qr_strmap idx;           /* name -> index in ents */
 	size_t *cons;                   /* consumer lists, back to back */
 	size_t *order;                  /* topological order */
 	struct node_uses *uses;         /* per node */
 };
 
-/* FNV-1a, 64 bits. */
-static uint64_t
-hash_str(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s != '\0'; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
 /* A string set used while collecting subgraph names. */
-struct strset {
-	const char **keys; /* NULL when free */
-	size_t cap;        /* power of two */
-	size_t n;          /* keys held */
-};
-
-static int strset_add(struct strset *s, const char *k);
-
-static void
-strset_grow(struct strset *s)
-{
-	struct strset old = *s;
-	size_t i;
-
-	s->cap = old.cap ? old.cap * 2 : 16;
-	s->keys = xcalloc(s->cap, sizeof *s->keys);
-	s->n = 0;
-	for (i = 0; i < old.cap; i++)
-		if (old.keys[i] != NULL)
-			strset_add(s, old.keys[i]);
-	free(old.keys);
-}
-
-/* Add k; 1 when it was new. */
 static int
-strset_add(struct strset *s, const char *k)
+strset_add(struct qr_strmap *s, const char *k)
 {
-	size_t i;
+	size_t n = s->n;
 
-	if (2 * (s->n + 1) > s->cap)
-		strset_grow(s);
-	for (i = hash_str(k) & (s->cap - 1); s->keys[i] != NULL;
-	     i = (i + 1) & (s->cap - 1))
-		if (strcmp(s->keys[i], k) == 0)
-			return 0;
-	s->keys[i] = k;
-	s->n++;
-	return 1;
+	qr_strmap_put(s, k, 0);
+	return s->n > n;
 }
 
 static int
-strset_has(const struct strset *s, const char *k)
+strset_has(const struct qr_strmap *s, const char *k)
 {
-	size_t i;
-
-	if (s->cap == 0)
-		return 0;
-	for (i = hash_str(k) & (s->cap - 1); s->keys[i] != NULL;
-	     i = (i + 1) & (s->cap - 1))
-		if (strcmp(s->keys[i], k) == 0)
-			return 1;
-	return 0;
+	return qr_strmap_get(s, k) != QR_STRMAP_NONE;
 }
 
 /* Collect what the subgraphs of one node define and read, recursively. */
 static void
-sub_collect(const struct qr_graph_data *g, struct strset *def,
-	    struct strset *used, const char ***order, size_t *n_order)
+sub_collect(const struct qr_graph_data *g, struct qr_strmap *def,
+	    struct qr_strmap *used, const char ***order, size_t *n_order)
 {
 	size_t i, j, k;
 
@@ -165,7 +113,7 @@ sub_collect(const struct qr_graph_data *g, struct strset *def,
 static void
 node_uses_build(const struct qr_node *n, struct node_uses *u)
 {
-	struct strset def = {0}, used = {0};
+	struct qr_strmap def = {0}, used = {0};
 	const char **sub = NULL;
 	size_t n_sub = 0, i, j;
 
@@ -187,38 +135,30 @@ node_uses_build(const struct qr_node *n, struct node_uses *u)
 		if (!strset_has(&def, sub[i]))
 			u->names[u->n++] = sub[i];
 	free(sub);
-	free(def.keys);
-	free(used.keys);
+	qr_strmap_free(&def);
+	qr_strmap_free(&used);
 }
 
 static struct entry *
 tab_find(const struct qr_graph *g, const char *name)
 {
-	uint64_t h = hash_str(name);
-	size_t i;
+	size_t i = qr_strmap_get(&g->idx, name);
 
-	for (i = h & (g->cap - 1); g->tab[i].name != NULL;
-	     i = (i + 1) & (g->cap - 1))
-		if (g->tab[i].hash == h && strcmp(g->tab[i].name, name) == 0)
-			return &g->tab[i];
-	return NULL;
+	return i == QR_STRMAP_NONE ? NULL : &g->ents[i];
 }
 
-/* Find or insert name. The table is sized for every name up front. */
+/* Find or insert name. ents is sized for every name up front. */
 static struct entry *
 tab_get(struct qr_graph *g, const char *name)
 {
-	uint64_t h = hash_str(name);
-	size_t i;
+	size_t i = qr_strmap_put(&g->idx, name, g->n_ents);
 
-	for (i = h & (g->cap - 1); g->tab[i].name != NULL;
-	     i = (i + 1) & (g->cap - 1))
-		if (g->tab[i].hash == h && strcmp(g->tab[i].name, name) == 0)
-			return &g->tab[i];
-	g->tab[i].name = name;
-	g->tab[i].hash = h;
-	g->tab[i].producer = -1;
-	return &g->tab[i];
+	if (i == g->n_ents) {
+		g->n_ents++;
+		g->ents[i].name = name;
+		g->ents[i].producer = -1;
+	}
+	return &g->ents[i];
 }
 
 /* Min-heap of node indices, so a file already in order keeps its order. */
@@ -343,9 +283,8 @@ qr_graph_new(const struct qr_model *m, struct qr_graph **out,
 		node_uses_build(&gd->nodes[i], &g->uses[i]);
 		names += gd->nodes[i].n_out + g->uses[i].n;
 	}
-	for (g->cap = 16; g->cap < 2 * names; g->cap *= 2)
-		;
-	g->tab = xcalloc(g->cap, sizeof *g->tab);
+	qr_strmap_reserve(&g->idx, names);
+	g->ents = xcalloc(names + 1, sizeof *g->ents);
 
 	for (i = 0; i < gd->n_input; i++)
 		tab_get(g, gd->inputs[i].name)->flags |= ENT_INPUT;
@@ -431,19 +370,19 @@ qr_graph_new(const struct qr_model *m, struct qr_graph **out,
 		}
 	}
 	total = 0;
-	for (i = 0; i < g->cap; i++) {
-		g->tab[i].cons_off = total;
-		total += g->tab[i].n_cons;
-		g->tab[i].seen = 0;
+	for (i = 0; i < g->n_ents; i++) {
+		g->ents[i].cons_off = total;
+		total += g->ents[i].n_cons;
+		g->ents[i].seen = 0;
 	}
 	g->cons = xcalloc(total + 1, sizeof *g->cons);
-	fill = xcalloc(g->cap, sizeof *fill);
+	fill = xcalloc(g->n_ents + 1, sizeof *fill);
 	for (i = 0; i < gd->n_node; i++) {
 		const struct node_uses *u = &g->uses[i];
 
 		for (j = 0; j < u->n; j++) {
 			struct entry *e = tab_find(g, u->names[j]);
-			size_t slot = (size_t)(e - g->tab);
+			size_t slot = (size_t)(e - g->ents);
 
 			if (e->seen == i + 1)
 				continue;
@@ -493,7 +432,8 @@ qr_graph_free(struct qr_graph *g)
 	for (i = 0; i < g->gd->n_node; i++)
 		free(g->uses[i].names);
 	free(g->uses);
-	free(g->tab);
+	free(g->ents);
+	qr_strmap_free(&g->idx);
 	free(g->cons);
 	free(g->order);
 	free(g);

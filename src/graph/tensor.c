@@ -156,6 +156,22 @@ qr_tensor_wrap(const struct qr_tensor_data *c)
 	return t;
 }
 
+/* A new owned copy of t: shape and bytes (the name is borrowed as t's). */
+struct qr_tensor *
+qr_tensor_copy(const struct qr_tensor *t)
+{
+	struct qr_tensor *c = xcalloc(1, sizeof *c);
+
+	*c = *t;
+	c->data = NULL;
+	c->cap = 0;
+	c->owned = 1;
+	qr_tensor_alloc(c);
+	if (t->nbytes > 0)
+		memcpy(c->data, t->data, t->nbytes);
+	return c;
+}
+
 /* Free t and, when it owns them, its data. NULL is a no-op. */
 void
 qr_tensor_free(struct qr_tensor *t)

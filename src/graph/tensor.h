@@ -55,6 +55,8 @@ enum qr_status qr_tensor_new(int dtype, int ndim, const int64_t *dims,
 			     struct qr_tensor **out, struct qr_diag *d);
 /* A tensor that borrows an initializer's data. */
 struct qr_tensor *qr_tensor_wrap(const struct qr_tensor_data *c);
+/* A new owned copy of t: shape and bytes (the name borrowed as t's). */
+struct qr_tensor *qr_tensor_copy(const struct qr_tensor *t);
 void qr_tensor_free(struct qr_tensor *t);
 /* "[1,3,224,224]" into a caller buffer of size n. */
 const char *qr_shape_str(const struct qr_tensor *t, char *buf, size_t n);

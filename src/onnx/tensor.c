@@ -63,39 +63,6 @@ qr_dtype_bits(int dtype)
 	return qr_dtype_valid(dtype) ? dtypes[dtype].bits : 0;
 }
 
-/* IEEE 754 binary16 bits to float. */
-static float
-half_to_f32(uint16_t h)
-{
-	uint32_t sign = (uint32_t)(h >> 15) << 31;
-	uint32_t exp = (h >> 10) & 0x1f;
-	uint32_t mant = h & 0x3ff;
-	uint32_t bits;
-	float f;
-
-	if (exp == 0x1f) {
-		bits = sign | 0x7f800000u | (mant << 13);
-	} else if (exp != 0) {
-		bits = sign | ((exp + 112) << 23) | (mant << 13);
-	} else {
-		/* zero or subnormal: mant * 2^-24 */
-		f = ldexpf((float)mant, -24);
-		return sign ? -f : f;
-	}
-	memcpy(&f, &bits, sizeof f);
-	return f;
-}
-
-static float
-bf16_to_f32(uint16_t h)
-{
-	uint32_t bits = (uint32_t)h << 16;
-	float f;
-
-	memcpy(&f, &bits, sizeof f);
-	return f;
-}
-
 /* The float8 formats of ONNX (opset 19): 1 sign bit, ebits exponent bits,
  * mbits mantissa bits. FN types have no infinities and one NaN pattern
  * (all ones); FNUZ types have no negative zero, 0x80 is their only NaN. */
@@ -181,19 +148,19 @@ elem_get(const struct qr_tensor_data *t, size_t i)
 	case QR_DT_FLOAT16: {
 		uint16_t v;
 		memcpy(&v, p + i * 2, 2);
-		return half_to_f32(v);
+		return qr_f16_to_f32(v);
 	}
 	case QR_DT_BFLOAT16: {
 		uint16_t v;
 		memcpy(&v, p + i * 2, 2);
-		return bf16_to_f32(v);
+		return qr_bf16_to_f32(v);
 	}
 	case QR_DT_FLOAT8E4M3FN:
 		return f8_to_f32(p[i], 4, 3, 7, 0);
 	case QR_DT_FLOAT8E4M3FNUZ:
 		return f8_to_f32(p[i], 4, 3, 8, 1);
 	case QR_DT_FLOAT8E5M2: /* the top byte of a float16 */
-		return half_to_f32((uint16_t)(p[i] << 8));
+		return qr_f16_to_f32((uint16_t)(p[i] << 8));
 	case QR_DT_FLOAT8E5M2FNUZ:
 		return f8_to_f32(p[i], 5, 2, 16, 1);
 	default:

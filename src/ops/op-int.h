@@ -134,11 +134,8 @@ double qr_op_get(const struct qr_tensor *t, size_t i);
  * types saturate (NaN -> 0, out of range or +-Inf -> min/max). */
 void qr_op_set(struct qr_tensor *t, size_t i, double v);
 
-/* float16 bits <-> float (round to nearest even; NaN/Inf kept). */
-float qr_op_f16_to_f32(uint16_t h);
-uint16_t qr_op_f32_to_f16(float f);
-float qr_op_bf16_to_f32(uint16_t h);
-uint16_t qr_op_f32_to_bf16(float f);
+/* float16 and bfloat16 bits <-> float: qr_f16_to_f32 and its kin in
+ * util/util.h. */
 
 /* ---- shapes and axes ---- */
 

@@ -503,7 +503,7 @@ cast_run(struct qr_op_call *c, struct qr_diag *d)
 		uint16_t *o = y->data;
 
 		for (i = 0; i < n; i++)
-			o[i] = qr_op_f32_to_f16(s[i]);
+			o[i] = qr_f32_to_f16(s[i]);
 		return QR_OK;
 	}
 	for (i = 0; i < n; i++) {

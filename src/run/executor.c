@@ -117,8 +117,7 @@ struct qr_exec {
 	struct qr_exec_opts opts;  /* copy (keep borrowed) */
 	struct value *vals;
 	size_t n_vals;
-	size_t *tab;               /* name hash -> value index + 1 */
-	size_t tab_cap;            /* power of two */
+	struct qr_strmap by_name;  /* value name -> index in vals */
 	struct step *steps;        /* topological order */
 	size_t n_steps;
 	size_t *step_of_node;      /* node index -> step */
@@ -156,42 +155,23 @@ static void prof_names_free(struct qr_exec *e);
 
 /* ---- name table ---- */
 
-static uint64_t
-hash_str(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s != '\0'; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
 static size_t
 val_find(const struct qr_exec *e, const char *name)
 {
-	size_t i;
+	size_t v = qr_strmap_get(&e->by_name, name);
 
-	for (i = hash_str(name) & (e->tab_cap - 1); e->tab[i] != 0;
-	     i = (i + 1) & (e->tab_cap - 1))
-		if (strcmp(e->vals[e->tab[i] - 1].name, name) == 0)
-			return e->tab[i] - 1;
-	return NO_STEP;
+	return v == QR_STRMAP_NONE ? NO_STEP : v;
 }
 
 /* Find or add value name. */
 static size_t
 val_get(struct qr_exec *e, const char *name, enum value_kind kind)
 {
-	size_t i, v;
+	size_t v = qr_strmap_put(&e->by_name, name, e->n_vals);
 
-	for (i = hash_str(name) & (e->tab_cap - 1); e->tab[i] != 0;
-	     i = (i + 1) & (e->tab_cap - 1))
-		if (strcmp(e->vals[e->tab[i] - 1].name, name) == 0)
-			return e->tab[i] - 1;
-	v = e->n_vals++;
-	e->tab[i] = v + 1;
+	if (v < e->n_vals)
+		return v;
+	e->n_vals++;
 	e->vals[v].name = name;
 	e->vals[v].kind = kind;
 	e->vals[v].producer = NO_STEP;
@@ -341,7 +321,7 @@ qr_exec_free(struct qr_exec *e)
 	free(e->taken);
 	free(e->pool);
 	free(e->vals);
-	free(e->tab);
+	qr_strmap_free(&e->by_name);
 	free(e->steps);
 	free(e->step_of_node);
 	free(e->inputs);
@@ -661,9 +641,7 @@ exec_build(struct qr_exec *e, struct qr_unsupported **u, size_t *n_u,
 	names = gd->n_input + gd->n_init;
 	for (i = 0; i < gd->n_node; i++)
 		names += gd->nodes[i].n_out;
-	for (e->tab_cap = 16; e->tab_cap < 2 * names; e->tab_cap *= 2)
-		;
-	e->tab = xcalloc(e->tab_cap, sizeof *e->tab);
+	qr_strmap_reserve(&e->by_name, names);
 	e->vals = xcalloc(names + 1, sizeof *e->vals);
 
 	for (i = 0; i < gd->n_init; i++) {
@@ -1877,22 +1855,6 @@ qr_exec_outputs(const struct qr_exec *e, size_t *n)
 	return e->outs;
 }
 
-/* A new owned copy of t. */
-static struct qr_tensor *
-tensor_copy(const struct qr_tensor *t)
-{
-	struct qr_tensor *c = xcalloc(1, sizeof *c);
-
-	*c = *t;
-	c->data = NULL;
-	c->cap = 0;
-	c->owned = 1;
-	qr_tensor_alloc(c);
-	if (t->nbytes > 0)
-		memcpy(c->data, t->data, t->nbytes);
-	return c;
-}
-
 /* Move output i to the caller: an activation's buffer is handed over
  * (unless it is carved from e->bulk), an input or constant output is
  * copied. NULL when already taken. */
@@ -1906,10 +1868,10 @@ qr_exec_output_take(struct qr_exec *e, size_t i)
 		return NULL;
 	v = &e->vals[e->out_vals[i]];
 	if (e->outs[i] != &v->store) {
-		t = tensor_copy(e->outs[i]);
+		t = qr_tensor_copy(e->outs[i]);
 	} else if (qr_bulk_owns(&e->bulk, v->store.data)) {
 		/* a bulk buffer is e's: the caller gets a copy */
-		t = tensor_copy(&v->store);
+		t = qr_tensor_copy(&v->store);
 		pool_release(e, &v->store);
 		v->cur = NULL;
 	} else {

@@ -8,6 +8,8 @@
  * - struct qr_arena: bump allocator for data freed all at once (the model).
  * - struct qr_buf: growable byte/string buffer.
  * - file helpers: map a file read-only, write a whole file, make folders.
+ * - struct qr_strmap (strmap.c): the string -> index hash table.
+ * - binary16 / bfloat16 conversions (half.c).
  *
  * Ownership: *_new / x*alloc results belong to the caller; *_free(NULL) is a
  * no-op.
@@ -186,5 +188,32 @@ char *qr_path_dirname(const char *path);
 const char *qr_path_basename(const char *path);
 /* Monotonic clock in seconds. */
 double qr_now(void);
+
+/* Strings (borrowed, they must outlive the map) to indices: open
+ * addressing, linear probing, doubled when half full. A zeroed struct is
+ * an empty map. */
+struct qr_strmap {
+	const char **keys; /* cap slots, NULL when free */
+	size_t *vals;      /* the index stored with each key */
+	size_t cap;        /* slots: 0, or a power of two */
+	size_t n;          /* keys held */
+};
+#define QR_STRMAP_NONE ((size_t)-1)
+/* FNV-1a, 64 bits, of a NUL-terminated string. */
+uint64_t qr_hash_str(const char *s);
+/* The index stored with key, QR_STRMAP_NONE when absent. */
+size_t qr_strmap_get(const struct qr_strmap *m, const char *key);
+/* Store val with key unless key is there; the index stored either way. */
+size_t qr_strmap_put(struct qr_strmap *m, const char *key, size_t val);
+/* Room for n keys without growing. */
+void qr_strmap_reserve(struct qr_strmap *m, size_t n);
+void qr_strmap_free(struct qr_strmap *m);
+
+/* IEEE binary16 and bfloat16 bits to float (exact), and float to them
+ * rounding to nearest even (as numpy's astype; NaN stays NaN). */
+float qr_f16_to_f32(uint16_t h);
+uint16_t qr_f32_to_f16(float f);
+float qr_bf16_to_f32(uint16_t h);
+uint16_t qr_f32_to_bf16(float f);
 
 #endif
