@@ -6,7 +6,8 @@
 #   ./quickstart.sh --check  the same, then run the test suite (make check)
 #
 # Installs Debian packages with apt-get (through sudo when not root) only
-# when some are missing. Never downloads anything else.
+# when some are missing; with --check, also the npm packages of tests/ort
+# and tests/browser (npm ci --ignore-scripts). Downloads nothing else.
 set -eu
 cd "$(dirname "$0")"
 

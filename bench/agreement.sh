@@ -18,10 +18,10 @@
 # per model/variant) and a table of the largest |qreport - ORT| per
 # metric, cumulative and local. Bound per pair and metric:
 # |a - b| <= TOL * max(1, |b|) (so absolute for cosine, relative for SQNR
-# in dB); QDQ candidates use QDQ_TOL instead (see README, "Measured:
-# float<->quant comparison": the two engines' float convs round
-# differently, a value at a .5 quantization tie lands one step apart, and
-# the step spreads through later layers).
+# in dB); QDQ candidates use QDQ_TOL instead (see doc/ort-agreement.md:
+# where two engines' float convs round differently, a value at a .5
+# quantization tie lands one step apart, and the step spreads through
+# later layers). Results: bench/RESULTS.md.
 #
 # Environment: N (samples, default 20), TOL (default 1e-4), QDQ_TOL
 # (default TOL), MODELS (default "resnet18 mobilenet_v2"), VARIANTS

@@ -1,8 +1,8 @@
 #!/bin/sh
 # memory.sh: peak RSS of the whole qreport report for a float model and
-# its QDQ candidate with 20 and with 200 samples, against the issue's
+# its QDQ candidate with 20 and with 200 samples, against the memory
 # goals: RSS(200) <= 1.1 x RSS(20), and RSS <= float + quant model bytes
-# + 256 MiB.
+# + 256 MiB (results: bench/RESULTS.md).
 #
 #   bench/memory.sh [QREPORT] [MODELS_DIR]
 #

@@ -1,6 +1,6 @@
 #!/bin/sh
 # memory_scan.sh: peak RSS of the whole qreport report, float model and
-# its QDQ candidate, for every model of a folder, against the issue's
+# its QDQ candidate, for every model of a folder, against the memory
 # budget (float + quant model bytes + 256 MiB). bench/memory.sh measures
 # one model at 20 and 200 samples; this one runs N samples (default 4:
 # the sample count does not move the peak, memory.sh shows) over many
