@@ -35,8 +35,8 @@ pb_index(const char *name)
 /* Header facts of a .pb TensorProto: its name (heap, "" when unnamed),
  * dtype and shape. */
 static enum qr_status
-pb_probe(const char *path, char **tname, int *dtype, int *ndim,
-	 int64_t *dims, struct qr_diag *d)
+pb_head(const char *path, char **tname, int *dtype, int *ndim,
+	int64_t *dims, struct qr_diag *d)
 {
 	struct qr_arena a = {0};
 	struct qr_tensor_data td;
@@ -108,7 +108,7 @@ pb_item(struct qr_dataset *ds, struct qr_data_src *s, struct qr_data_item *it,
 			continue;
 		path = qr_data_path_kind(it->path) == 0 ? xstrdup(it->path) :
 		       qr_path_join(it->path, names[i]);
-		st = pb_probe(path, &tname, &dtype, &ndim, dims, d);
+		st = pb_head(path, &tname, &dtype, &ndim, dims, d);
 		if (st != QR_OK)
 			break;
 		sl_i = only ? (int)s->slot : pb_slot(ds, tname, idx);

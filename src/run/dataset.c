@@ -19,8 +19,8 @@
  *     255.0); float data cannot feed an integer input; integers out of
  *     the input type's range make the file unreadable.
  *   - Files are sorted by name (strcmp, locale-free). Dot-files are
- *     ignored silently; files not of the source's kind are skipped with a
- *     warning.
+ *     ignored silently; in a folder of images or .npy files, other files
+ *     are skipped with a warning.
  *   - The first source names the report's dataset.source and gives the
  *     labels (the first with classes); a sample's display name joins
  *     those of its files, or is "random #i" when every input is random.
@@ -428,7 +428,7 @@ source_free(struct qr_data_src *s, size_t n_slots)
 	free(s);
 }
 
-/* A new source for slot (NULL path: none), added to ds->srcs. */
+/* A new source for slot (path NULL: random), added to ds->srcs. */
 static struct qr_data_src *
 source_new(struct qr_dataset *ds, const char *path, size_t slot)
 {
