@@ -22,6 +22,10 @@
  * Ownership: qr_dataset_open returns a dataset the caller frees with
  * qr_dataset_free; it borrows the model. Tensors returned by
  * qr_dataset_next are owned by the dataset and valid until the next call.
+ *
+ * Files: dataset.c (the qr_dataset_* calls: inputs, sample assembly),
+ * one data_*.c per source kind (random, images, npy, pb; data-int.h maps
+ * them), image.c (the qr_image_* decoders and resize below).
  */
 #ifndef QR_DATASET_H
 #define QR_DATASET_H
