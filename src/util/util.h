@@ -170,7 +170,12 @@ void qr_map_drop(const struct qr_map *m, size_t off, size_t len);
  * call instead of a fault per few pages), where the kernel can; a hint,
  * nothing for a map that is not mapped. */
 void qr_map_populate(const struct qr_map *m, size_t off, size_t len);
-/* Read a whole file into a NUL-terminated heap buffer (*out, *len). */
+/* Read a whole regular file into a NUL-terminated heap buffer (*out,
+ * *len). A FIFO, a device or a folder is refused without blocking, and so
+ * is a file over QR_READ_FILE_MAX (QR_EIO naming the file). Models and
+ * data are mapped (qr_map_file), which refuses non-regular files too. */
+#define QR_READ_FILE_MAX ((uint64_t)256 << 20) /* --config, --compare-to,
+						  templates */
 enum qr_status qr_read_file(const char *path, char **out, size_t *len,
 			    struct qr_diag *d);
 /* Write n bytes to path (create or truncate). */
