@@ -276,3 +276,50 @@ qr_path_basename(const char *path)
 
 	return slash != NULL ? slash + 1 : path;
 }
+
+/* path made absolute with every symlink of its existing part resolved;
+ * the components that do not exist yet are appended as they are. */
+static char *
+canonical(const char *path)
+{
+	char *dir, *r, *out;
+
+	r = realpath(path, NULL);
+	if (r != NULL)
+		return r;
+	if (errno != ENOENT && errno != ENOTDIR)
+		return NULL;
+	dir = qr_path_dirname(path);
+	if (strcmp(dir, path) == 0) {
+		free(dir);
+		return NULL;
+	}
+	r = canonical(dir);
+	free(dir);
+	if (r == NULL)
+		return NULL;
+	out = qr_path_join(r, qr_path_basename(path));
+	free(r);
+	return out;
+}
+
+/* 1 when a is b or lies inside it, by their canonical paths. */
+static int
+within(const char *a, const char *b)
+{
+	size_t n = strlen(b);
+
+	return strncmp(a, b, n) == 0 &&
+	       (a[n] == '\0' || a[n] == '/' || (n == 1 && b[0] == '/'));
+}
+
+int
+qr_path_overlap(const char *a, const char *b)
+{
+	char *ca = canonical(a), *cb = canonical(b);
+	int r = ca != NULL && cb != NULL && (within(ca, cb) || within(cb, ca));
+
+	free(ca);
+	free(cb);
+	return r;
+}
