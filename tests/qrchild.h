@@ -49,9 +49,13 @@ slurp(const char *path)
 	return buf;
 }
 
+/* Address space a child gets when run with limit_mem (ASan builds are
+ * not limited): unbounded memory ends in a failed allocation. */
+static size_t child_mem_limit = (size_t)8 << 30;
+
 /* Run argv (NULL-terminated; argv[0] the program) in cwd (NULL: ours)
- * with a time limit of seconds and, when limit_mem, 8 GiB of address
- * space. */
+ * with a time limit of seconds and, when limit_mem, child_mem_limit
+ * bytes of address space. */
 static void
 run_in(struct result *r, const char *cwd, int seconds, int limit_mem,
        char *const argv[])
@@ -74,8 +78,8 @@ run_in(struct result *r, const char *cwd, int seconds, int limit_mem,
 			_exit(126);
 #ifndef __SANITIZE_ADDRESS__
 		if (limit_mem) {
-			/* Unbounded memory ends in a failed allocation. */
-			struct rlimit rl = {(rlim_t)8 << 30, (rlim_t)8 << 30};
+			struct rlimit rl = {(rlim_t)child_mem_limit,
+					    (rlim_t)child_mem_limit};
 
 			setrlimit(RLIMIT_AS, &rl);
 		}

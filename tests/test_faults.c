@@ -31,6 +31,7 @@ static char *samples;       /* samples/ */
 static const char *srcdir;  /* the source tree */
 
 #include "qrchild.h"
+#include "pbwrite.h"
 
 static char *
 in_work(const char *name)
@@ -231,6 +232,133 @@ test_unbounded(void)
 	free(zero);
 }
 
+/*
+ * A model of n Relu nodes on x [1,4]: a chain (each reads the one before)
+ * when wide is 0, else a fan (each reads x) whose outputs a Sum adds up.
+ * Written to path; 0 when it could not be.
+ */
+static int
+write_big_graph(const char *path, size_t n, int wide)
+{
+	struct qr_buf g = {0}, node = {0}, model = {0}, sum = {0};
+	const int64_t dims[2] = {1, 4};
+	char in[32], out[32];
+	size_t i;
+	int good;
+
+	for (i = 0; i < n; i++) {
+		snprintf(in, sizeof in, i == 0 || wide ? "x" : "t%zu", i - 1);
+		snprintf(out, sizeof out, "t%zu", i);
+		node.len = 0;
+		pb_str(&node, 1, in);
+		pb_str(&node, 2, out);
+		pb_str(&node, 4, "Relu");
+		pb_bytes(&g, 1, node.data, node.len);
+		if (wide)
+			pb_str(&sum, 1, out);
+	}
+	snprintf(out, sizeof out, "t%zu", n - 1);
+	if (wide) {
+		pb_str(&sum, 2, "y");
+		pb_str(&sum, 4, "Sum");
+		pb_bytes(&g, 1, sum.data, sum.len);
+	}
+	pb_str(&g, 2, wide ? "fan" : "chain");
+	pb_value_info(&g, 11, "x", dims, 2);
+	pb_value_info(&g, 12, wide ? "y" : out, dims, 2);
+	pb_model(&model, &g);
+	good = qr_write_file(path, model.data, model.len, NULL) == QR_OK;
+	qr_buf_free(&g);
+	qr_buf_free(&node);
+	qr_buf_free(&sum);
+	qr_buf_free(&model);
+	return good;
+}
+
+/* Graphs far larger than a layout can take: the report in bounded time,
+ * the graph view left out with the reason. */
+static void
+test_big_graphs(void)
+{
+	static const struct { size_t n; int wide; } cases[] = {
+		{50000, 0}, {25000, 1},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *m = in_work("big_graph.onnx"), *out = in_work("out_graph");
+		char *idx = qr_path_join(out, "index.html");
+		char *gpage = qr_path_join(out, "graph.html"), *html;
+		struct result r = {0};
+		int good;
+
+		if (!write_big_graph(m, cases[i].n, cases[i].wide)) {
+			ok(0, "big graph: fixture");
+			continue;
+		}
+		run_qr(&r, NULL, 120, "--float", m, "-o", out, "--quiet",
+		       NULL);
+		html = slurp(gpage);
+		good = exited_with(&r, 0) && exists(idx) &&
+		       strstr(html, "layers table lists them all") != NULL;
+		free(html);
+		free(gpage);
+		ok(good, "a %zu-node %s: report written, the graph view left "
+		   "out with the reason", cases[i].n,
+		   cases[i].wide ? "fan" : "chain");
+		if (!good)
+			diag_result(&r);
+		result_free(&r);
+		(void)qr_remove_tree(out);
+		unlink(m);
+		free(idx);
+		free(m);
+		free(out);
+	}
+}
+
+/* A model whose input alone is 3 GB, under a 2 GB address space: a clear
+ * error and exit 2, never an abort, and no folder left behind. */
+static void
+test_oom(void)
+{
+	struct qr_buf g = {0}, node = {0}, model = {0};
+	const int64_t dims[4] = {1, 3, 16000, 16000};
+	char *m = in_work("big_input.onnx"), *out = in_work("out_oom");
+	const char *names[] = {"memory", NULL};
+	struct result r = {0};
+
+	pb_str(&node, 1, "x");
+	pb_str(&node, 2, "y");
+	pb_str(&node, 4, "Relu");
+	pb_bytes(&g, 1, node.data, node.len);
+	pb_str(&g, 2, "big_input");
+	pb_value_info(&g, 11, "x", dims, 4);
+	pb_value_info(&g, 12, "y", dims, 4);
+	pb_model(&model, &g);
+	if (qr_write_file(m, model.data, model.len, NULL) != QR_OK) {
+		ok(0, "out of memory: fixture");
+	} else {
+		child_mem_limit = (size_t)2 << 30;
+		run_qr(&r, NULL, 60, "--float", m, "--quant", m, "--samples",
+		       "1", "-o", out, "--quiet", NULL);
+		child_mem_limit = (size_t)8 << 30;
+#ifdef __SANITIZE_ADDRESS__
+		ok(1, "out of memory # SKIP ASan builds run unlimited");
+#else
+		refused("a 3 GB input under a 2 GB address space", &r, out,
+			names);
+#endif
+		result_free(&r);
+	}
+	unlink(m);
+	qr_buf_free(&g);
+	qr_buf_free(&node);
+	qr_buf_free(&model);
+	free(m);
+	free(out);
+}
+
 int
 main(void)
 {
@@ -252,6 +380,8 @@ main(void)
 	samples = qr_path_join(srcdir, "samples");
 	test_fifos();
 	test_unbounded();
+	test_big_graphs();
+	test_oom();
 	(void)qr_remove_tree(work);
 	free(work);
 	free(hostile);

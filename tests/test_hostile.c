@@ -48,6 +48,7 @@ static char *samples;        /* samples/ */
 static char *good;           /* a small model that makes a report */
 
 #include "qrchild.h"
+#include "pbwrite.h"
 
 /* Cases that fail today: name -> reason (file:line of the bug). Empty
  * now: the chart abort on invalid UTF-8 labels (src/chart/chart.c) that
@@ -663,42 +664,6 @@ test_strings(void)
 }
 
 /* ---- 100 kB strings, made here by appending protobuf fields ---- */
-
-static void
-pb_varint(struct qr_buf *b, uint64_t v)
-{
-	do {
-		qr_buf_putc(b, (char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0)));
-		v >>= 7;
-	} while (v != 0);
-}
-
-/* Length-delimited field (wire type 2). */
-static void
-pb_bytes(struct qr_buf *b, unsigned field, const void *p, size_t n)
-{
-	pb_varint(b, (uint64_t)field << 3 | 2);
-	pb_varint(b, n);
-	qr_buf_append(b, p, n);
-}
-
-static int
-pb_read_varint(const unsigned char **p, const unsigned char *end,
-	       uint64_t *v)
-{
-	int shift = 0;
-
-	*v = 0;
-	while (*p < end && shift < 64) {
-		unsigned char c = *(*p)++;
-
-		*v |= (uint64_t)(c & 0x7f) << shift;
-		if (!(c & 0x80))
-			return 1;
-		shift += 7;
-	}
-	return 0;
-}
 
 /*
  * good.onnx with a 100 kB producer_name and metadata value, and a dead

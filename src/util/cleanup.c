@@ -35,20 +35,31 @@ block_signals(sigset_t *set)
 	sigaddset(set, SIGHUP);
 }
 
+void
+qr_cleanup_now(void)
+{
+	size_t i;
+
+	/* a try: the thread that ran out of memory may hold the lock */
+	if (pthread_mutex_trylock(&lock) != 0)
+		return;
+	for (i = 0; i < n_paths; i++)
+		qr_remove_tree(paths[i]);
+	n_paths = 0;
+	/* kept locked: nobody registers any more */
+}
+
 static void *
 signal_thread(void *arg)
 {
 	sigset_t set;
-	size_t i;
 	int sig;
 
 	(void)arg;
 	block_signals(&set);
 	if (sigwait(&set, &sig) != 0)
 		return NULL;
-	pthread_mutex_lock(&lock); /* held: nobody registers any more */
-	for (i = 0; i < n_paths; i++)
-		qr_remove_tree(paths[i]);
+	qr_cleanup_now();
 	signal(sig, SIG_DFL);
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	raise(sig);

@@ -206,6 +206,9 @@ double qr_now(void);
 void qr_cleanup_start(void);
 void qr_cleanup_add(const char *path);
 void qr_cleanup_del(const char *path);
+/* Remove the registered folders now (out of memory, a failed assertion);
+ * nothing registers after it. */
+void qr_cleanup_now(void);
 /* A new empty folder "<target>.tmp-<pid>-XXXXXX" beside target (*out, a
  * heap string), registered with qr_cleanup_add; first removes the ones of
  * earlier runs whose process is gone (a SIGKILL leaves its folder). The
