@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tap.h"
 #include "util/util.h"
@@ -131,6 +132,35 @@ test_half(void)
 	   isnan(qr_bf16_to_f32(qr_f32_to_bf16(NAN))), "half: bfloat16");
 }
 
+/* Paths that are, or lie inside, one another, through links and "..". */
+static void
+test_path_overlap(void)
+{
+	char tmpl[] = "/tmp/qr-overlap-XXXXXX", p[4][512];
+
+	if (mkdtemp(tmpl) == NULL) {
+		ok(0, "overlap: mkdtemp");
+		return;
+	}
+	snprintf(p[0], sizeof p[0], "%s/data/imgs", tmpl);
+	snprintf(p[1], sizeof p[1], "%s/link", tmpl);
+	snprintf(p[2], sizeof p[2], "%s/data", tmpl);
+	snprintf(p[3], sizeof p[3], "%s/database", tmpl);
+	ok(qr_mkdirs(p[0], NULL) == QR_OK && symlink(p[2], p[1]) == 0,
+	   "overlap: fixture");
+	ok(qr_path_overlap(p[0], p[2]) && qr_path_overlap(p[2], p[0]),
+	   "overlap: a folder and one inside it, both ways");
+	snprintf(p[3], sizeof p[3], "%s/link/imgs/new/report", tmpl);
+	ok(qr_path_overlap(p[3], p[2]), "overlap: through a link, to a "
+	   "folder that does not exist yet");
+	snprintf(p[3], sizeof p[3], "%s/data/../data/imgs/x.png", tmpl);
+	ok(qr_path_overlap(p[0], p[3]), "overlap: through \"..\"");
+	snprintf(p[3], sizeof p[3], "%s/database", tmpl);
+	ok(!qr_path_overlap(p[2], p[3]) && !qr_path_overlap(p[3], p[2]),
+	   "overlap: a shared name prefix is not inside");
+	qr_remove_tree(tmpl);
+}
+
 int
 main(void)
 {
@@ -139,5 +169,6 @@ main(void)
 	test_xpages();
 	test_strmap();
 	test_half();
+	test_path_overlap();
 	return done();
 }

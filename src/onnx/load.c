@@ -122,6 +122,52 @@ wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 }
 
 /*
+ * Why buf cannot be a ModelProto, from its top-level fields alone, or NULL
+ * when it may be one: each field needs a number (0 is not one) and a wire
+ * type protobuf has, its bytes must lie inside buf, and the graph (field
+ * 7) must be among them. Only the field keys are read, so a large file
+ * that is not a model (zeros, text, an archive) is refused from its first
+ * bytes instead of after a walk through all of it.
+ */
+static const char *
+wire_model_why(const uint8_t *buf, size_t len)
+{
+	const uint8_t *p = buf, *end = buf + len;
+	uint64_t key, v;
+	int graph = 0;
+
+	while (p < end) {
+		if (wire_varint(&p, end, &key) != 0)
+			return "truncated field key";
+		if (key >> 3 == 0)
+			return "field number 0";
+		switch (key & 7) {
+		case 0:
+			if (wire_varint(&p, end, &v) != 0)
+				return "truncated varint";
+			break;
+		case 1:
+		case 5:
+			v = (key & 7) == 1 ? 8 : 4;
+			if (v > (uint64_t)(end - p))
+				return "truncated fixed-size field";
+			p += v;
+			break;
+		case 2:
+			if (wire_varint(&p, end, &v) != 0 ||
+			    v > (uint64_t)(end - p))
+				return "a field runs past the end of the file";
+			p += v;
+			graph |= key >> 3 == 7;
+			break;
+		default:
+			return "not protobuf wire format";
+		}
+	}
+	return graph ? NULL : "no graph";
+}
+
+/*
  * 1 when no message in buf (of type desc) nests deeper than
  * MAX_WIRE_DEPTH. Walks the wire format without recursion, following only
  * fields desc declares as messages. Malformed input also gives 1: the
@@ -1145,6 +1191,7 @@ load_buffer(const void *buf, size_t len, const struct qr_map *map,
 	enum qr_status st = QR_OK;
 	Onnx__ModelProto *pb;
 	struct qr_model *m;
+	const char *why;
 	size_t i;
 
 	*out = NULL;
@@ -1157,6 +1204,11 @@ load_buffer(const void *buf, size_t len, const struct qr_map *map,
 	if (len == 0) {
 		st = qr_errorf(d, QR_EFORMAT,
 			       "file '%s': empty file, not an ONNX model", name);
+		goto out;
+	}
+	if ((why = wire_model_why(buf, len)) != NULL) {
+		st = qr_errorf(d, QR_EFORMAT, "file '%s': not an ONNX model "
+			       "(%s)", name, why);
 		goto out;
 	}
 	if (!wire_depth_ok(buf, len, &onnx__model_proto__descriptor)) {

@@ -27,6 +27,12 @@
 #define LABEL_MAX 30     /* bytes of a name shown in a node */
 #define TOOLTIP_MAX 300  /* bytes of a name in a tooltip */
 #define GRAPH_FAST_LAYERS 150 /* above this, bounded layout effort */
+/* Above either, no layout at all: dot's time grows about quadratically
+ * (a 4000-layer chain takes seconds, a 2000-wide fan 6 s, 50,000 layers
+ * minutes and then a crash inside dot), and a drawing that large is no
+ * use to read. The layers table lists every layer whatever the size. */
+#define GRAPH_MAX_LAYERS 1500
+#define GRAPH_MAX_EDGES 3000
 
 /* Node colours: fill (light) and border (strong) per verdict. */
 #define C_GOOD_FILL "#dafbe1"
@@ -339,7 +345,7 @@ qr_report_graph(const struct qr_analysis *a, const struct qr_report_layers *L,
 {
 	enum qr_status st = QR_OK;
 	cJSON *o = cJSON_CreateObject(), *arr;
-	size_t k, n = a->n_quant > 0 ? a->n_quant : 1;
+	size_t k, n = a->n_quant > 0 ? a->n_quant : 1, edges = 0;
 	GVC_t *gvc = NULL;
 
 	cJSON_ReplaceItemInObject(view, "graph", o);
@@ -349,6 +355,22 @@ qr_report_graph(const struct qr_analysis *a, const struct qr_report_layers *L,
 	arr = cJSON_AddArrayToObject(o, "views");
 	if (!L->has_graph || L->n == 0)
 		return QR_OK;
+	for (k = 0; k < L->n; k++)
+		edges += L->v[k].n_in;
+	if (L->n > GRAPH_MAX_LAYERS || edges > GRAPH_MAX_EDGES) {
+		char *why = xasprintf("the graph has %zu layers and %zu edges, "
+				      "more than the %d layers or %d edges "
+				      "it lays out; the layers table lists "
+				      "them all", L->n, edges,
+				      GRAPH_MAX_LAYERS, GRAPH_MAX_EDGES);
+
+		qr_warnf(d, "the graph view is left out: %s", why);
+		cJSON_ReplaceItemInObject(o, "available",
+					  cJSON_CreateBool(0));
+		cJSON_AddStringToObject(o, "left_out", why);
+		free(why);
+		return QR_OK;
+	}
 	gvc = gvContext();
 	for (k = 0; k < n && st == QR_OK; k++) {
 		char *svg = NULL, file[32], anchor[32];

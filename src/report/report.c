@@ -1,7 +1,7 @@
 /*
  * report: qr_report_write, the folder it produces and how it gets there.
  *
- * The report is built in "<target>.tmp-XXXXXX" beside the target and only
+ * The report is built in "<target>.tmp-<pid>-XXXXXX" beside the target and only
  * then moved into place, so a failed run never leaves half a report. An
  * existing target is replaced only when it is a folder that is empty or
  * holds the marker file MARKER that every qreport report carries.
@@ -677,14 +677,8 @@ qr_report_write(const struct qr_analysis *a,
 	parent = qr_path_dirname(target);
 	if ((st = qr_mkdirs(parent, d)) != QR_OK)
 		goto out;
-	tmp = xasprintf("%s.tmp-XXXXXX", target);
-	if (mkdtemp(tmp) == NULL) {
-		st = qr_errorf(d, QR_EIO, "cannot create a folder beside '%s': %s",
-			       target, strerror(errno));
-		free(tmp);
-		tmp = NULL;
+	if ((st = qr_tmpdir_make(target, &tmp, d)) != QR_OK)
 		goto out;
-	}
 	{
 		mode_t mask = umask(0);
 
@@ -696,6 +690,7 @@ qr_report_write(const struct qr_analysis *a,
 		st = swap_into_place(tmp, target, d);
 	if (st != QR_OK)
 		qr_remove_tree(tmp);
+	qr_cleanup_del(tmp);
 out:
 	free(tmp);
 	free(parent);

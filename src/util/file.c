@@ -15,6 +15,33 @@
 #define MADV_POPULATE_READ 22 /* <linux/mman.h>; older libc headers */
 #endif
 
+/*
+ * Open path for reading only when it is a regular file: the open does not
+ * block (O_NONBLOCK: a FIFO or a device would wait forever for a writer)
+ * and fstat then refuses anything that is not a file, with QR_EIO naming
+ * path. *fd is -1 unless QR_OK.
+ */
+static enum qr_status
+open_regular(const char *path, int *fd, struct stat *sb, struct qr_diag *d)
+{
+	enum qr_status st = QR_OK;
+
+	*fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (*fd < 0)
+		return qr_errorf(d, QR_EIO, "cannot open '%s': %s", path,
+				 strerror(errno));
+	if (fstat(*fd, sb) != 0)
+		st = qr_errorf(d, QR_EIO, "cannot stat '%s': %s", path,
+			       strerror(errno));
+	else if (!S_ISREG(sb->st_mode))
+		st = qr_errorf(d, QR_EIO, "'%s' is not a regular file", path);
+	if (st != QR_OK) {
+		close(*fd);
+		*fd = -1;
+	}
+	return st;
+}
+
 enum qr_status
 qr_map_file(const char *path, struct qr_map *out, struct qr_diag *d)
 {
@@ -23,19 +50,8 @@ qr_map_file(const char *path, struct qr_map *out, struct qr_diag *d)
 	int fd;
 
 	memset(out, 0, sizeof *out);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return qr_errorf(d, QR_EIO, "cannot open '%s': %s", path,
-				 strerror(errno));
-	if (fstat(fd, &sb) != 0) {
-		st = qr_errorf(d, QR_EIO, "cannot stat '%s': %s", path,
-			       strerror(errno));
-		goto out;
-	}
-	if (!S_ISREG(sb.st_mode)) {
-		st = qr_errorf(d, QR_EIO, "'%s' is not a regular file", path);
-		goto out;
-	}
+	if ((st = open_regular(path, &fd, &sb, d)) != QR_OK)
+		return st;
 	out->size = (size_t)sb.st_size;
 	if (out->size == 0)
 		goto out;
@@ -101,32 +117,51 @@ qr_unmap(struct qr_map *m)
 enum qr_status
 qr_read_file(const char *path, char **out, size_t *len, struct qr_diag *d)
 {
-	enum qr_status st = QR_OK;
-	struct qr_buf b = {0};
-	char chunk[65536];
-	size_t n;
-	FILE *f;
+	enum qr_status st;
+	struct stat sb;
+	size_t have = 0;
+	ssize_t n;
+	char *buf;
+	int fd;
 
 	*out = NULL;
 	if (len != NULL)
 		*len = 0;
-	f = fopen(path, "rb");
-	if (f == NULL)
-		return qr_errorf(d, QR_EIO, "cannot open '%s': %s", path,
-				 strerror(errno));
-	while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-		qr_buf_append(&b, chunk, n);
-	if (ferror(f)) {
-		st = qr_errorf(d, QR_EIO, "cannot read '%s': %s", path,
-			       strerror(errno));
-		qr_buf_free(&b);
+	if ((st = open_regular(path, &fd, &sb, d)) != QR_OK)
+		return st;
+	if ((uint64_t)sb.st_size > QR_READ_FILE_MAX) {
+		st = qr_errorf(d, QR_EIO, "'%s' is larger than %d MiB, the "
+			       "most qreport reads of such a file", path,
+			       (int)(QR_READ_FILE_MAX >> 20));
 		goto out;
 	}
+	/* read up to one byte past the size fstat gave, so a file that grows
+	 * meanwhile is still bounded and seen */
+	buf = xmalloc((size_t)sb.st_size + 2);
+	while (have <= (size_t)sb.st_size &&
+	       (n = read(fd, buf + have, (size_t)sb.st_size + 1 - have)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			st = qr_errorf(d, QR_EIO, "cannot read '%s': %s", path,
+				       strerror(errno));
+			free(buf);
+			goto out;
+		}
+		have += (size_t)n;
+	}
+	if (have > (size_t)sb.st_size) {
+		st = qr_errorf(d, QR_EIO, "'%s' changed while it was read",
+			       path);
+		free(buf);
+		goto out;
+	}
+	buf[have] = '\0';
 	if (len != NULL)
-		*len = b.len;
-	*out = qr_buf_take(&b);
+		*len = have;
+	*out = buf;
 out:
-	fclose(f);
+	close(fd);
 	return st;
 }
 
@@ -240,4 +275,51 @@ qr_path_basename(const char *path)
 	const char *slash = strrchr(path, '/');
 
 	return slash != NULL ? slash + 1 : path;
+}
+
+/* path made absolute with every symlink of its existing part resolved;
+ * the components that do not exist yet are appended as they are. */
+static char *
+canonical(const char *path)
+{
+	char *dir, *r, *out;
+
+	r = realpath(path, NULL);
+	if (r != NULL)
+		return r;
+	if (errno != ENOENT && errno != ENOTDIR)
+		return NULL;
+	dir = qr_path_dirname(path);
+	if (strcmp(dir, path) == 0) {
+		free(dir);
+		return NULL;
+	}
+	r = canonical(dir);
+	free(dir);
+	if (r == NULL)
+		return NULL;
+	out = qr_path_join(r, qr_path_basename(path));
+	free(r);
+	return out;
+}
+
+/* 1 when a is b or lies inside it, by their canonical paths. */
+static int
+within(const char *a, const char *b)
+{
+	size_t n = strlen(b);
+
+	return strncmp(a, b, n) == 0 &&
+	       (a[n] == '\0' || a[n] == '/' || (n == 1 && b[0] == '/'));
+}
+
+int
+qr_path_overlap(const char *a, const char *b)
+{
+	char *ca = canonical(a), *cb = canonical(b);
+	int r = ca != NULL && cb != NULL && (within(ca, cb) || within(cb, ca));
+
+	free(ca);
+	free(cb);
+	return r;
 }

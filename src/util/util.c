@@ -9,24 +9,31 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Out of memory (or a size that overflows): one line, the folders the run
+ * was building removed, exit 2 (EXIT_INPUT: what was asked for does not
+ * fit this machine), never an abort. */
 void
 qr_fatal(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("qreport: fatal: ", stderr);
+	fputs("qreport: error: ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-	abort();
+	qr_cleanup_now();
+	_exit(2);
 }
 
+/* A bug in qreport: abort, so that a core or a sanitizer shows where. */
 void
 qr_assert_fail(const char *what, const char *file, int line)
 {
-	qr_fatal("assertion '%s' failed at %s:%d (this is a bug in qreport)",
-		 what, file, line);
+	fprintf(stderr, "qreport: fatal: assertion '%s' failed at %s:%d "
+		"(this is a bug in qreport)\n", what, file, line);
+	qr_cleanup_now();
+	abort();
 }
 
 void *

@@ -170,7 +170,12 @@ void qr_map_drop(const struct qr_map *m, size_t off, size_t len);
  * call instead of a fault per few pages), where the kernel can; a hint,
  * nothing for a map that is not mapped. */
 void qr_map_populate(const struct qr_map *m, size_t off, size_t len);
-/* Read a whole file into a NUL-terminated heap buffer (*out, *len). */
+/* Read a whole regular file into a NUL-terminated heap buffer (*out,
+ * *len). A FIFO, a device or a folder is refused without blocking, and so
+ * is a file over QR_READ_FILE_MAX (QR_EIO naming the file). Models and
+ * data are mapped (qr_map_file), which refuses non-regular files too. */
+#define QR_READ_FILE_MAX ((uint64_t)256 << 20) /* --config, --compare-to,
+						  templates */
 enum qr_status qr_read_file(const char *path, char **out, size_t *len,
 			    struct qr_diag *d);
 /* Write n bytes to path (create or truncate). */
@@ -180,6 +185,10 @@ enum qr_status qr_write_file(const char *path, const void *p, size_t n,
 enum qr_status qr_mkdirs(const char *path, struct qr_diag *d);
 /* Remove a directory tree we created (never follows symlinks out). */
 int qr_remove_tree(const char *path);
+/* 1 when one of two paths is the other or lies inside it, once both are
+ * resolved (symlinks, "..", relative paths; parts that do not exist yet
+ * are taken as written). */
+int qr_path_overlap(const char *a, const char *b);
 /* Join a directory and a name into a new heap string. */
 char *qr_path_join(const char *dir, const char *name);
 /* Directory part of path as a new heap string ("." when none). */
@@ -188,6 +197,25 @@ char *qr_path_dirname(const char *path);
 const char *qr_path_basename(const char *path);
 /* Monotonic clock in seconds. */
 double qr_now(void);
+
+/* Folders removed when the run is interrupted (cleanup.c). Call
+ * qr_cleanup_start first thing in main, before any thread starts: it
+ * blocks SIGINT, SIGTERM and SIGHUP and takes them on a thread of its
+ * own, which removes the registered folders and then lets the signal end
+ * the process. Without it, registering does nothing harmful. */
+void qr_cleanup_start(void);
+void qr_cleanup_add(const char *path);
+void qr_cleanup_del(const char *path);
+/* Remove the registered folders now (out of memory, a failed assertion);
+ * nothing registers after it. */
+void qr_cleanup_now(void);
+/* A new empty folder "<target>.tmp-<pid>-XXXXXX" beside target (*out, a
+ * heap string), registered with qr_cleanup_add; first removes the ones of
+ * earlier runs whose process is gone (a SIGKILL leaves its folder). The
+ * caller removes it, or renames it into place, then calls
+ * qr_cleanup_del. */
+enum qr_status qr_tmpdir_make(const char *target, char **out,
+			      struct qr_diag *d);
 
 /* Strings (borrowed, they must outlive the map) to indices: open
  * addressing, linear probing, doubled when half full. A zeroed struct is

@@ -1,0 +1,390 @@
+/*
+ * test_faults: inputs that are not plain files, or far too large, and
+ * what qreport does with them through the real CLI ($QREPORT). Every case
+ * runs in a child with a time limit (tests/qrchild.h): a hang is a failed
+ * case, never a hung suite. Checks, per case:
+ *   - FIFOs as the model, its external data, --data (given, or inside an
+ *     image folder), --config, --compare-to, a template and `qreport run
+ *     --input`: refused with exit 2 and one error naming the path (an
+ *     image folder's FIFO is skipped with a warning naming it);
+ *   - /dev/zero and files over the read limit as --config or
+ *     --compare-to: refused, nothing read without bound;
+ *   - a 3 GB all-zero file as the model: refused from its first bytes.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef QR_SRCDIR
+#define QR_SRCDIR "."
+#endif
+
+#define CASE_SECONDS 20
+
+static const char *qreport; /* the binary under test */
+static char *work;          /* scratch folder, removed at the end */
+static char *hostile;       /* tests/data/hostile */
+static char *samples;       /* samples/ */
+static const char *srcdir;  /* the source tree */
+
+#include "qrchild.h"
+#include "pbwrite.h"
+
+static char *
+in_work(const char *name)
+{
+	return qr_path_join(work, name);
+}
+
+static char *
+sample(const char *name)
+{
+	return qr_path_join(samples, name);
+}
+
+/* A refused case: exit 2, one error line naming each of names. */
+static void
+refused(const char *what, const struct result *r, const char *out,
+	const char *const *names)
+{
+	int good = refusal_holds(r, 2, out, names);
+
+	ok(good, "%s: refused (exit 2, one error naming it)", what);
+	if (!good)
+		diag_result(r);
+}
+
+static void
+test_fifos(void)
+{
+	char *fifo = in_work("pipe.onnx"), *out = in_work("out_fifo");
+	char *f = sample("digits_float.onnx"), *q = sample("digits_qdq.onnx");
+	char *cfg_arg, *tdir, *ext_dir, *ext_model, *ext_bin, *src;
+	char *imgs, *img_fifo, *png, *dst;
+	const char *names[] = {fifo, NULL};
+	struct result r = {0};
+	char arg[4096];
+
+	if (mkfifo(fifo, 0600) != 0) {
+		ok(0, "mkfifo %s: %s", fifo, strerror(errno));
+		return;
+	}
+	run_qr(&r, NULL, CASE_SECONDS, "--float", fifo, "--quant", q, "-o",
+	       out, "--quiet", NULL);
+	refused("FIFO as --float", &r, out, names);
+	result_free(&r);
+	run_qr(&r, NULL, CASE_SECONDS, "--float", f, "--quant", fifo, "-o",
+	       out, "--quiet", NULL);
+	refused("FIFO as --quant", &r, out, names);
+	result_free(&r);
+	run_qr(&r, NULL, CASE_SECONDS, "--float", f, "--quant", q, "--data",
+	       fifo, "-o", out, "--quiet", NULL);
+	refused("FIFO as --data", &r, out, names);
+	result_free(&r);
+	run_qr(&r, NULL, CASE_SECONDS, "--float", f, "--config", fifo, "-o",
+	       out, "--quiet", NULL);
+	refused("FIFO as --config", &r, out, names);
+	result_free(&r);
+	run_qr(&r, NULL, CASE_SECONDS, "--float", f, "--compare-to", fifo,
+	       "-o", out, "--quiet", NULL);
+	refused("FIFO as --compare-to", &r, out, names);
+	result_free(&r);
+
+	/* a templates folder whose index.html is a FIFO */
+	tdir = in_work("templates_fifo");
+	dst = qr_path_join(tdir, "index.html");
+	snprintf(arg, sizeof arg, "cp -r '%s/templates' '%s' && "
+		 "cp -r '%s/assets' '%s/assets' && rm '%s'", srcdir, tdir,
+		 srcdir, tdir, dst);
+	cfg_arg = NULL;
+	if (system(arg) == 0 && mkfifo(dst, 0600) == 0) {
+		const char *tnames[] = {dst, NULL};
+
+		run_qr(&r, NULL, CASE_SECONDS, "--float", f, "--templates",
+		       tdir, "-o", out, "--quiet", NULL);
+		refused("FIFO as a template", &r, out, tnames);
+		result_free(&r);
+	}
+	free(dst);
+	free(tdir);
+
+	/* external data that is a FIFO beside the model */
+	ext_dir = in_work("ext_fifo");
+	(void)qr_mkdirs(ext_dir, NULL);
+	ext_model = qr_path_join(ext_dir, "model.onnx");
+	ext_bin = qr_path_join(ext_dir, "link.bin");
+	src = qr_path_join(hostile, "ext_symlink.onnx");
+	snprintf(arg, sizeof arg, "cp '%s' '%s'", src, ext_model);
+	if (system(arg) == 0 && mkfifo(ext_bin, 0600) == 0) {
+		const char *enames[] = {"model.onnx", "link.bin", NULL};
+
+		run_qr(&r, NULL, CASE_SECONDS, "--float", ext_model, "-o", out,
+		       "--quiet", NULL);
+		refused("FIFO as external data", &r, out, enames);
+		result_free(&r);
+	} else {
+		ok(0, "FIFO as external data: fixture");
+	}
+
+	/* an image folder with a FIFO among real images: no hang, the FIFO
+	 * is named */
+	imgs = in_work("imgs_fifo");
+	img_fifo = qr_path_join(imgs, "0/zz_pipe.png");
+	png = qr_path_join(samples, "digits/0");
+	snprintf(arg, sizeof arg, "mkdir -p '%s' && cp -r '%s' '%s/'", imgs,
+		 png, imgs);
+	if (system(arg) == 0 && mkfifo(img_fifo, 0600) == 0) {
+		run_qr(&r, NULL, CASE_SECONDS, "--float", f, "--quant", q,
+		       "--data", imgs, "--scale", "0.00392156862745098",
+		       "-o", out, "--quiet", NULL);
+		ok(exited_with(&r, 0), "FIFO inside an image folder: passed "
+		   "over, the report written");
+		if (!exited_with(&r, 0))
+			diag_result(&r);
+		result_free(&r);
+		(void)qr_remove_tree(out);
+	}
+
+	/* qreport run --input from a FIFO */
+	{
+		char *rout = in_work("run_fifo"), *npy = in_work("pipe.npy");
+		const char *rnames[] = {npy, NULL};
+
+		if (mkfifo(npy, 0600) != 0)
+			ok(0, "mkfifo %s", npy);
+		snprintf(arg, sizeof arg, "input=%s", npy);
+		run_qr(&r, NULL, CASE_SECONDS, "run", f, "--input", arg,
+		       "-o", rout, NULL);
+		ok(exited_with(&r, 2) && strstr(r.err, npy) != NULL,
+		   "FIFO as qreport run --input: refused (exit 2, named)");
+		if (!exited_with(&r, 2) || strstr(r.err, rnames[0]) == NULL)
+			diag_result(&r);
+		result_free(&r);
+		free(rout);
+		free(npy);
+	}
+	free(cfg_arg);
+	free(imgs);
+	free(img_fifo);
+	free(png);
+	free(ext_dir);
+	free(ext_model);
+	free(ext_bin);
+	free(src);
+	free(fifo);
+	free(out);
+	free(f);
+	free(q);
+}
+
+/* Files with no end, or too large to read whole. */
+static void
+test_unbounded(void)
+{
+	char *f = sample("digits_float.onnx"), *out = in_work("out_big");
+	char *big = in_work("big.json"), *zero = in_work("zero3g.onnx");
+	const char *dz[] = {"/dev/zero", NULL};
+	const char *bn[] = {big, NULL};
+	const char *zn[] = {zero, "not an ONNX model", NULL};
+	struct result r = {0};
+	FILE *fp;
+
+	run_qr(&r, NULL, CASE_SECONDS, "--float", f, "--config", "/dev/zero",
+	       "-o", out, "--quiet", NULL);
+	refused("/dev/zero as --config", &r, out, dz);
+	result_free(&r);
+	run_qr(&r, NULL, CASE_SECONDS, "--float", f, "--compare-to",
+	       "/dev/zero", "-o", out, "--quiet", NULL);
+	refused("/dev/zero as --compare-to", &r, out, dz);
+	result_free(&r);
+
+	/* sparse: no disk used */
+	fp = fopen(big, "w");
+	if (fp != NULL && fputs("{\"samples\": 1}", fp) >= 0 &&
+	    fclose(fp) == 0 && truncate(big, (off_t)300 << 20) == 0) {
+		run_qr(&r, NULL, CASE_SECONDS, "--float", f, "--config", big,
+		       "-o", out, "--quiet", NULL);
+		refused("a 300 MB --config", &r, out, bn);
+		result_free(&r);
+	} else {
+		ok(0, "a 300 MB --config: fixture");
+	}
+	fp = fopen(zero, "w");
+	if (fp != NULL && fclose(fp) == 0 &&
+	    truncate(zero, (off_t)3 << 30) == 0) {
+		run_qr(&r, NULL, CASE_SECONDS, "--float", zero, "-o", out,
+		       "--quiet", NULL);
+		refused("a 3 GB all-zero file as --float", &r, out, zn);
+		ok(strstr(r.err, "field number 0") != NULL,
+		   "... refused from its first bytes");
+		result_free(&r);
+	} else {
+		ok(0, "a 3 GB all-zero --float: fixture");
+	}
+	unlink(zero);
+	unlink(big);
+	free(f);
+	free(out);
+	free(big);
+	free(zero);
+}
+
+/*
+ * A model of n Relu nodes on x [1,4]: a chain (each reads the one before)
+ * when wide is 0, else a fan (each reads x) whose outputs a Sum adds up.
+ * Written to path; 0 when it could not be.
+ */
+static int
+write_big_graph(const char *path, size_t n, int wide)
+{
+	struct qr_buf g = {0}, node = {0}, model = {0}, sum = {0};
+	const int64_t dims[2] = {1, 4};
+	char in[32], out[32];
+	size_t i;
+	int good;
+
+	for (i = 0; i < n; i++) {
+		snprintf(in, sizeof in, i == 0 || wide ? "x" : "t%zu", i - 1);
+		snprintf(out, sizeof out, "t%zu", i);
+		node.len = 0;
+		pb_str(&node, 1, in);
+		pb_str(&node, 2, out);
+		pb_str(&node, 4, "Relu");
+		pb_bytes(&g, 1, node.data, node.len);
+		if (wide)
+			pb_str(&sum, 1, out);
+	}
+	snprintf(out, sizeof out, "t%zu", n - 1);
+	if (wide) {
+		pb_str(&sum, 2, "y");
+		pb_str(&sum, 4, "Sum");
+		pb_bytes(&g, 1, sum.data, sum.len);
+	}
+	pb_str(&g, 2, wide ? "fan" : "chain");
+	pb_value_info(&g, 11, "x", dims, 2);
+	pb_value_info(&g, 12, wide ? "y" : out, dims, 2);
+	pb_model(&model, &g);
+	good = qr_write_file(path, model.data, model.len, NULL) == QR_OK;
+	qr_buf_free(&g);
+	qr_buf_free(&node);
+	qr_buf_free(&sum);
+	qr_buf_free(&model);
+	return good;
+}
+
+/* Graphs far larger than a layout can take: the report in bounded time,
+ * the graph view left out with the reason. */
+static void
+test_big_graphs(void)
+{
+	static const struct { size_t n; int wide; } cases[] = {
+		{50000, 0}, {25000, 1},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *m = in_work("big_graph.onnx"), *out = in_work("out_graph");
+		char *idx = qr_path_join(out, "index.html");
+		char *gpage = qr_path_join(out, "graph.html"), *html;
+		struct result r = {0};
+		int good;
+
+		if (!write_big_graph(m, cases[i].n, cases[i].wide)) {
+			ok(0, "big graph: fixture");
+			continue;
+		}
+		run_qr(&r, NULL, 120, "--float", m, "-o", out, "--quiet",
+		       NULL);
+		html = slurp(gpage);
+		good = exited_with(&r, 0) && exists(idx) &&
+		       strstr(html, "layers table lists them all") != NULL;
+		free(html);
+		free(gpage);
+		ok(good, "a %zu-node %s: report written, the graph view left "
+		   "out with the reason", cases[i].n,
+		   cases[i].wide ? "fan" : "chain");
+		if (!good)
+			diag_result(&r);
+		result_free(&r);
+		(void)qr_remove_tree(out);
+		unlink(m);
+		free(idx);
+		free(m);
+		free(out);
+	}
+}
+
+/* A model whose input alone is 3 GB, under a 2 GB address space: a clear
+ * error and exit 2, never an abort, and no folder left behind. */
+static void
+test_oom(void)
+{
+	struct qr_buf g = {0}, node = {0}, model = {0};
+	const int64_t dims[4] = {1, 3, 16000, 16000};
+	char *m = in_work("big_input.onnx"), *out = in_work("out_oom");
+	const char *names[] = {"memory", NULL};
+	struct result r = {0};
+
+	pb_str(&node, 1, "x");
+	pb_str(&node, 2, "y");
+	pb_str(&node, 4, "Relu");
+	pb_bytes(&g, 1, node.data, node.len);
+	pb_str(&g, 2, "big_input");
+	pb_value_info(&g, 11, "x", dims, 4);
+	pb_value_info(&g, 12, "y", dims, 4);
+	pb_model(&model, &g);
+	if (qr_write_file(m, model.data, model.len, NULL) != QR_OK) {
+		ok(0, "out of memory: fixture");
+	} else {
+		child_mem_limit = (size_t)2 << 30;
+		run_qr(&r, NULL, 60, "--float", m, "--quant", m, "--samples",
+		       "1", "-o", out, "--quiet", NULL);
+		child_mem_limit = (size_t)8 << 30;
+#ifdef __SANITIZE_ADDRESS__
+		ok(1, "out of memory # SKIP ASan builds run unlimited");
+#else
+		refused("a 3 GB input under a 2 GB address space", &r, out,
+			names);
+#endif
+		result_free(&r);
+	}
+	unlink(m);
+	qr_buf_free(&g);
+	qr_buf_free(&node);
+	qr_buf_free(&model);
+	free(m);
+	free(out);
+}
+
+int
+main(void)
+{
+	char tmpl[] = "/tmp/qr-faults-XXXXXX";
+
+	plan_no_plan();
+	qreport = getenv("QREPORT");
+	if (qreport == NULL || access(qreport, X_OK) != 0)
+		skip_all("QREPORT is not set to the qreport binary");
+	srcdir = getenv("top_srcdir");
+	if (srcdir == NULL)
+		srcdir = QR_SRCDIR;
+	if (mkdtemp(tmpl) == NULL) {
+		perror("mkdtemp");
+		return 99;
+	}
+	work = xstrdup(tmpl);
+	hostile = qr_path_join(srcdir, "tests/data/hostile");
+	samples = qr_path_join(srcdir, "samples");
+	test_fifos();
+	test_unbounded();
+	test_big_graphs();
+	test_oom();
+	(void)qr_remove_tree(work);
+	free(work);
+	free(hostile);
+	free(samples);
+	return done();
+}
