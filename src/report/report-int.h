@@ -4,9 +4,15 @@
  *   escape.c    HTML, markdown and file-name escaping
  *   template.c  the template language (documented at its top)
  *   source.c    where templates and assets come from: embedded or a folder
- *   json.c      report.json (the DESIGN.md contract) as a cJSON tree
- *   view.c      the template context: formatted numbers, verdict, and the
- *               charts (which series, which file, which links)
+ *   json.c      report.json (the contract doc/report-json.md documents)
+ *               as a cJSON tree
+ *   view.c      the template context: the formatting, classes and chart
+ *               helpers the view_*.c files share, the models, the verdict,
+ *               and the whole context in page order
+ *   view_weights.c  weight ranges, quantized weights, CLE sets
+ *   view_acts.c     activations on the data, the overview's worst layers
+ *   view_layers.c   the table of every layer and each layer's page
+ *   view_ci.c       the --fail-if and --compare-to pages
  *   charts.c    one chart as a PNG plus its HTML <img> + <map>
  *   layers.c    the layer index: one entry per float layer, its page and
  *               where its numbers are in the analysis
@@ -31,6 +37,9 @@ struct qr_compare;
 struct qr_gate;
 struct qr_model;
 struct qr_chart_spec;
+struct qr_cle_set;
+struct qr_act_output;
+struct qr_weight_stats;
 struct qr_report_opts;
 
 /* Thresholds that colour values and drive the verdict; help.html shows
@@ -244,6 +253,125 @@ enum qr_status qr_report_chart_flush(struct qr_chart_queue *q,
 /* Free q (waiting first for images still being drawn). */
 void qr_report_chart_queue_free(struct qr_chart_queue *q);
 
+/* summary.md for a, from the view built above (report.c). */
+char *qr_report_summary_md(const struct qr_analysis *a,
+			   const struct cJSON *view);
+
+/* ---- view.c: what view_weights.c, view_acts.c, view_layers.c and
+ * view_ci.c share ---- */
+
+#define QR_TOP_PROBLEMS 10 /* rows the overview lists: problem layers,
+			      worst tensors, failures of a check */
+
+/* Everything a chart call needs besides the spec. */
+struct qr_view_ctx {
+	struct qr_chart_queue *q; /* where charts are drawn */
+	struct qr_diag *d;
+	size_t next;         /* numbers chart files, keeping them unique */
+	const struct qr_report_layers *L; /* layer pages */
+	const struct qr_analysis *a;      /* what the view shows */
+};
+
+/* Number formatting for display: "%.4g" with "—" for NaN and "∞"/"-∞". */
+void qr_fmt_num(char *buf, size_t n, double v);
+/* Bytes for display: "812 B", "3.4 KiB", "12.0 MiB". */
+void qr_fmt_bytes(char *buf, size_t n, size_t bytes);
+/* SQNR for display: one decimal, ∞ when exact. */
+void qr_fmt_sqnr(char *buf, size_t n, double v);
+
+/* o[key] = s (copied), or null for NULL. */
+void qr_view_str(struct cJSON *o, const char *key, const char *s);
+/* o[key] = the formatted string. */
+void qr_view_fmt(struct cJSON *o, const char *key, const char *fmt, ...)
+	QR_PRINTF(3, 4);
+/* o[key] = v as qr_fmt_num, qr_fmt_sqnr or qr_fmt_bytes writes it. */
+void qr_view_num(struct cJSON *o, const char *key, double v);
+void qr_view_sqnr(struct cJSON *o, const char *key, double v);
+void qr_view_bytes(struct cJSON *o, const char *key, size_t v);
+/* o[key] = v with thousands separators: "11,596". */
+void qr_view_count(struct cJSON *o, const char *key, size_t v);
+
+/* CSS classes ("bad", "warn", "good"; "" for NaN) of a weight SQNR, a
+ * relative range, an activation cosine and an activation SQNR (thr: the
+ * run's thresholds). */
+const char *qr_sqnr_class(double v);
+const char *qr_rel_class(double v);
+const char *qr_cos_class(double v, double thr);
+const char *qr_act_sqnr_class(double v, double thr);
+/* 1 when w's range or predicted per-tensor SQNR is past the thresholds. */
+int qr_layer_flagged(const struct qr_weight_stats *w);
+/* NaN for values a chart cannot place (infinite SQNR). */
+double qr_plottable(double v);
+
+/* The page of layer name, or fallback (a printf format taking idx);
+ * new string. */
+char *qr_view_href(const struct qr_view_ctx *cc, const char *name,
+		   const char *fallback, size_t idx);
+/* o["page"]: the page of layer name, or null. */
+void qr_view_page(const struct qr_view_ctx *cc, struct cJSON *o,
+		  const char *name);
+/* Draw spec as charts/<prefix><n>-<name>.png and store its HTML in
+ * o[key] (qr_report_chart_queue). */
+enum qr_status qr_view_chart(struct qr_view_ctx *cc, struct cJSON *o,
+			     const char *key, const char *prefix,
+			     const char *name,
+			     const struct qr_chart_spec *spec,
+			     const char *alt, char *const *hrefs,
+			     char *const *titles);
+/* Free the n strings of v, then v (NULL: nothing). */
+void qr_strv_free(char **v, size_t n);
+/* s, or "" for NULL. */
+const char *qr_or_empty(const char *s);
+
+/* ---- view_weights.c ---- */
+
+/* root.weights (one per weight layer, with its chart and heatmap) and
+ * root.problems / problems_top (the flagged ones, worst first). */
+enum qr_status qr_view_weights(struct qr_view_ctx *cc,
+			       const struct qr_analysis *a,
+			       struct cJSON *root);
+/* The model-level charts: max relative range per layer (log y, with the
+ * bad threshold and the Tukey fence of the layers) and predicted SQNR per
+ * tensor vs per channel, into charts. */
+enum qr_status qr_view_weight_charts(struct qr_view_ctx *cc,
+				     const struct qr_analysis *a,
+				     struct cJSON *charts);
+/* Candidate k: its quantized layers, coverage and weight pairings, with
+ * its compression chart. *out is new, set even on failure. */
+enum qr_status qr_view_quant(struct qr_view_ctx *cc,
+			     const struct qr_analysis *a, size_t k,
+			     struct cJSON **out);
+/* CLE set i (c), with a before/after chart per layer. *out is new, set
+ * even on failure. */
+enum qr_status qr_view_cle(struct qr_view_ctx *cc,
+			   const struct qr_cle_set *c, size_t i,
+			   struct cJSON **out);
+
+/* ---- view_acts.c ---- */
+
+/* root.act: the data, one block per candidate, the float tensors. */
+enum qr_status qr_view_acts(struct qr_view_ctx *cc,
+			    const struct qr_analysis *a, struct cJSON *root);
+/* The first classifier output of candidate k, else its first output, or
+ * NULL (borrowed). */
+const struct qr_act_output *
+qr_view_main_output(const struct qr_analysis *a, size_t k);
+/* Append the activation sentence of the verdict for candidate k to b,
+ * e.g. "output cosine 0.9991; 3 layers below threshold; error is born
+ * at conv3_2"; may set *cls to "warn" or "bad". */
+void qr_view_act_verdict(const struct qr_analysis *a, size_t k,
+			 struct qr_buf *b, const char **cls);
+/* root.worst_acts: the matched tensors with the lowest cumulative SQNR
+ * over every candidate, for the overview. */
+void qr_view_worst_acts(const struct qr_analysis *a,
+			const struct qr_view_ctx *cc, struct cJSON *root);
+
+/* ---- view_layers.c ---- */
+
+/* root.ltable: one row per layer, every metric; layers.html. */
+void qr_view_layers_table(const struct qr_analysis *a,
+			  const struct qr_report_layers *L,
+			  struct cJSON *root);
 /* The context of layer i's page (new): its weights, quantization,
  * activations and CLE sets, copied from view (charts included), and its
  * neighbours. */
@@ -251,13 +379,15 @@ struct cJSON *qr_report_layer_view(const struct qr_analysis *a,
 				   const struct qr_report_layers *L,
 				   const struct cJSON *view, size_t i);
 
-/* summary.md for a, from the view built above. */
-char *qr_report_summary_md(const struct qr_analysis *a,
-			   const struct cJSON *view);
+/* ---- view_ci.c ---- */
 
-/* Number formatting for display: "%.4g" with "—" for NaN and "∞"/"-∞". */
-void qr_fmt_num(char *buf, size_t n, double v);
-/* Bytes for display: "812 B", "3.4 KiB", "12.0 MiB". */
-void qr_fmt_bytes(char *buf, size_t n, size_t bytes);
+/* root.gate: report.json's "gate" (in json) for index.html, or null
+ * without --fail-if. */
+void qr_view_gate(const struct qr_view_ctx *cc, const struct cJSON *json,
+		  struct cJSON *root);
+/* root.compare: report.json's "compare" for compare.html, rows regressed
+ * first, or null without --compare-to. */
+void qr_view_compare(const struct qr_view_ctx *cc, const struct cJSON *json,
+		     struct cJSON *root);
 
 #endif

@@ -1,0 +1,276 @@
+/*
+ * report: the CI views. The --fail-if checks (index.html) and the
+ * --compare-to changes (compare.html), read back from report.json's
+ * "gate" and "compare" objects.
+ */
+#include "report/report.h"
+#include "report/report-int.h"
+#include "analysis/analysis.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* "%.6g": enough to tell 0.99989 from 0.9999. */
+static void
+set_num6(cJSON *o, const char *key, double v)
+{
+	char buf[64];
+
+	if (isfinite(v))
+		snprintf(buf, sizeof buf, "%.6g", v);
+	else
+		qr_fmt_num(buf, sizeof buf, v);
+	cJSON_AddStringToObject(o, key, buf);
+}
+
+void
+qr_view_gate(const struct qr_view_ctx *cc, const cJSON *json, cJSON *root)
+{
+	const cJSON *g = cJSON_GetObjectItemCaseSensitive(json, "gate"), *c;
+	cJSON *o, *arr;
+	int failed = 0;
+
+	if (g == NULL) {
+		cJSON_AddNullToObject(root, "gate");
+		return;
+	}
+	o = cJSON_AddObjectToObject(root, "gate");
+	arr = cJSON_AddArrayToObject(o, "checks");
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(g, "checks")) {
+		cJSON *x = cJSON_CreateObject(), *items;
+		const cJSON *f, *w = cJSON_GetObjectItemCaseSensitive(c,
+								      "worst");
+		int passed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+			c, "passed"));
+		int shown = 0;
+
+		failed += !passed;
+		cJSON_AddItemToArray(arr, x);
+		qr_view_str(x, "expr", cJSON_GetObjectItemCaseSensitive(
+				   c, "expr")->valuestring);
+		cJSON_AddBoolToObject(x, "passed", passed);
+		qr_view_str(x, "class", passed ? "good" : "bad");
+		qr_view_fmt(x, "items", "%.0f",
+			    cJSON_GetObjectItemCaseSensitive(c, "items")
+				->valuedouble);
+		qr_view_fmt(x, "failures", "%.0f",
+			    cJSON_GetObjectItemCaseSensitive(c, "failures")
+				->valuedouble);
+		qr_view_str(x, "worst",
+			    cJSON_IsString(w) ? w->valuestring : NULL);
+		items = cJSON_AddArrayToObject(x, "failed");
+		cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(
+					   c, "failed_items")) {
+			const cJSON *nm = cJSON_GetObjectItemCaseSensitive(
+				f, "name");
+			const cJSON *q = cJSON_GetObjectItemCaseSensitive(
+				f, "quant");
+			const char *name = cJSON_IsString(nm) ? nm->valuestring
+							     : "";
+			cJSON *y;
+			long li;
+
+			if (shown++ == QR_TOP_PROBLEMS)
+				break;
+			y = cJSON_CreateObject();
+			qr_view_str(y, "name", name);
+			if (cJSON_IsNumber(q))
+				qr_view_fmt(y, "candidate", "candidate %d",
+					    q->valueint + 1);
+			else
+				qr_view_str(y, "candidate", "");
+			/* outputs and tensors are named by tensor: find the
+			 * layer through the analysis' tensors */
+			li = qr_report_layer_find(cc->L, name);
+			if (li < 0 && cc->a != NULL) {
+				size_t t;
+
+				for (t = 0; t < cc->a->n_act_tensors; t++)
+					if (cc->a->act_tensors[t].name &&
+					    strcmp(cc->a->act_tensors[t].name,
+						   name) == 0) {
+						li = qr_report_layer_find(
+							cc->L, cc->a->act_tensors[t].layer);
+						break;
+					}
+			}
+			if (li >= 0)
+				qr_view_str(y, "page", cc->L->v[li].page);
+			else
+				cJSON_AddNullToObject(y, "page");
+			set_num6(y, "actual", cJSON_IsNumber(
+					cJSON_GetObjectItemCaseSensitive(
+						f, "actual"))
+				? cJSON_GetObjectItemCaseSensitive(f, "actual")
+					  ->valuedouble : NAN);
+			cJSON_AddItemToArray(items, y);
+		}
+	}
+	cJSON_AddBoolToObject(o, "passed", failed == 0);
+	qr_view_str(o, "class", failed ? "bad" : "good");
+	qr_view_fmt(o, "n_failed", "%d", failed);
+	qr_view_fmt(o, "n_checks", "%d", cJSON_GetArraySize(arr));
+}
+
+/* Formatted old/new/delta of one compared metric. */
+static void
+cmp_field(cJSON *x, const cJSON *c, const char *key, int is_cos)
+{
+	char k[64], out[64];
+	const char *suffix[] = { "_old", "_new", "_delta" };
+	size_t i;
+
+	for (i = 0; i < 3; i++) {
+		const cJSON *v;
+		double d;
+
+		snprintf(k, sizeof k, "%s%s", key, suffix[i]);
+		v = cJSON_GetObjectItemCaseSensitive(c, k);
+		d = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+		if (cJSON_IsNull(v) && i < 2 && strstr(key, "sqnr") != NULL)
+			d = INFINITY; /* exact; an absent key: no such item */
+		if (isnan(d))
+			snprintf(out, sizeof out, "\xe2\x80\x94");
+		else if (i == 2 && isfinite(d))
+			snprintf(out, sizeof out, is_cos ? "%+.5f" : "%+.2f", d);
+		else if (is_cos && isfinite(d))
+			snprintf(out, sizeof out, "%.5f", d);
+		else if (isfinite(d))
+			snprintf(out, sizeof out, "%.2f", d);
+		else
+			qr_fmt_num(out, sizeof out, d);
+		cJSON_AddStringToObject(x, k, out);
+	}
+}
+
+static const char *
+status_class(const char *s)
+{
+	if (strcmp(s, "regressed") == 0 || strcmp(s, "gone") == 0)
+		return "bad";
+	if (strcmp(s, "improved") == 0)
+		return "good";
+	return "";
+}
+
+/* One compare table: rows regressed first. */
+static cJSON *
+cmp_rows(const struct qr_view_ctx *cc, const cJSON *arr, const char *name_key,
+	 const char *const *fields, const int *is_cos, size_t nf)
+{
+	static const char *const order[] = { "regressed", "gone", "improved",
+					     "new", "same" };
+	cJSON *out = cJSON_CreateArray();
+	size_t pass, i;
+
+	for (pass = 0; pass < 5; pass++) {
+		const cJSON *c;
+
+		cJSON_ArrayForEach(c, arr) {
+			const char *st = cJSON_GetObjectItemCaseSensitive(
+				c, "status")->valuestring;
+			const cJSON *nm = cJSON_GetObjectItemCaseSensitive(
+				c, name_key);
+			const cJSON *ly = cJSON_GetObjectItemCaseSensitive(
+				c, "layer");
+			const cJSON *q = cJSON_GetObjectItemCaseSensitive(
+				c, "quant");
+			cJSON *x;
+
+			if (strcmp(st, order[pass]) != 0)
+				continue;
+			x = cJSON_CreateObject();
+			qr_view_str(x, "name",
+				    cJSON_IsString(nm) ? nm->valuestring : "");
+			qr_view_page(cc, x, cJSON_IsString(ly) ? ly->valuestring
+				     : cJSON_IsString(nm) ? nm->valuestring
+							  : NULL);
+			if (cJSON_IsNumber(q))
+				qr_view_fmt(x, "candidate", "%d",
+					    q->valueint + 1);
+			else
+				qr_view_str(x, "candidate", "");
+			qr_view_str(x, "status", st);
+			qr_view_str(x, "class", status_class(st));
+			for (i = 0; i < nf; i++)
+				cmp_field(x, c, fields[i], is_cos[i]);
+			cJSON_AddItemToArray(out, x);
+		}
+	}
+	return out;
+}
+
+void
+qr_view_compare(const struct qr_view_ctx *cc, const cJSON *json, cJSON *root)
+{
+	static const char *const out_f[] = { "cosine", "sqnr_db", "top1" };
+	static const int out_c[] = { 1, 0, 1 };
+	static const char *const act_f[] = { "sqnr_db", "local_sqnr_db",
+					     "cosine" };
+	static const int act_c[] = { 0, 0, 1 };
+	static const char *const qw_f[] = { "sqnr_db" };
+	static const int qw_c[] = { 0 };
+	static const char *const w_f[] = { "max_rel_range",
+					   "sqnr_per_tensor_db" };
+	static const int w_c[] = { 0, 0 };
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(json, "compare");
+	const cJSON *old;
+	cJSON *o;
+	static const char *const counts[] = { "regressed", "improved", "same",
+					      "new", "gone" };
+	size_t i;
+
+	if (c == NULL) {
+		cJSON_AddNullToObject(root, "compare");
+		return;
+	}
+	o = cJSON_AddObjectToObject(root, "compare");
+	old = cJSON_GetObjectItemCaseSensitive(c, "old");
+	qr_view_str(o, "path", cJSON_GetObjectItemCaseSensitive(old, "path")
+			   ->valuestring);
+	{
+		const cJSON *cl = cJSON_GetObjectItemCaseSensitive(
+			old, "command_line");
+
+		qr_view_str(o, "command_line",
+			    cJSON_IsString(cl) ? cl->valuestring : NULL);
+	}
+	for (i = 0; i < 5; i++)
+		qr_view_fmt(o, counts[i], "%.0f",
+			    cJSON_GetObjectItemCaseSensitive(c, counts[i])
+				->valuedouble);
+	qr_view_str(o, "class", cJSON_GetObjectItemCaseSensitive(c, "regressed")
+				    ->valuedouble > 0 ? "bad" : "good");
+	cJSON_AddBoolToObject(o, "any_regressed",
+			      cJSON_GetObjectItemCaseSensitive(c, "regressed")
+				      ->valuedouble > 0);
+	cJSON_AddItemToObject(o, "outputs", cmp_rows(cc,
+		cJSON_GetObjectItemCaseSensitive(c, "outputs"), "name", out_f,
+		out_c, 3));
+	cJSON_AddItemToObject(o, "acts", cmp_rows(cc,
+		cJSON_GetObjectItemCaseSensitive(c, "activations"), "tensor",
+		act_f, act_c, 3));
+	cJSON_AddItemToObject(o, "qweights", cmp_rows(cc,
+		cJSON_GetObjectItemCaseSensitive(c, "quant_weights"), "layer",
+		qw_f, qw_c, 1));
+	cJSON_AddItemToObject(o, "weights", cmp_rows(cc,
+		cJSON_GetObjectItemCaseSensitive(c, "weights"), "layer", w_f,
+		w_c, 2));
+	{
+		const cJSON *t = cJSON_GetObjectItemCaseSensitive(
+			c, "tolerances");
+
+		qr_view_fmt(o, "tol_sqnr", "%g",
+			    cJSON_GetObjectItemCaseSensitive(t, "sqnr_db")
+				->valuedouble);
+		qr_view_fmt(o, "tol_cos", "%g",
+			    cJSON_GetObjectItemCaseSensitive(t, "cosine")
+				->valuedouble);
+		qr_view_fmt(o, "tol_rel", "%.0f",
+			    100 * cJSON_GetObjectItemCaseSensitive(
+				    t, "rel_range_fraction")->valuedouble);
+	}
+}
