@@ -309,10 +309,8 @@ qr_report_gate_eval(struct qr_gate *g, const cJSON *json)
 				worst, "quant");
 			struct qr_buf b = {0};
 
-			if (isfinite(worst_v))
-				snprintf(vbuf, sizeof vbuf, "%.6g", worst_v);
-			else
-				qr_fmt_num(vbuf, sizeof vbuf, worst_v);
+			qr_fmt_finite(vbuf, sizeof vbuf, QR_CHECK_FMT,
+				      worst_v);
 			qr_buf_puts(&b, item_str(worst, s->item_key));
 			if (cJSON_IsNumber(q))
 				qr_buf_printf(&b, " (candidate %d)",

@@ -276,18 +276,27 @@ struct qr_view_ctx {
 void qr_fmt_num(char *buf, size_t n, double v);
 /* Bytes for display: "812 B", "3.4 KiB", "12.0 MiB". */
 void qr_fmt_bytes(char *buf, size_t n, size_t bytes);
+/* v with fmt (a printf format taking one double) when it is finite,
+ * else as qr_fmt_num puts it. */
+void qr_fmt_finite(char *buf, size_t n, const char *fmt, double v);
 /* SQNR for display: one decimal, ∞ when exact. */
 void qr_fmt_sqnr(char *buf, size_t n, double v);
+#define QR_COS_FMT "%.5f"   /* a cosine: tells 0.9999 from 0.99999 */
+#define QR_CHECK_FMT "%.6g" /* a --fail-if value: tells 0.99989 from
+			       0.9999 */
 
 /* o[key] = s (copied), or null for NULL. */
 void qr_view_str(struct cJSON *o, const char *key, const char *s);
 /* o[key] = the formatted string. */
 void qr_view_fmt(struct cJSON *o, const char *key, const char *fmt, ...)
 	QR_PRINTF(3, 4);
-/* o[key] = v as qr_fmt_num, qr_fmt_sqnr or qr_fmt_bytes writes it. */
+/* o[key] = v as qr_fmt_num, qr_fmt_sqnr, qr_fmt_bytes or qr_fmt_finite
+ * writes it. */
 void qr_view_num(struct cJSON *o, const char *key, double v);
 void qr_view_sqnr(struct cJSON *o, const char *key, double v);
 void qr_view_bytes(struct cJSON *o, const char *key, size_t v);
+void qr_view_finite(struct cJSON *o, const char *key, const char *fmt,
+		    double v);
 /* o[key] = v with thousands separators: "11,596". */
 void qr_view_count(struct cJSON *o, const char *key, size_t v);
 

@@ -101,14 +101,29 @@ qr_view_bytes(cJSON *o, const char *key, size_t v)
 	cJSON_AddStringToObject(o, key, buf);
 }
 
+void
+qr_fmt_finite(char *buf, size_t n, const char *fmt, double v)
+{
+	if (isfinite(v))
+		snprintf(buf, n, fmt, v);
+	else
+		qr_fmt_num(buf, n, v);
+}
+
+void
+qr_view_finite(cJSON *o, const char *key, const char *fmt, double v)
+{
+	char buf[64];
+
+	qr_fmt_finite(buf, sizeof buf, fmt, v);
+	cJSON_AddStringToObject(o, key, buf);
+}
+
 /* SQNR for display: one decimal, ∞ when exact. */
 void
 qr_fmt_sqnr(char *buf, size_t n, double v)
 {
-	if (isfinite(v))
-		snprintf(buf, n, "%.1f", v);
-	else
-		qr_fmt_num(buf, n, v);
+	qr_fmt_finite(buf, n, "%.1f", v);
 }
 
 void
@@ -120,16 +135,24 @@ qr_view_sqnr(cJSON *o, const char *key, double v)
 	cJSON_AddStringToObject(o, key, buf);
 }
 
-const char *
-qr_sqnr_class(double v)
+/* The class of v where lower is worse: below bad, below warn, else
+ * good. */
+static const char *
+class_below(double v, double bad, double warn)
 {
 	if (isnan(v))
 		return "";
-	if (v < QR_SQNR_BAD_DB)
+	if (v < bad)
 		return "bad";
-	if (v < QR_SQNR_WARN_DB)
+	if (v < warn)
 		return "warn";
 	return "good";
+}
+
+const char *
+qr_sqnr_class(double v)
+{
+	return class_below(v, QR_SQNR_BAD_DB, QR_SQNR_WARN_DB);
 }
 
 const char *
@@ -159,13 +182,7 @@ qr_cos_class(double v, double thr)
 const char *
 qr_act_sqnr_class(double v, double thr)
 {
-	if (isnan(v))
-		return "";
-	if (v < thr)
-		return "bad";
-	if (v < thr + 10)
-		return "warn";
-	return "good";
+	return class_below(v, thr, thr + 10);
 }
 
 int

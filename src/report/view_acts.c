@@ -21,13 +21,7 @@
 static void
 set_cos(cJSON *o, const char *key, double v)
 {
-	char buf[64];
-
-	if (isfinite(v))
-		snprintf(buf, sizeof buf, "%.5f", v);
-	else
-		qr_fmt_num(buf, sizeof buf, v);
-	cJSON_AddStringToObject(o, key, buf);
+	qr_view_finite(o, key, QR_COS_FMT, v);
 }
 
 /* "cosine, SQNR" flag names for display. */

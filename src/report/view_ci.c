@@ -13,19 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* "%.6g": enough to tell 0.99989 from 0.9999. */
-static void
-set_num6(cJSON *o, const char *key, double v)
-{
-	char buf[64];
-
-	if (isfinite(v))
-		snprintf(buf, sizeof buf, "%.6g", v);
-	else
-		qr_fmt_num(buf, sizeof buf, v);
-	cJSON_AddStringToObject(o, key, buf);
-}
-
 void
 qr_view_gate(const struct qr_view_ctx *cc, const cJSON *json, cJSON *root)
 {
@@ -101,7 +88,7 @@ qr_view_gate(const struct qr_view_ctx *cc, const cJSON *json, cJSON *root)
 				qr_view_str(y, "page", cc->L->v[li].page);
 			else
 				cJSON_AddNullToObject(y, "page");
-			set_num6(y, "actual", cJSON_IsNumber(
+			qr_view_finite(y, "actual", QR_CHECK_FMT, cJSON_IsNumber(
 					cJSON_GetObjectItemCaseSensitive(
 						f, "actual"))
 				? cJSON_GetObjectItemCaseSensitive(f, "actual")

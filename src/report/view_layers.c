@@ -56,10 +56,7 @@ cell_cos(cJSON *cells, double v, const char *cls)
 {
 	char buf[64];
 
-	if (isfinite(v))
-		snprintf(buf, sizeof buf, "%.5f", v);
-	else
-		qr_fmt_num(buf, sizeof buf, v);
+	qr_fmt_finite(buf, sizeof buf, QR_COS_FMT, v);
 	cell(cells, buf, cls, v);
 }
 

@@ -18,16 +18,24 @@
 
 #define MAX_LISTED 24     /* outlier channels / scales listed in full */
 
-/* "3, 7, 12" (first MAX_LISTED, then "… (n in all)"). */
+/* o[key]: n indices (idx) or numbers (num; NULL: none) as "3, 7, 12",
+ * the first MAX_LISTED, then "… (n in all)". */
 static void
-set_index_list(cJSON *o, const char *key, const size_t *v, size_t n)
+set_list(cJSON *o, const char *key, const size_t *idx, const float *num,
+	 size_t n)
 {
 	struct qr_buf b = {0};
 	size_t i;
-	char *s;
+	char buf[64], *s;
 
-	for (i = 0; i < n && i < MAX_LISTED; i++)
-		qr_buf_printf(&b, "%s%zu", i ? ", " : "", v[i]);
+	for (i = 0; (idx != NULL || num != NULL) && i < n && i < MAX_LISTED;
+	     i++) {
+		if (idx != NULL)
+			snprintf(buf, sizeof buf, "%zu", idx[i]);
+		else
+			qr_fmt_num(buf, sizeof buf, num[i]);
+		qr_buf_printf(&b, "%s%s", i ? ", " : "", buf);
+	}
 	if (n > MAX_LISTED)
 		qr_buf_printf(&b, ", \xe2\x80\xa6 (%zu in all)", n);
 	s = qr_buf_take(&b);
@@ -173,7 +181,7 @@ weight_view(const struct qr_weight_stats *w, size_t i)
 	qr_view_str(o, "rel_class", qr_rel_class(w->max_rel_range));
 	qr_view_num(o, "tukey_fence", w->tukey_fence);
 	qr_view_count(o, "n_outliers", w->n_outliers);
-	set_index_list(o, "outliers", w->outliers, w->n_outliers);
+	set_list(o, "outliers", w->outliers, NULL, w->n_outliers);
 	qr_view_count(o, "zero_range", w->n_zero_range);
 	qr_view_sqnr(o, "sqnr_pt", w->sqnr_per_tensor_db);
 	qr_view_str(o, "sqnr_pt_class", qr_sqnr_class(w->sqnr_per_tensor_db));
@@ -524,10 +532,7 @@ qr_view_quant(struct qr_view_ctx *cc, const struct qr_analysis *a, size_t k,
 	qr_view_bytes(o, "float_bytes", s->float_bytes);
 	qr_view_bytes(o, "quant_bytes", s->quant_bytes);
 	ratio = s->quant_bytes ? (double)s->float_bytes / s->quant_bytes : NAN;
-	if (isfinite(ratio))
-		qr_view_fmt(o, "compression", "%.2f\xc3\x97", ratio);
-	else
-		qr_view_num(o, "compression", ratio);
+	qr_view_finite(o, "compression", "%.2f\xc3\x97", ratio);
 
 	arr = cJSON_AddArrayToObject(o, "pairs");
 	for (i = 0; i < a->n_qweights; i++) {
@@ -608,24 +613,6 @@ cle_layer_chart(struct qr_view_ctx *cc, const struct qr_cle_layer *l,
 	return st;
 }
 
-static void
-set_float_list(cJSON *o, const char *key, const float *v, size_t n)
-{
-	struct qr_buf b = {0};
-	size_t i;
-	char num[64], *s;
-
-	for (i = 0; v != NULL && i < n && i < MAX_LISTED; i++) {
-		qr_fmt_num(num, sizeof num, v[i]);
-		qr_buf_printf(&b, "%s%s", i ? ", " : "", num);
-	}
-	if (n > MAX_LISTED)
-		qr_buf_printf(&b, ", \xe2\x80\xa6 (%zu in all)", n);
-	s = qr_buf_take(&b);
-	cJSON_AddStringToObject(o, key, s);
-	free(s);
-}
-
 enum qr_status
 qr_view_cle(struct qr_view_ctx *cc, const struct qr_cle_set *c, size_t i,
 	    cJSON **out)
@@ -682,7 +669,7 @@ qr_view_cle(struct qr_view_ctx *cc, const struct qr_cle_set *c, size_t i,
 			set_range(x, "range", lo, hi);
 		else
 			qr_view_num(x, "range", NAN);
-		set_float_list(x, "values", c->scales[k], c->n_scales[k]);
+		set_list(x, "values", NULL, c->scales[k], c->n_scales[k]);
 		cJSON_AddItemToArray(arr, x);
 	}
 	qr_view_num(o, "rr_before", c->max_rel_range_before);
