@@ -38,6 +38,8 @@ struct qr_gate;
 struct qr_model;
 struct qr_chart_spec;
 struct qr_cle_set;
+struct qr_io_desc;
+struct qr_quant_summary;
 struct qr_act_output;
 struct qr_weight_stats;
 struct qr_report_opts;
@@ -113,6 +115,17 @@ struct cJSON *qr_report_json_new(const struct qr_analysis *a,
 				 const struct qr_diag *d);
 /* A number, or JSON null when v is NaN or infinite. */
 struct cJSON *qr_json_num(double v);
+/* A string (valid UTF-8, qr_utf8_dup), "" for NULL. */
+struct cJSON *qr_json_str(const char *s);
+/* The arrays report.json and the pages show alike (new; strings as
+ * qr_json_str): inputs or outputs [{name, dtype, shape}], a candidate's
+ * coverage [{layer, op, quantized}], the CLE blockers [{from, to,
+ * reason, fix}] and candidate k's unmatched activations [{tensor,
+ * layer, reason}]. */
+struct cJSON *qr_json_io(const struct qr_io_desc *io, size_t n);
+struct cJSON *qr_json_coverage(const struct qr_quant_summary *s);
+struct cJSON *qr_json_cle_blockers(const struct qr_analysis *a);
+struct cJSON *qr_json_act_unmatched(const struct qr_analysis *a, size_t k);
 
 /* ---- layers.c ---- */
 

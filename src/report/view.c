@@ -260,22 +260,6 @@ qr_or_empty(const char *s)
 
 /* ---- models ---- */
 
-static void
-io_view(cJSON *o, const char *key, const struct qr_io_desc *io, size_t n)
-{
-	cJSON *arr = cJSON_AddArrayToObject(o, key);
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		cJSON *x = cJSON_CreateObject();
-
-		qr_view_str(x, "name", io[i].name);
-		qr_view_str(x, "dtype", io[i].dtype);
-		qr_view_str(x, "shape", io[i].shape);
-		cJSON_AddItemToArray(arr, x);
-	}
-}
-
 static cJSON *
 model_view(const struct qr_model_summary *m, size_t i)
 {
@@ -294,8 +278,9 @@ model_view(const struct qr_model_summary *m, size_t i)
 	qr_view_fmt(o, "ir_version", "%lld", (long long)m->ir_version);
 	qr_view_str(o, "opsets", m->opsets);
 	qr_view_count(o, "nodes", m->n_nodes);
-	io_view(o, "inputs", m->inputs, m->n_inputs);
-	io_view(o, "outputs", m->outputs, m->n_outputs);
+	cJSON_AddItemToObject(o, "inputs", qr_json_io(m->inputs, m->n_inputs));
+	cJSON_AddItemToObject(o, "outputs",
+			      qr_json_io(m->outputs, m->n_outputs));
 	arr = cJSON_AddArrayToObject(o, "ops");
 	for (k = 0; k < m->n_ops; k++) {
 		cJSON *x = cJSON_CreateObject();
@@ -517,8 +502,7 @@ qr_report_view_new(const struct qr_analysis *a,
 		goto out;
 	arr = cJSON_AddArrayToObject(root, "unmatched");
 	for (i = 0; i < a->n_unmatched; i++)
-		cJSON_AddItemToArray(arr, cJSON_CreateString(qr_or_empty(
-						  a->unmatched[i])));
+		cJSON_AddItemToArray(arr, qr_json_str(a->unmatched[i]));
 
 	cJSON_AddBoolToObject(root, "has_unmatched", a->n_unmatched > 0);
 	arr = cJSON_AddArrayToObject(root, "cle");
@@ -530,24 +514,13 @@ qr_report_view_new(const struct qr_analysis *a,
 	}
 	if (st != QR_OK)
 		goto out;
-	arr = cJSON_AddArrayToObject(root, "cle_blockers");
-	for (i = 0; i < a->n_cle_blockers; i++) {
-		const struct qr_cle_blocker *b = &a->cle_blockers[i];
-
-		o = cJSON_CreateObject();
-		qr_view_str(o, "from", b->from);
-		qr_view_str(o, "to", b->to);
-		qr_view_str(o, "reason", b->reason);
-		qr_view_str(o, "fix", b->fix);
-		cJSON_AddItemToArray(arr, o);
-	}
+	cJSON_AddItemToObject(root, "cle_blockers", qr_json_cle_blockers(a));
 	cJSON_AddBoolToObject(root, "has_blockers", a->n_cle_blockers > 0);
 	if ((st = qr_view_acts(&cc, a, root)) != QR_OK)
 		goto out;
 	arr = cJSON_AddArrayToObject(root, "warnings");
 	for (i = 0; d != NULL && i < d->n_warnings; i++)
-		cJSON_AddItemToArray(arr, cJSON_CreateString(qr_or_empty(
-						  d->warnings[i].msg)));
+		cJSON_AddItemToArray(arr, qr_json_str(d->warnings[i].msg));
 	cJSON_AddBoolToObject(root, "has_warnings",
 			      d != NULL && d->n_warnings > 0);
 	qr_view_layers_table(a, L, root);

@@ -576,18 +576,8 @@ act_cand_view(struct qr_view_ctx *cc, const struct qr_analysis *a, size_t k,
 		if (a->act_outputs[i].quant == k)
 			cJSON_AddItemToArray(arr, act_output_view(
 						     a, &a->act_outputs[i]));
-	arr = cJSON_AddArrayToObject(o, "unmatched");
-	for (i = 0; i < a->n_act_unmatched; i++) {
-		const struct qr_act_unmatched *u = &a->act_unmatched[i];
-
-		if (u->quant != k)
-			continue;
-		x = cJSON_CreateObject();
-		qr_view_str(x, "tensor", u->tensor);
-		qr_view_str(x, "layer", u->layer);
-		qr_view_str(x, "reason", u->reason);
-		cJSON_AddItemToArray(arr, x);
-	}
+	arr = qr_json_act_unmatched(a, k);
+	cJSON_AddItemToObject(o, "unmatched", arr);
 	cJSON_AddBoolToObject(o, "has_unmatched", cJSON_GetArraySize(arr) > 0);
 	free(pv);
 	return st;
@@ -616,8 +606,7 @@ qr_view_acts(struct qr_view_ctx *cc, const struct qr_analysis *a, cJSON *root)
 	qr_view_count(o, "n_classes", dt->n_classes);
 	arr = cJSON_AddArrayToObject(o, "warnings");
 	for (i = 0; i < dt->n_warnings; i++)
-		cJSON_AddItemToArray(arr, cJSON_CreateString(
-					     qr_or_empty(dt->warnings[i])));
+		cJSON_AddItemToArray(arr, qr_json_str(dt->warnings[i]));
 	cJSON_AddBoolToObject(o, "has_warnings", dt->n_warnings > 0);
 	arr = cJSON_AddArrayToObject(o, "cands");
 	for (i = 0; a->act_runs != NULL && i < a->n_quant && st == QR_OK; i++) {

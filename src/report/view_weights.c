@@ -515,15 +515,7 @@ qr_view_quant(struct qr_view_ctx *cc, const struct qr_analysis *a, size_t k,
 		cJSON_AddItemToArray(arr, x);
 	}
 	cJSON_AddBoolToObject(o, "has_layers", s->n_layers > 0);
-	arr = cJSON_AddArrayToObject(o, "coverage");
-	for (i = 0; i < s->n_coverage; i++) {
-		cJSON *x = cJSON_CreateObject();
-
-		qr_view_str(x, "layer", s->coverage[i].layer);
-		qr_view_str(x, "op", s->coverage[i].op);
-		cJSON_AddBoolToObject(x, "quantized", s->coverage[i].quantized);
-		cJSON_AddItemToArray(arr, x);
-	}
+	cJSON_AddItemToObject(o, "coverage", qr_json_coverage(s));
 	qr_view_count(o, "n_quantized", s->n_quantized);
 	qr_view_count(o, "n_coverage", s->n_coverage);
 	qr_view_count(o, "n_float", s->n_coverage - s->n_quantized);
