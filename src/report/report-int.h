@@ -17,6 +17,7 @@
  *   layers.c    the layer index: one entry per float layer, its page and
  *               where its numbers are in the analysis
  *   graph.c     the graph view: Graphviz layout rendered to SVG
+ *   reread.c    report.json read back, for gate.c, compare.c and view_ci.c
  *   gate.c      --fail-if checks evaluated on the report.json tree
  *   compare.c   --compare-to: changes against a previous report.json
  *   report.c    qr_report_write: pages, summary.md, the atomic swap
@@ -199,12 +200,22 @@ enum qr_status qr_report_graph(const struct qr_analysis *a,
  * so there it becomes U+2216, which looks the same. New string. */
 char *qr_dot_text(const char *s, size_t max, int tooltip);
 
-/* ---- gate.c / compare.c ---- */
+/* ---- reread.c ---- */
 
+/* The number at key of a report.json object: SQNR keys (ending in "_db")
+ * read null as +inf (exact); other nulls and absent keys give NaN. */
+double qr_report_item_num(const struct cJSON *item, const char *key);
+/* The string at key (borrowed), or absent. */
+const char *qr_report_item_str(const struct cJSON *item, const char *key,
+			       const char *absent);
+/* An item's candidate ("quant", its --quant position), or -1. */
+long qr_report_item_quant(const struct cJSON *item);
 /* 1 when report.json item (an activations[] entry) is flagged
  * "cancellation": its float value is rounding noise, so no check or
  * comparison reads its numbers. */
 int qr_report_is_noise(const struct cJSON *item);
+
+/* ---- gate.c / compare.c ---- */
 /* Evaluate g's checks on the report.json tree json: fills each check's
  * results and g->n_failed; returns report.json's "gate" object (new). */
 struct cJSON *qr_report_gate_eval(struct qr_gate *g, const struct cJSON *json);

@@ -28,35 +28,25 @@ qr_view_gate(const struct qr_view_ctx *cc, const cJSON *json, cJSON *root)
 	arr = cJSON_AddArrayToObject(o, "checks");
 	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(g, "checks")) {
 		cJSON *x = cJSON_CreateObject(), *items;
-		const cJSON *f, *w = cJSON_GetObjectItemCaseSensitive(c,
-								      "worst");
+		const cJSON *f;
 		int passed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
 			c, "passed"));
 		int shown = 0;
 
 		failed += !passed;
 		cJSON_AddItemToArray(arr, x);
-		qr_view_str(x, "expr", cJSON_GetObjectItemCaseSensitive(
-				   c, "expr")->valuestring);
+		qr_view_str(x, "expr", qr_report_item_str(c, "expr", NULL));
 		cJSON_AddBoolToObject(x, "passed", passed);
 		qr_view_str(x, "class", passed ? "good" : "bad");
-		qr_view_fmt(x, "items", "%.0f",
-			    cJSON_GetObjectItemCaseSensitive(c, "items")
-				->valuedouble);
+		qr_view_fmt(x, "items", "%.0f", qr_report_item_num(c, "items"));
 		qr_view_fmt(x, "failures", "%.0f",
-			    cJSON_GetObjectItemCaseSensitive(c, "failures")
-				->valuedouble);
-		qr_view_str(x, "worst",
-			    cJSON_IsString(w) ? w->valuestring : NULL);
+			    qr_report_item_num(c, "failures"));
+		qr_view_str(x, "worst", qr_report_item_str(c, "worst", NULL));
 		items = cJSON_AddArrayToObject(x, "failed");
 		cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(
 					   c, "failed_items")) {
-			const cJSON *nm = cJSON_GetObjectItemCaseSensitive(
-				f, "name");
-			const cJSON *q = cJSON_GetObjectItemCaseSensitive(
-				f, "quant");
-			const char *name = cJSON_IsString(nm) ? nm->valuestring
-							     : "";
+			const char *name = qr_report_item_str(f, "name", "");
+			long q = qr_report_item_quant(f);
 			cJSON *y;
 			long li;
 
@@ -64,9 +54,9 @@ qr_view_gate(const struct qr_view_ctx *cc, const cJSON *json, cJSON *root)
 				break;
 			y = cJSON_CreateObject();
 			qr_view_str(y, "name", name);
-			if (cJSON_IsNumber(q))
-				qr_view_fmt(y, "candidate", "candidate %d",
-					    q->valueint + 1);
+			if (q >= 0)
+				qr_view_fmt(y, "candidate", "candidate %ld",
+					    q + 1);
 			else
 				qr_view_str(y, "candidate", "");
 			/* outputs and tensors are named by tensor: find the
@@ -88,11 +78,8 @@ qr_view_gate(const struct qr_view_ctx *cc, const cJSON *json, cJSON *root)
 				qr_view_str(y, "page", cc->L->v[li].page);
 			else
 				cJSON_AddNullToObject(y, "page");
-			qr_view_finite(y, "actual", QR_CHECK_FMT, cJSON_IsNumber(
-					cJSON_GetObjectItemCaseSensitive(
-						f, "actual"))
-				? cJSON_GetObjectItemCaseSensitive(f, "actual")
-					  ->valuedouble : NAN);
+			qr_view_finite(y, "actual", QR_CHECK_FMT,
+				       qr_report_item_num(f, "actual"));
 			cJSON_AddItemToArray(items, y);
 		}
 	}
@@ -157,27 +144,19 @@ cmp_rows(const struct qr_view_ctx *cc, const cJSON *arr, const char *name_key,
 		const cJSON *c;
 
 		cJSON_ArrayForEach(c, arr) {
-			const char *st = cJSON_GetObjectItemCaseSensitive(
-				c, "status")->valuestring;
-			const cJSON *nm = cJSON_GetObjectItemCaseSensitive(
-				c, name_key);
-			const cJSON *ly = cJSON_GetObjectItemCaseSensitive(
-				c, "layer");
-			const cJSON *q = cJSON_GetObjectItemCaseSensitive(
-				c, "quant");
+			const char *st = qr_report_item_str(c, "status", "");
+			const char *nm = qr_report_item_str(c, name_key, NULL);
+			const char *ly = qr_report_item_str(c, "layer", NULL);
+			long q = qr_report_item_quant(c);
 			cJSON *x;
 
 			if (strcmp(st, order[pass]) != 0)
 				continue;
 			x = cJSON_CreateObject();
-			qr_view_str(x, "name",
-				    cJSON_IsString(nm) ? nm->valuestring : "");
-			qr_view_page(cc, x, cJSON_IsString(ly) ? ly->valuestring
-				     : cJSON_IsString(nm) ? nm->valuestring
-							  : NULL);
-			if (cJSON_IsNumber(q))
-				qr_view_fmt(x, "candidate", "%d",
-					    q->valueint + 1);
+			qr_view_str(x, "name", qr_or_empty(nm));
+			qr_view_page(cc, x, ly != NULL ? ly : nm);
+			if (q >= 0)
+				qr_view_fmt(x, "candidate", "%ld", q + 1);
 			else
 				qr_view_str(x, "candidate", "");
 			qr_view_str(x, "status", st);
@@ -216,24 +195,16 @@ qr_view_compare(const struct qr_view_ctx *cc, const cJSON *json, cJSON *root)
 	}
 	o = cJSON_AddObjectToObject(root, "compare");
 	old = cJSON_GetObjectItemCaseSensitive(c, "old");
-	qr_view_str(o, "path", cJSON_GetObjectItemCaseSensitive(old, "path")
-			   ->valuestring);
-	{
-		const cJSON *cl = cJSON_GetObjectItemCaseSensitive(
-			old, "command_line");
-
-		qr_view_str(o, "command_line",
-			    cJSON_IsString(cl) ? cl->valuestring : NULL);
-	}
+	qr_view_str(o, "path", qr_report_item_str(old, "path", NULL));
+	qr_view_str(o, "command_line",
+		    qr_report_item_str(old, "command_line", NULL));
 	for (i = 0; i < 5; i++)
 		qr_view_fmt(o, counts[i], "%.0f",
-			    cJSON_GetObjectItemCaseSensitive(c, counts[i])
-				->valuedouble);
-	qr_view_str(o, "class", cJSON_GetObjectItemCaseSensitive(c, "regressed")
-				    ->valuedouble > 0 ? "bad" : "good");
+			    qr_report_item_num(c, counts[i]));
+	qr_view_str(o, "class",
+		    qr_report_item_num(c, "regressed") > 0 ? "bad" : "good");
 	cJSON_AddBoolToObject(o, "any_regressed",
-			      cJSON_GetObjectItemCaseSensitive(c, "regressed")
-				      ->valuedouble > 0);
+			      qr_report_item_num(c, "regressed") > 0);
 	cJSON_AddItemToObject(o, "outputs", cmp_rows(cc,
 		cJSON_GetObjectItemCaseSensitive(c, "outputs"), "name", out_f,
 		out_c, 3));
@@ -251,13 +222,10 @@ qr_view_compare(const struct qr_view_ctx *cc, const cJSON *json, cJSON *root)
 			c, "tolerances");
 
 		qr_view_fmt(o, "tol_sqnr", "%g",
-			    cJSON_GetObjectItemCaseSensitive(t, "sqnr_db")
-				->valuedouble);
+			    qr_report_item_num(t, "sqnr_db"));
 		qr_view_fmt(o, "tol_cos", "%g",
-			    cJSON_GetObjectItemCaseSensitive(t, "cosine")
-				->valuedouble);
+			    qr_report_item_num(t, "cosine"));
 		qr_view_fmt(o, "tol_rel", "%.0f",
-			    100 * cJSON_GetObjectItemCaseSensitive(
-				    t, "rel_range_fraction")->valuedouble);
+			    100 * qr_report_item_num(t, "rel_range_fraction"));
 	}
 }
