@@ -197,6 +197,24 @@ md_field(struct qr_buf *b, const cJSON *o, const char *key)
 		qr_md_escape(b, v->valuestring);
 }
 
+/* Append tpl to b with each {key} in it replaced by md_field(o, key). */
+static void
+md_fill(struct qr_buf *b, const cJSON *o, const char *tpl)
+{
+	const char *p = tpl, *open, *close;
+	char key[64];
+
+	while ((open = strchr(p, '{')) != NULL &&
+	       (close = strchr(open, '}')) != NULL) {
+		qr_buf_append(b, p, (size_t)(open - p));
+		snprintf(key, sizeof key, "%.*s", (int)(close - open - 1),
+			 open + 1);
+		md_field(b, o, key);
+		p = close + 1;
+	}
+	qr_buf_puts(b, p);
+}
+
 /* "- **Candidate 1 (qdq):** output cosine 0.9991; 3 layers below
  * threshold; error is born at conv3_2" per candidate. */
 static void
@@ -259,15 +277,9 @@ summary_gate(struct qr_buf *b, const cJSON *view)
 		int passed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
 			c, "passed"));
 
-		qr_buf_puts(b, "| ");
-		md_field(b, c, "expr");
+		md_fill(b, c, "| {expr}");
 		qr_buf_puts(b, passed ? " | passed | " : " | **FAILED** | ");
-		md_field(b, c, "failures");
-		qr_buf_puts(b, " of ");
-		md_field(b, c, "items");
-		qr_buf_puts(b, " | ");
-		md_field(b, c, "worst");
-		qr_buf_puts(b, " |\n");
+		md_fill(b, c, "{failures} of {items} | {worst} |\n");
 	}
 	qr_buf_puts(b, "\n");
 }
@@ -280,23 +292,10 @@ summary_compare(struct qr_buf *b, const cJSON *view)
 
 	if (!cJSON_IsObject(c))
 		return;
-	qr_buf_puts(b, "## Changes against ");
-	md_field(b, c, "path");
-	qr_buf_puts(b, "\n\n");
-	md_field(b, c, "regressed");
-	qr_buf_puts(b, " regressed, ");
-	md_field(b, c, "improved");
-	qr_buf_puts(b, " improved, ");
-	md_field(b, c, "same");
-	qr_buf_puts(b, " unchanged, ");
-	md_field(b, c, "new");
-	qr_buf_puts(b, " new, ");
-	md_field(b, c, "gone");
-	qr_buf_puts(b, " gone (SQNR tolerance ");
-	md_field(b, c, "tol_sqnr");
-	qr_buf_puts(b, " dB, cosine ");
-	md_field(b, c, "tol_cos");
-	qr_buf_puts(b, ").\n\n");
+	md_fill(b, c, "## Changes against {path}\n\n"
+		"{regressed} regressed, {improved} improved, {same} unchanged, "
+		"{new} new, {gone} gone (SQNR tolerance {tol_sqnr} dB, cosine "
+		"{tol_cos}).\n\n");
 	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(c, "acts")) {
 		const char *st = cJSON_GetObjectItemCaseSensitive(
 			x, "status")->valuestring;
@@ -309,21 +308,9 @@ summary_compare(struct qr_buf *b, const cJSON *view)
 				    "|--:|---|--:|--:|--:|--:|---|\n");
 		if (shown++ == SUMMARY_WORST)
 			break;
-		qr_buf_puts(b, "| ");
-		md_field(b, x, "candidate");
-		qr_buf_puts(b, " | ");
-		md_field(b, x, "name");
-		qr_buf_puts(b, " | ");
-		md_field(b, x, "sqnr_db_old");
-		qr_buf_puts(b, " | ");
-		md_field(b, x, "sqnr_db_new");
-		qr_buf_puts(b, " | ");
-		md_field(b, x, "sqnr_db_delta");
-		qr_buf_puts(b, " | ");
-		md_field(b, x, "local_sqnr_db_delta");
-		qr_buf_puts(b, " | ");
-		md_field(b, x, "status");
-		qr_buf_puts(b, " |\n");
+		md_fill(b, x, "| {candidate} | {name} | {sqnr_db_old} | "
+			"{sqnr_db_new} | {sqnr_db_delta} | "
+			"{local_sqnr_db_delta} | {status} |\n");
 	}
 	if (shown > 0)
 		qr_buf_puts(b, "\n");
@@ -346,18 +333,8 @@ summary_worst_acts(struct qr_buf *b, const cJSON *view)
 		qr_buf_printf(b, "| %d | ",
 			      cJSON_GetObjectItemCaseSensitive(x, "rank")
 				      ->valueint);
-		md_field(b, x, "candidate");
-		qr_buf_puts(b, " | ");
-		md_field(b, x, "tensor");
-		qr_buf_puts(b, " | ");
-		md_field(b, x, "op");
-		qr_buf_puts(b, " | ");
-		md_field(b, x, "sqnr");
-		qr_buf_puts(b, " | ");
-		md_field(b, x, "local_sqnr");
-		qr_buf_puts(b, " | ");
-		md_field(b, x, "cos");
-		qr_buf_puts(b, " |\n");
+		md_fill(b, x, "{candidate} | {tensor} | {op} | {sqnr} | "
+			"{local_sqnr} | {cos} |\n");
 	}
 }
 
@@ -379,19 +356,8 @@ qr_report_summary_md(const struct qr_analysis *a, const cJSON *view)
 		    "| model | path | format | nodes | parameters | size |\n"
 		    "|---|---|---|--:|--:|--:|\n");
 	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(view, "models")) {
-		qr_buf_puts(&b, "| ");
-		md_field(&b, x, "label");
-		qr_buf_puts(&b, " | ");
-		md_field(&b, x, "path");
-		qr_buf_puts(&b, " | ");
-		md_field(&b, x, "format");
-		qr_buf_puts(&b, " | ");
-		md_field(&b, x, "nodes");
-		qr_buf_puts(&b, " | ");
-		md_field(&b, x, "params");
-		qr_buf_puts(&b, " | ");
-		md_field(&b, x, "file_bytes");
-		qr_buf_puts(&b, " |\n");
+		md_fill(&b, x, "| {label} | {path} | {format} | {nodes} | "
+			"{params} | {file_bytes} |\n");
 	}
 	v = cJSON_GetObjectItemCaseSensitive(view, "n_flagged");
 	qr_buf_printf(&b, "\n## Key numbers\n\n"
@@ -400,19 +366,10 @@ qr_report_summary_md(const struct qr_analysis *a, const cJSON *view)
 		      a->n_weights, cJSON_IsNumber(v) ? v->valuedouble : 0.0,
 		      QR_BAD_REL_RANGE, QR_SQNR_BAD_DB);
 	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(view, "quants")) {
-		qr_buf_puts(&b, "- ");
-		md_field(&b, x, "label");
-		qr_buf_puts(&b, " (");
-		md_field(&b, x, "format");
-		qr_buf_puts(&b, "): ");
-		md_field(&b, x, "coverage_pct");
-		qr_buf_puts(&b, "% of compute nodes quantized, weights ");
-		md_field(&b, x, "compression");
-		qr_buf_puts(&b, " smaller, worst weight SQNR ");
-		md_field(&b, x, "worst_sqnr");
-		qr_buf_puts(&b, " dB (");
-		md_field(&b, x, "worst_layer");
-		qr_buf_puts(&b, ")\n");
+		md_fill(&b, x, "- {label} ({format}): {coverage_pct}% of "
+			"compute nodes quantized, weights {compression} "
+			"smaller, worst weight SQNR {worst_sqnr} dB "
+			"({worst_layer})\n");
 	}
 	qr_buf_printf(&b, "- CLE sets found: %zu; blocked pairs: %zu\n",
 		      a->n_cle, a->n_cle_blockers);
