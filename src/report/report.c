@@ -228,31 +228,20 @@ summary_headlines(struct qr_buf *b, const cJSON *view)
 		const cJSON *born = cJSON_GetObjectItemCaseSensitive(x, "born");
 
 		any = 1;
-		qr_buf_puts(b, "- **");
-		md_field(b, x, "label");
-		qr_buf_puts(b, " (");
-		md_field(b, x, "format");
-		qr_buf_puts(b, "):** ");
+		md_fill(b, x, "- **{label} ({format}):** ");
 		if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x,
 								   "compared"))) {
-			qr_buf_puts(b, "activations not compared: ");
-			md_field(b, x, "why");
-			qr_buf_puts(b, "\n");
+			md_fill(b, x, "activations not compared: {why}\n");
 			continue;
 		}
-		if (cJSON_IsObject(o)) {
-			qr_buf_puts(b, "output cosine ");
-			md_field(b, o, "cos");
-			qr_buf_puts(b, "; ");
-		}
+		if (cJSON_IsObject(o))
+			md_fill(b, o, "output cosine {cos}; ");
 		md_field(b, x, "n_flagged");
 		qr_buf_puts(b, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
 					 x, "one_flagged"))
 			    ? " layer below threshold" : " layers below threshold");
-		if (cJSON_IsObject(born)) {
-			qr_buf_puts(b, "; error is born at ");
-			md_field(b, born, "tensor");
-		}
+		if (cJSON_IsObject(born))
+			md_fill(b, born, "; error is born at {tensor}");
 		qr_buf_puts(b, "\n");
 	}
 	if (any)
@@ -347,9 +336,8 @@ qr_report_summary_md(const struct qr_analysis *a, const cJSON *view)
 
 	qr_buf_puts(&b, "# qreport summary\n\n");
 	summary_headlines(&b, view);
-	qr_buf_puts(&b, "**Verdict:** ");
-	md_field(&b, cJSON_GetObjectItemCaseSensitive(view, "verdict"), "text");
-	qr_buf_puts(&b, "\n\n");
+	md_fill(&b, cJSON_GetObjectItemCaseSensitive(view, "verdict"),
+		"**Verdict:** {text}\n\n");
 	summary_gate(&b, view);
 	summary_compare(&b, view);
 	qr_buf_puts(&b, "## Models\n\n"
@@ -386,27 +374,19 @@ qr_report_summary_md(const struct qr_analysis *a, const cJSON *view)
 			const cJSON *born = cJSON_GetObjectItemCaseSensitive(
 				x, "born");
 
-			qr_buf_puts(&b, "  - ");
-			md_field(&b, x, "label");
+			md_fill(&b, x, "  - {label}");
 			if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
 				    x, "compared"))) {
-				qr_buf_puts(&b, ": not compared: ");
-				md_field(&b, x, "why");
-				qr_buf_puts(&b, "\n");
+				md_fill(&b, x, ": not compared: {why}\n");
 				continue;
 			}
-			if (cJSON_IsObject(mo)) {
-				qr_buf_puts(&b, ": output cosine ");
-				md_field(&b, mo, "cos_mean");
-				qr_buf_puts(&b, ", top-1 agreement ");
-				md_field(&b, mo, "top1");
-			}
-			qr_buf_puts(&b, "; layers below threshold: ");
-			md_field(&b, x, "n_flagged");
-			if (cJSON_IsObject(born)) {
-				qr_buf_puts(&b, "; error is born at ");
-				md_field(&b, born, "tensor");
-			}
+			if (cJSON_IsObject(mo))
+				md_fill(&b, mo, ": output cosine {cos_mean}, "
+					"top-1 agreement {top1}");
+			md_fill(&b, x, "; layers below threshold: {n_flagged}");
+			if (cJSON_IsObject(born))
+				md_fill(&b, born,
+					"; error is born at {tensor}");
 			qr_buf_puts(&b, "\n");
 		}
 	} else if (a->data.why != NULL) {
@@ -429,18 +409,8 @@ qr_report_summary_md(const struct qr_analysis *a, const cJSON *view)
 		if (shown++ == SUMMARY_WORST)
 			break;
 		qr_buf_printf(&b, "| %zu | ", shown);
-		md_field(&b, v, "layer");
-		qr_buf_puts(&b, " | ");
-		md_field(&b, v, "op");
-		qr_buf_puts(&b, " | ");
-		md_field(&b, v, "max_rel_range");
-		qr_buf_puts(&b, " | ");
-		md_field(&b, v, "n_outliers");
-		qr_buf_puts(&b, " | ");
-		md_field(&b, v, "sqnr_pt");
-		qr_buf_puts(&b, " | ");
-		md_field(&b, v, "sqnr_pc");
-		qr_buf_puts(&b, " |\n");
+		md_fill(&b, v, "{layer} | {op} | {max_rel_range} | "
+			"{n_outliers} | {sqnr_pt} | {sqnr_pc} |\n");
 	}
 	return qr_buf_take(&b);
 }
