@@ -74,6 +74,29 @@ tensor_name(const struct qr_analysis *a, size_t pair)
 	return qr_or_empty(a->act_tensors[a->act_pairs[pair].tensor].name);
 }
 
+/* Sort order[0..n) by the cumulative SQNR of pair pv[order[i]] (pv
+ * NULL: of pair order[i]), lowest first, ties kept in order. */
+static void
+sort_by_sqnr(const struct qr_analysis *a, const size_t *pv, size_t *order,
+	     size_t n)
+{
+	size_t i, j;
+
+	for (i = 1; i < n; i++) {
+		size_t x = order[i];
+		double v = a->act_pairs[pv != NULL ? pv[x] : x].sqnr_db;
+
+		for (j = i; j > 0; j--) {
+			size_t p = pv != NULL ? pv[order[j - 1]] : order[j - 1];
+
+			if (a->act_pairs[p].sqnr_db <= v)
+				break;
+			order[j] = order[j - 1];
+		}
+		order[j] = x;
+	}
+}
+
 /* Cosine along depth (mean line, min-max band), local vs cumulative SQNR
  * (two lines, one chart) and the worst-N layers (horizontal bars). */
 static enum qr_status
@@ -178,15 +201,7 @@ act_depth_charts(struct qr_view_ctx *cc, const struct qr_analysis *a, size_t k,
 		goto out;
 
 	/* worst N by cumulative SQNR (exact layers last) */
-	for (i = 1; i < nr; i++) {
-		size_t j, x = order[i];
-		double v = a->act_pairs[pv[x]].sqnr_db;
-
-		for (j = i; j > 0 && !(a->act_pairs[pv[order[j - 1]]].sqnr_db <= v);
-		     j--)
-			order[j] = order[j - 1];
-		order[j] = x;
-	}
+	sort_by_sqnr(a, pv, order, nr);
 	nw = nr < WORST_N ? nr : WORST_N;
 	if (nw == 0) {
 		cJSON_AddNullToObject(o, "worst_chart");
@@ -702,15 +717,7 @@ qr_view_worst_acts(const struct qr_analysis *a, const struct qr_view_ctx *cc,
 	for (i = 0; i < a->n_act_pairs; i++)
 		if (!(a->act_pairs[i].flags & QR_ACT_FLAG_CANCEL)) /* noise */
 			order[n++] = i;
-	for (i = 1; i < n; i++) {
-		size_t j, x = order[i];
-		double v = a->act_pairs[x].sqnr_db;
-
-		for (j = i; j > 0 && !(a->act_pairs[order[j - 1]].sqnr_db <= v);
-		     j--)
-			order[j] = order[j - 1];
-		order[j] = x;
-	}
+	sort_by_sqnr(a, NULL, order, n);
 	for (i = 0; i < n && i < QR_TOP_PROBLEMS; i++) {
 		const struct qr_act_pair *p = &a->act_pairs[order[i]];
 		const struct qr_act_tensor *t = &a->act_tensors[p->tensor];
