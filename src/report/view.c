@@ -4,6 +4,11 @@
  * that colour bad values, charts drawn and turned into HTML fragments.
  * Model strings stay raw here; the template engine escapes them.
  *
+ * This file holds what the pages' views share (formatting, CSS classes,
+ * chart files and links), the models, the verdict and the whole context
+ * in page order; view_weights.c, view_acts.c, view_layers.c and
+ * view_ci.c build the rest.
+ *
  * Anchors (ids) are built from indices, never from model strings:
  *   m-<i>  model i          q-<k>  candidate k      w-<i>  weight layer i
  *   qw-<i> weight pairing i  cle-<i> CLE set i
