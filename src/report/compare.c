@@ -79,36 +79,6 @@ qr_compare_free(struct qr_compare *c)
 	free(c);
 }
 
-/* A number from item[key]; SQNR (key ending "_db") null is +inf. */
-static double
-num(const cJSON *item, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(item, key);
-	size_t n = strlen(key);
-
-	if (cJSON_IsNumber(v))
-		return v->valuedouble;
-	if (cJSON_IsNull(v) && n > 3 && strcmp(key + n - 3, "_db") == 0)
-		return INFINITY;
-	return NAN;
-}
-
-static const char *
-str(const cJSON *item, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(item, key);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static long
-quant_of(const cJSON *item)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(item, "quant");
-
-	return cJSON_IsNumber(v) ? v->valueint : -1;
-}
-
 /* The item of arr with the same name (and candidate) as want. */
 static const cJSON *
 find(const cJSON *arr, const char *name_key, const char *name, long quant)
@@ -116,9 +86,10 @@ find(const cJSON *arr, const char *name_key, const char *name, long quant)
 	const cJSON *x;
 
 	cJSON_ArrayForEach(x, arr) {
-		const char *s = str(x, name_key);
+		const char *s = qr_report_item_str(x, name_key, NULL);
 
-		if (s != NULL && strcmp(s, name) == 0 && quant_of(x) == quant)
+		if (s != NULL && strcmp(s, name) == 0 &&
+		    qr_report_item_quant(x) == quant)
 			return x;
 	}
 	return NULL;
@@ -158,8 +129,8 @@ static void
 add_change(cJSON *o, const struct field *f, const cJSON *old,
 	   const cJSON *now, int *worst, int *best)
 {
-	double a = old ? num(old, f->key) : NAN, b = now ? num(now, f->key)
-							  : NAN;
+	double a = old ? qr_report_item_num(old, f->key) : NAN;
+	double b = now ? qr_report_item_num(now, f->key) : NAN;
 	char k[64];
 	int v = verdict(f->kind, a, b);
 
@@ -229,7 +200,11 @@ compare_array(const cJSON *oldroot, const cJSON *newroot,
 		const cJSON *walk = pass == 0 ? newa : olda;
 
 		cJSON_ArrayForEach(x, walk) {
-			const char *name = str(x, name_key);
+			const char *name = qr_report_item_str(x, name_key,
+							      NULL);
+			const char *layer = qr_report_item_str(x, "layer",
+							       NULL);
+			long quant = qr_report_item_quant(x);
 			const cJSON *twin, *old, *now;
 			cJSON *o;
 			int worst = 0, best = 0;
@@ -238,19 +213,18 @@ compare_array(const cJSON *oldroot, const cJSON *newroot,
 			if (name == NULL)
 				continue;
 			twin = find(pass == 0 ? olda : newa, name_key, name,
-				    quant_of(x));
+				    quant);
 			if (pass == 1 && twin != NULL)
 				continue;
 			old = pass == 0 ? twin : x;
 			now = pass == 0 ? x : NULL;
 			o = cJSON_CreateObject();
-			if (quant_of(x) >= 0)
+			if (quant >= 0)
 				cJSON_AddNumberToObject(o, "quant",
-							(double)quant_of(x));
+							(double)quant);
 			cJSON_AddStringToObject(o, name_key, name);
-			if (str(x, "layer") != NULL && strcmp(name_key, "layer"))
-				cJSON_AddStringToObject(o, "layer",
-							str(x, "layer"));
+			if (layer != NULL && strcmp(name_key, "layer"))
+				cJSON_AddStringToObject(o, "layer", layer);
 			for (i = 0; i < n_fields; i++)
 				add_change(o, &fields[i], old, now, &worst,
 					   &best);
@@ -290,18 +264,19 @@ qr_report_compare_new(const struct qr_compare *c, const cJSON *json)
 	struct tally t = {0};
 	cJSON *o = cJSON_CreateObject(), *x;
 	const cJSON *g = cJSON_GetObjectItemCaseSensitive(c->old, "generator");
+	const char *version = qr_report_item_str(g, "version", NULL);
+	const char *cmd = qr_report_item_str(c->old, "command_line", NULL);
 
 	x = cJSON_AddObjectToObject(o, "old");
 	cJSON_AddStringToObject(x, "path", c->path);
 	cJSON_AddItemToObject(x, "schema_version", cJSON_Duplicate(
 		cJSON_GetObjectItemCaseSensitive(c->old, "schema_version"), 0));
-	if (str(g, "version") != NULL)
-		cJSON_AddStringToObject(x, "version", str(g, "version"));
+	if (version != NULL)
+		cJSON_AddStringToObject(x, "version", version);
 	else
 		cJSON_AddNullToObject(x, "version");
-	if (str(c->old, "command_line") != NULL)
-		cJSON_AddStringToObject(x, "command_line",
-					str(c->old, "command_line"));
+	if (cmd != NULL)
+		cJSON_AddStringToObject(x, "command_line", cmd);
 	else
 		cJSON_AddNullToObject(x, "command_line");
 	x = cJSON_AddObjectToObject(o, "tolerances");

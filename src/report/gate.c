@@ -203,42 +203,6 @@ matches(int op, double x, double v)
 	}
 }
 
-/* The value of key in item: SQNR keys (ending in "_db") read null as
- * +inf (exact, DESIGN.md); other nulls and absent keys give NaN, which
- * never matches. */
-static double
-item_value(const cJSON *item, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(item, key);
-	size_t n = strlen(key);
-
-	if (cJSON_IsNumber(v))
-		return v->valuedouble;
-	if (cJSON_IsNull(v) && n > 3 && strcmp(key + n - 3, "_db") == 0)
-		return INFINITY;
-	return NAN;
-}
-
-static const char *
-item_str(const cJSON *item, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(item, key);
-
-	return cJSON_IsString(v) ? v->valuestring : "";
-}
-
-int
-qr_report_is_noise(const cJSON *item)
-{
-	const cJSON *f;
-
-	cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(item, "flags"))
-		if (cJSON_IsString(f) && strcmp(f->valuestring,
-						"cancellation") == 0)
-			return 1;
-	return 0;
-}
-
 cJSON *
 qr_report_gate_eval(struct qr_gate *g, const cJSON *json)
 {
@@ -269,7 +233,8 @@ qr_report_gate_eval(struct qr_gate *g, const cJSON *json)
 		free(c->worst);
 		c->worst = NULL;
 		cJSON_ArrayForEach(item, arr) {
-			double x = item_value(item, c->metric);
+			/* NaN (an absent or null value) never matches */
+			double x = qr_report_item_num(item, c->metric);
 			cJSON *f;
 
 			if (qr_report_is_noise(item)) {
@@ -280,15 +245,15 @@ qr_report_gate_eval(struct qr_gate *g, const cJSON *json)
 			if (isnan(x) || !matches(c->op, x, c->value))
 				continue;
 			if (c->n_fail++ < MAX_LISTED_FAILURES) {
+				long q = qr_report_item_quant(item);
+
 				f = cJSON_CreateObject();
-				cJSON_AddStringToObject(f, "name", item_str(
-					item, s->item_key));
-				if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(
-					    item, "quant")))
-					cJSON_AddNumberToObject(
-						f, "quant",
-						cJSON_GetObjectItemCaseSensitive(
-							item, "quant")->valuedouble);
+				cJSON_AddStringToObject(
+					f, "name", qr_report_item_str(
+						item, s->item_key, ""));
+				if (q >= 0)
+					cJSON_AddNumberToObject(f, "quant",
+								(double)q);
 				cJSON_AddItemToObject(f, "actual", qr_json_num(x));
 				cJSON_AddItemToArray(fails, f);
 			}
@@ -305,18 +270,15 @@ qr_report_gate_eval(struct qr_gate *g, const cJSON *json)
 		cJSON_AddNumberToObject(o, "failures", (double)c->n_fail);
 		cJSON_AddItemToObject(o, "failed_items", fails);
 		if (worst != NULL) {
-			const cJSON *q = cJSON_GetObjectItemCaseSensitive(
-				worst, "quant");
+			long q = qr_report_item_quant(worst);
 			struct qr_buf b = {0};
 
-			if (isfinite(worst_v))
-				snprintf(vbuf, sizeof vbuf, "%.6g", worst_v);
-			else
-				qr_fmt_num(vbuf, sizeof vbuf, worst_v);
-			qr_buf_puts(&b, item_str(worst, s->item_key));
-			if (cJSON_IsNumber(q))
-				qr_buf_printf(&b, " (candidate %d)",
-					      q->valueint + 1);
+			qr_fmt_finite(vbuf, sizeof vbuf, QR_CHECK_FMT,
+				      worst_v);
+			qr_buf_puts(&b, qr_report_item_str(worst, s->item_key,
+							   ""));
+			if (q >= 0)
+				qr_buf_printf(&b, " (candidate %ld)", q + 1);
 			qr_buf_printf(&b, " %s = %s", c->metric, vbuf);
 			c->worst = qr_buf_take(&b);
 			cJSON_AddStringToObject(o, "worst", c->worst);

@@ -108,6 +108,30 @@ set_attr(void *obj, const char *key, const char *value)
 	agsafeset(obj, (char *)key, (char *)value, "");
 }
 
+/* *node, the "model inputs" or "model outputs" node (name "inputs" or
+ * "outputs") of candidate k's graph, made the first time an edge needs
+ * it; its id is "q<k+1>-<tag>". */
+static Agnode_t *
+io_node(Agraph_t *g, Agnode_t **node, const char *name, const char *tag,
+	size_t k)
+{
+	char buf[64];
+
+	if (*node != NULL)
+		return *node;
+	*node = agnode(g, (char *)name, 1);
+	snprintf(buf, sizeof buf, "q%zu-%s", k + 1, tag);
+	set_attr(*node, "id", buf);
+	snprintf(buf, sizeof buf, "model %s", name);
+	set_attr(*node, "label", buf);
+	set_attr(*node, "shape", "ellipse");
+	set_attr(*node, "style", "filled");
+	set_attr(*node, "fillcolor", "#ddf4ff");
+	set_attr(*node, "color", "#0969da");
+	set_attr(*node, "penwidth", "1");
+	return *node;
+}
+
 enum verdict { V_NONE, V_GOOD, V_WARN, V_BAD };
 
 static enum verdict
@@ -256,34 +280,13 @@ render(const struct qr_analysis *a, const struct qr_report_layers *L,
 
 		for (j = 0; j < l->n_in; j++)
 			agedge(g, nodes[l->in[j]], nodes[i], NULL, 1);
-		if (l->reads_input) {
-			if (in_node == NULL) {
-				in_node = agnode(g, (char *)"inputs", 1);
-				snprintf(id, sizeof id, "q%zu-in", k + 1);
-				set_attr(in_node, "id", id);
-				set_attr(in_node, "label", "model inputs");
-				set_attr(in_node, "shape", "ellipse");
-				set_attr(in_node, "style", "filled");
-				set_attr(in_node, "fillcolor", "#ddf4ff");
-				set_attr(in_node, "color", "#0969da");
-				set_attr(in_node, "penwidth", "1");
-			}
-			agedge(g, in_node, nodes[i], NULL, 1);
-		}
-		if (l->writes_output) {
-			if (out_node == NULL) {
-				out_node = agnode(g, (char *)"outputs", 1);
-				snprintf(id, sizeof id, "q%zu-out", k + 1);
-				set_attr(out_node, "id", id);
-				set_attr(out_node, "label", "model outputs");
-				set_attr(out_node, "shape", "ellipse");
-				set_attr(out_node, "style", "filled");
-				set_attr(out_node, "fillcolor", "#ddf4ff");
-				set_attr(out_node, "color", "#0969da");
-				set_attr(out_node, "penwidth", "1");
-			}
-			agedge(g, nodes[i], out_node, NULL, 1);
-		}
+		if (l->reads_input)
+			agedge(g, io_node(g, &in_node, "inputs", "in", k),
+			       nodes[i], NULL, 1);
+		if (l->writes_output)
+			agedge(g, nodes[i],
+			       io_node(g, &out_node, "outputs", "out", k), NULL,
+			       1);
 	}
 	if (gvLayout(gvc, g, "dot") != 0) {
 		qr_warnf(d, "the graph view is left out: Graphviz could not "

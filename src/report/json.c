@@ -1,4 +1,4 @@
-/* report: report.json, the machine-readable contract of DESIGN.md.
+/* report: report.json, the machine-readable contract.
  * doc/report-json.md documents every key; keep them in step. */
 #include "report/report.h"
 #include "report/report-int.h"
@@ -36,9 +36,8 @@ add_str(cJSON *o, const char *key, const char *s)
 	free(k);
 }
 
-/* A JSON string (valid UTF-8) for s; "" for NULL. */
-static cJSON *
-str_item(const char *s)
+cJSON *
+qr_json_str(const char *s)
 {
 	char *v = qr_utf8_dup(s != NULL ? s : "");
 	cJSON *o = cJSON_CreateString(v);
@@ -47,19 +46,25 @@ str_item(const char *s)
 	return o;
 }
 
-static cJSON *
-float_array(const float *v, size_t n)
-{
-	cJSON *a = cJSON_CreateArray();
-	size_t i;
+/* float_array, double_array, u64_array: the n numbers of v as a JSON
+ * array, non-finite ones as null; NULL v gives []. */
+#define NUM_ARRAY(name, type)						\
+	static cJSON *							\
+	name(const type *v, size_t n)					\
+	{								\
+		cJSON *a = cJSON_CreateArray();				\
+		size_t i;						\
+									\
+		for (i = 0; v != NULL && i < n; i++)			\
+			cJSON_AddItemToArray(a, qr_json_num((double)v[i])); \
+		return a;						\
+	}
+NUM_ARRAY(float_array, float)
+NUM_ARRAY(double_array, double)
+NUM_ARRAY(u64_array, uint64_t)
 
-	for (i = 0; v != NULL && i < n; i++)
-		cJSON_AddItemToArray(a, qr_json_num(v[i]));
-	return a;
-}
-
-static cJSON *
-io_array(const struct qr_io_desc *io, size_t n)
+cJSON *
+qr_json_io(const struct qr_io_desc *io, size_t n)
 {
 	cJSON *a = cJSON_CreateArray();
 	size_t i;
@@ -88,8 +93,9 @@ model_json(const struct qr_model_summary *m)
 	cJSON_AddNumberToObject(o, "ir_version", (double)m->ir_version);
 	add_str(o, "opsets", m->opsets);
 	cJSON_AddNumberToObject(o, "nodes", (double)m->n_nodes);
-	cJSON_AddItemToObject(o, "inputs", io_array(m->inputs, m->n_inputs));
-	cJSON_AddItemToObject(o, "outputs", io_array(m->outputs, m->n_outputs));
+	cJSON_AddItemToObject(o, "inputs", qr_json_io(m->inputs, m->n_inputs));
+	cJSON_AddItemToObject(o, "outputs",
+			      qr_json_io(m->outputs, m->n_outputs));
 	ops = cJSON_AddObjectToObject(o, "ops");
 	for (i = 0; i < m->n_ops; i++) {
 		char *k = qr_utf8_dup(m->ops[i].op ? m->ops[i].op : "");
@@ -166,10 +172,27 @@ qweight_json(const struct qr_quant_weight *q)
 	return o;
 }
 
+cJSON *
+qr_json_coverage(const struct qr_quant_summary *s)
+{
+	cJSON *cov = cJSON_CreateArray();
+	size_t i;
+
+	for (i = 0; i < s->n_coverage; i++) {
+		cJSON *x = cJSON_CreateObject();
+
+		add_str(x, "layer", s->coverage[i].layer);
+		add_str(x, "op", s->coverage[i].op);
+		cJSON_AddBoolToObject(x, "quantized", s->coverage[i].quantized);
+		cJSON_AddItemToArray(cov, x);
+	}
+	return cov;
+}
+
 static cJSON *
 quant_summary_json(const struct qr_quant_summary *s, size_t index)
 {
-	cJSON *o = cJSON_CreateObject(), *layers, *cov;
+	cJSON *o = cJSON_CreateObject(), *layers;
 	size_t i;
 
 	cJSON_AddNumberToObject(o, "quant", (double)index);
@@ -205,15 +228,7 @@ quant_summary_json(const struct qr_quant_summary *s, size_t index)
 				      l->act_quantized);
 		cJSON_AddItemToArray(layers, x);
 	}
-	cov = cJSON_AddArrayToObject(o, "coverage");
-	for (i = 0; i < s->n_coverage; i++) {
-		cJSON *x = cJSON_CreateObject();
-
-		add_str(x, "layer", s->coverage[i].layer);
-		add_str(x, "op", s->coverage[i].op);
-		cJSON_AddBoolToObject(x, "quantized", s->coverage[i].quantized);
-		cJSON_AddItemToArray(cov, x);
-	}
+	cJSON_AddItemToObject(o, "coverage", qr_json_coverage(s));
 	cJSON_AddNumberToObject(o, "quantized_nodes", (double)s->n_quantized);
 	cJSON_AddNumberToObject(o, "compute_nodes", (double)s->n_coverage);
 	cJSON_AddNumberToObject(o, "float_bytes", (double)s->float_bytes);
@@ -236,7 +251,7 @@ cle_json(const struct qr_cle_set *c)
 		const struct qr_cle_layer *l = &c->layers[i];
 		cJSON *x = cJSON_CreateObject();
 
-		cJSON_AddItemToArray(names, str_item(l->name));
+		cJSON_AddItemToArray(names, qr_json_str(l->name));
 		add_str(x, "name", l->name);
 		add_str(x, "op", l->op);
 		cJSON_AddBoolToObject(x, "depthwise", l->depthwise);
@@ -255,7 +270,7 @@ cle_json(const struct qr_cle_set *c)
 	joins = cJSON_AddArrayToObject(o, "joins");
 	scales = cJSON_AddArrayToObject(o, "scales");
 	for (i = 0; i + 1 < c->n_layers && i < 2; i++) {
-		cJSON_AddItemToArray(joins, str_item(c->joins[i]));
+		cJSON_AddItemToArray(joins, qr_json_str(c->joins[i]));
 		cJSON_AddItemToArray(scales, float_array(c->scales[i],
 							 c->n_scales[i]));
 	}
@@ -267,28 +282,6 @@ cle_json(const struct qr_cle_set *c)
 }
 
 /* ---- activations ---- */
-
-static cJSON *
-u64_array(const uint64_t *v, size_t n)
-{
-	cJSON *a = cJSON_CreateArray();
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateNumber((double)v[i]));
-	return a;
-}
-
-static cJSON *
-double_array(const double *v, size_t n)
-{
-	cJSON *a = cJSON_CreateArray();
-	size_t i;
-
-	for (i = 0; v != NULL && i < n; i++)
-		cJSON_AddItemToArray(a, qr_json_num(v[i]));
-	return a;
-}
 
 static cJSON *
 flags_array(int f)
@@ -408,7 +401,7 @@ dataset_json(const struct qr_analysis *a)
 	add_str(o, "preprocessing", dt->preprocessing);
 	arr = cJSON_AddArrayToObject(o, "sample_names");
 	for (i = 0; i < dt->samples; i++)
-		cJSON_AddItemToArray(arr, str_item(dt->sample_names[i]));
+		cJSON_AddItemToArray(arr, qr_json_str(dt->sample_names[i]));
 	arr = cJSON_AddArrayToObject(o, "labels");
 	for (i = 0; i < dt->samples; i++)
 		cJSON_AddItemToArray(arr, dt->labels[i] >= 0
@@ -416,10 +409,10 @@ dataset_json(const struct qr_analysis *a)
 				     : cJSON_CreateNull());
 	arr = cJSON_AddArrayToObject(o, "classes");
 	for (i = 0; i < dt->n_classes; i++)
-		cJSON_AddItemToArray(arr, str_item(dt->classes[i]));
+		cJSON_AddItemToArray(arr, qr_json_str(dt->classes[i]));
 	arr = cJSON_AddArrayToObject(o, "warnings");
 	for (i = 0; i < dt->n_warnings; i++)
-		cJSON_AddItemToArray(arr, str_item(dt->warnings[i]));
+		cJSON_AddItemToArray(arr, qr_json_str(dt->warnings[i]));
 	add_str(o, "error", dt->why);
 	add_num(o, "cos_threshold", dt->source ? dt->cos_threshold : NAN);
 	add_num(o, "sqnr_threshold_db", dt->source ? dt->sqnr_threshold : NAN);
@@ -427,12 +420,32 @@ dataset_json(const struct qr_analysis *a)
 	return o;
 }
 
+cJSON *
+qr_json_act_unmatched(const struct qr_analysis *a, size_t k)
+{
+	cJSON *arr = cJSON_CreateArray();
+	size_t i;
+
+	for (i = 0; i < a->n_act_unmatched; i++) {
+		const struct qr_act_unmatched *u = &a->act_unmatched[i];
+		cJSON *x;
+
+		if (u->quant != k)
+			continue;
+		x = cJSON_CreateObject();
+		add_str(x, "tensor", u->tensor);
+		add_str(x, "layer", u->layer);
+		add_str(x, "reason", u->reason);
+		cJSON_AddItemToArray(arr, x);
+	}
+	return arr;
+}
+
 static cJSON *
 run_json(const struct qr_analysis *a, size_t k)
 {
 	const struct qr_act_run *r = &a->act_runs[k];
-	cJSON *o = cJSON_CreateObject(), *arr, *x;
-	size_t i;
+	cJSON *o = cJSON_CreateObject(), *x;
 
 	cJSON_AddNumberToObject(o, "quant", (double)k);
 	add_str(o, "path", r->path);
@@ -463,20 +476,28 @@ run_json(const struct qr_analysis *a, size_t k)
 	} else {
 		cJSON_AddNullToObject(o, "worst_local");
 	}
-	arr = cJSON_AddArrayToObject(o, "unmatched");
-	for (i = 0; i < a->n_act_unmatched; i++) {
-		const struct qr_act_unmatched *u = &a->act_unmatched[i];
-
-		if (u->quant != k)
-			continue;
-		x = cJSON_CreateObject();
-		add_str(x, "tensor", u->tensor);
-		add_str(x, "layer", u->layer);
-		add_str(x, "reason", u->reason);
-		cJSON_AddItemToArray(arr, x);
-	}
+	cJSON_AddItemToObject(o, "unmatched", qr_json_act_unmatched(a, k));
 	add_num(o, "seconds", r->seconds);
 	return o;
+}
+
+cJSON *
+qr_json_cle_blockers(const struct qr_analysis *a)
+{
+	cJSON *arr = cJSON_CreateArray();
+	size_t i;
+
+	for (i = 0; i < a->n_cle_blockers; i++) {
+		const struct qr_cle_blocker *b = &a->cle_blockers[i];
+		cJSON *o = cJSON_CreateObject();
+
+		add_str(o, "from", b->from);
+		add_str(o, "to", b->to);
+		add_str(o, "reason", b->reason);
+		add_str(o, "fix", b->fix);
+		cJSON_AddItemToArray(arr, o);
+	}
+	return arr;
 }
 
 cJSON *
@@ -506,17 +527,7 @@ qr_report_json_new(const struct qr_analysis *a,
 	arr = cJSON_AddArrayToObject(root, "cle");
 	for (i = 0; i < a->n_cle; i++)
 		cJSON_AddItemToArray(arr, cle_json(&a->cle[i]));
-	arr = cJSON_AddArrayToObject(root, "cle_blockers");
-	for (i = 0; i < a->n_cle_blockers; i++) {
-		const struct qr_cle_blocker *b = &a->cle_blockers[i];
-
-		o = cJSON_CreateObject();
-		add_str(o, "from", b->from);
-		add_str(o, "to", b->to);
-		add_str(o, "reason", b->reason);
-		add_str(o, "fix", b->fix);
-		cJSON_AddItemToArray(arr, o);
-	}
+	cJSON_AddItemToObject(root, "cle_blockers", qr_json_cle_blockers(a));
 	arr = cJSON_AddArrayToObject(root, "quant_weights");
 	for (i = 0; i < a->n_qweights; i++)
 		cJSON_AddItemToArray(arr, qweight_json(&a->qweights[i]));
@@ -525,7 +536,7 @@ qr_report_json_new(const struct qr_analysis *a,
 		cJSON_AddItemToArray(arr, quant_summary_json(&a->quants[i], i));
 	arr = cJSON_AddArrayToObject(root, "unmatched");
 	for (i = 0; i < a->n_unmatched; i++)
-		cJSON_AddItemToArray(arr, str_item(a->unmatched[i]));
+		cJSON_AddItemToArray(arr, qr_json_str(a->unmatched[i]));
 
 	arr = cJSON_AddArrayToObject(root, "activations");
 	for (i = 0; i < a->n_act_pairs; i++)
@@ -539,6 +550,6 @@ qr_report_json_new(const struct qr_analysis *a,
 
 	arr = cJSON_AddArrayToObject(root, "warnings");
 	for (i = 0; d != NULL && i < d->n_warnings; i++)
-		cJSON_AddItemToArray(arr, str_item(d->warnings[i].msg));
+		cJSON_AddItemToArray(arr, qr_json_str(d->warnings[i].msg));
 	return root;
 }

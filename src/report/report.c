@@ -197,6 +197,24 @@ md_field(struct qr_buf *b, const cJSON *o, const char *key)
 		qr_md_escape(b, v->valuestring);
 }
 
+/* Append tpl to b with each {key} in it replaced by md_field(o, key). */
+static void
+md_fill(struct qr_buf *b, const cJSON *o, const char *tpl)
+{
+	const char *p = tpl, *open, *close;
+	char key[64];
+
+	while ((open = strchr(p, '{')) != NULL &&
+	       (close = strchr(open, '}')) != NULL) {
+		qr_buf_append(b, p, (size_t)(open - p));
+		snprintf(key, sizeof key, "%.*s", (int)(close - open - 1),
+			 open + 1);
+		md_field(b, o, key);
+		p = close + 1;
+	}
+	qr_buf_puts(b, p);
+}
+
 /* "- **Candidate 1 (qdq):** output cosine 0.9991; 3 layers below
  * threshold; error is born at conv3_2" per candidate. */
 static void
@@ -210,31 +228,20 @@ summary_headlines(struct qr_buf *b, const cJSON *view)
 		const cJSON *born = cJSON_GetObjectItemCaseSensitive(x, "born");
 
 		any = 1;
-		qr_buf_puts(b, "- **");
-		md_field(b, x, "label");
-		qr_buf_puts(b, " (");
-		md_field(b, x, "format");
-		qr_buf_puts(b, "):** ");
+		md_fill(b, x, "- **{label} ({format}):** ");
 		if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x,
 								   "compared"))) {
-			qr_buf_puts(b, "activations not compared: ");
-			md_field(b, x, "why");
-			qr_buf_puts(b, "\n");
+			md_fill(b, x, "activations not compared: {why}\n");
 			continue;
 		}
-		if (cJSON_IsObject(o)) {
-			qr_buf_puts(b, "output cosine ");
-			md_field(b, o, "cos");
-			qr_buf_puts(b, "; ");
-		}
+		if (cJSON_IsObject(o))
+			md_fill(b, o, "output cosine {cos}; ");
 		md_field(b, x, "n_flagged");
 		qr_buf_puts(b, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
 					 x, "one_flagged"))
 			    ? " layer below threshold" : " layers below threshold");
-		if (cJSON_IsObject(born)) {
-			qr_buf_puts(b, "; error is born at ");
-			md_field(b, born, "tensor");
-		}
+		if (cJSON_IsObject(born))
+			md_fill(b, born, "; error is born at {tensor}");
 		qr_buf_puts(b, "\n");
 	}
 	if (any)
@@ -259,15 +266,9 @@ summary_gate(struct qr_buf *b, const cJSON *view)
 		int passed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
 			c, "passed"));
 
-		qr_buf_puts(b, "| ");
-		md_field(b, c, "expr");
+		md_fill(b, c, "| {expr}");
 		qr_buf_puts(b, passed ? " | passed | " : " | **FAILED** | ");
-		md_field(b, c, "failures");
-		qr_buf_puts(b, " of ");
-		md_field(b, c, "items");
-		qr_buf_puts(b, " | ");
-		md_field(b, c, "worst");
-		qr_buf_puts(b, " |\n");
+		md_fill(b, c, "{failures} of {items} | {worst} |\n");
 	}
 	qr_buf_puts(b, "\n");
 }
@@ -280,23 +281,10 @@ summary_compare(struct qr_buf *b, const cJSON *view)
 
 	if (!cJSON_IsObject(c))
 		return;
-	qr_buf_puts(b, "## Changes against ");
-	md_field(b, c, "path");
-	qr_buf_puts(b, "\n\n");
-	md_field(b, c, "regressed");
-	qr_buf_puts(b, " regressed, ");
-	md_field(b, c, "improved");
-	qr_buf_puts(b, " improved, ");
-	md_field(b, c, "same");
-	qr_buf_puts(b, " unchanged, ");
-	md_field(b, c, "new");
-	qr_buf_puts(b, " new, ");
-	md_field(b, c, "gone");
-	qr_buf_puts(b, " gone (SQNR tolerance ");
-	md_field(b, c, "tol_sqnr");
-	qr_buf_puts(b, " dB, cosine ");
-	md_field(b, c, "tol_cos");
-	qr_buf_puts(b, ").\n\n");
+	md_fill(b, c, "## Changes against {path}\n\n"
+		"{regressed} regressed, {improved} improved, {same} unchanged, "
+		"{new} new, {gone} gone (SQNR tolerance {tol_sqnr} dB, cosine "
+		"{tol_cos}).\n\n");
 	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(c, "acts")) {
 		const char *st = cJSON_GetObjectItemCaseSensitive(
 			x, "status")->valuestring;
@@ -309,21 +297,9 @@ summary_compare(struct qr_buf *b, const cJSON *view)
 				    "|--:|---|--:|--:|--:|--:|---|\n");
 		if (shown++ == SUMMARY_WORST)
 			break;
-		qr_buf_puts(b, "| ");
-		md_field(b, x, "candidate");
-		qr_buf_puts(b, " | ");
-		md_field(b, x, "name");
-		qr_buf_puts(b, " | ");
-		md_field(b, x, "sqnr_db_old");
-		qr_buf_puts(b, " | ");
-		md_field(b, x, "sqnr_db_new");
-		qr_buf_puts(b, " | ");
-		md_field(b, x, "sqnr_db_delta");
-		qr_buf_puts(b, " | ");
-		md_field(b, x, "local_sqnr_db_delta");
-		qr_buf_puts(b, " | ");
-		md_field(b, x, "status");
-		qr_buf_puts(b, " |\n");
+		md_fill(b, x, "| {candidate} | {name} | {sqnr_db_old} | "
+			"{sqnr_db_new} | {sqnr_db_delta} | "
+			"{local_sqnr_db_delta} | {status} |\n");
 	}
 	if (shown > 0)
 		qr_buf_puts(b, "\n");
@@ -346,18 +322,8 @@ summary_worst_acts(struct qr_buf *b, const cJSON *view)
 		qr_buf_printf(b, "| %d | ",
 			      cJSON_GetObjectItemCaseSensitive(x, "rank")
 				      ->valueint);
-		md_field(b, x, "candidate");
-		qr_buf_puts(b, " | ");
-		md_field(b, x, "tensor");
-		qr_buf_puts(b, " | ");
-		md_field(b, x, "op");
-		qr_buf_puts(b, " | ");
-		md_field(b, x, "sqnr");
-		qr_buf_puts(b, " | ");
-		md_field(b, x, "local_sqnr");
-		qr_buf_puts(b, " | ");
-		md_field(b, x, "cos");
-		qr_buf_puts(b, " |\n");
+		md_fill(b, x, "{candidate} | {tensor} | {op} | {sqnr} | "
+			"{local_sqnr} | {cos} |\n");
 	}
 }
 
@@ -370,28 +336,16 @@ qr_report_summary_md(const struct qr_analysis *a, const cJSON *view)
 
 	qr_buf_puts(&b, "# qreport summary\n\n");
 	summary_headlines(&b, view);
-	qr_buf_puts(&b, "**Verdict:** ");
-	md_field(&b, cJSON_GetObjectItemCaseSensitive(view, "verdict"), "text");
-	qr_buf_puts(&b, "\n\n");
+	md_fill(&b, cJSON_GetObjectItemCaseSensitive(view, "verdict"),
+		"**Verdict:** {text}\n\n");
 	summary_gate(&b, view);
 	summary_compare(&b, view);
 	qr_buf_puts(&b, "## Models\n\n"
 		    "| model | path | format | nodes | parameters | size |\n"
 		    "|---|---|---|--:|--:|--:|\n");
 	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(view, "models")) {
-		qr_buf_puts(&b, "| ");
-		md_field(&b, x, "label");
-		qr_buf_puts(&b, " | ");
-		md_field(&b, x, "path");
-		qr_buf_puts(&b, " | ");
-		md_field(&b, x, "format");
-		qr_buf_puts(&b, " | ");
-		md_field(&b, x, "nodes");
-		qr_buf_puts(&b, " | ");
-		md_field(&b, x, "params");
-		qr_buf_puts(&b, " | ");
-		md_field(&b, x, "file_bytes");
-		qr_buf_puts(&b, " |\n");
+		md_fill(&b, x, "| {label} | {path} | {format} | {nodes} | "
+			"{params} | {file_bytes} |\n");
 	}
 	v = cJSON_GetObjectItemCaseSensitive(view, "n_flagged");
 	qr_buf_printf(&b, "\n## Key numbers\n\n"
@@ -400,19 +354,10 @@ qr_report_summary_md(const struct qr_analysis *a, const cJSON *view)
 		      a->n_weights, cJSON_IsNumber(v) ? v->valuedouble : 0.0,
 		      QR_BAD_REL_RANGE, QR_SQNR_BAD_DB);
 	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(view, "quants")) {
-		qr_buf_puts(&b, "- ");
-		md_field(&b, x, "label");
-		qr_buf_puts(&b, " (");
-		md_field(&b, x, "format");
-		qr_buf_puts(&b, "): ");
-		md_field(&b, x, "coverage_pct");
-		qr_buf_puts(&b, "% of compute nodes quantized, weights ");
-		md_field(&b, x, "compression");
-		qr_buf_puts(&b, " smaller, worst weight SQNR ");
-		md_field(&b, x, "worst_sqnr");
-		qr_buf_puts(&b, " dB (");
-		md_field(&b, x, "worst_layer");
-		qr_buf_puts(&b, ")\n");
+		md_fill(&b, x, "- {label} ({format}): {coverage_pct}% of "
+			"compute nodes quantized, weights {compression} "
+			"smaller, worst weight SQNR {worst_sqnr} dB "
+			"({worst_layer})\n");
 	}
 	qr_buf_printf(&b, "- CLE sets found: %zu; blocked pairs: %zu\n",
 		      a->n_cle, a->n_cle_blockers);
@@ -429,27 +374,19 @@ qr_report_summary_md(const struct qr_analysis *a, const cJSON *view)
 			const cJSON *born = cJSON_GetObjectItemCaseSensitive(
 				x, "born");
 
-			qr_buf_puts(&b, "  - ");
-			md_field(&b, x, "label");
+			md_fill(&b, x, "  - {label}");
 			if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
 				    x, "compared"))) {
-				qr_buf_puts(&b, ": not compared: ");
-				md_field(&b, x, "why");
-				qr_buf_puts(&b, "\n");
+				md_fill(&b, x, ": not compared: {why}\n");
 				continue;
 			}
-			if (cJSON_IsObject(mo)) {
-				qr_buf_puts(&b, ": output cosine ");
-				md_field(&b, mo, "cos_mean");
-				qr_buf_puts(&b, ", top-1 agreement ");
-				md_field(&b, mo, "top1");
-			}
-			qr_buf_puts(&b, "; layers below threshold: ");
-			md_field(&b, x, "n_flagged");
-			if (cJSON_IsObject(born)) {
-				qr_buf_puts(&b, "; error is born at ");
-				md_field(&b, born, "tensor");
-			}
+			if (cJSON_IsObject(mo))
+				md_fill(&b, mo, ": output cosine {cos_mean}, "
+					"top-1 agreement {top1}");
+			md_fill(&b, x, "; layers below threshold: {n_flagged}");
+			if (cJSON_IsObject(born))
+				md_fill(&b, born,
+					"; error is born at {tensor}");
 			qr_buf_puts(&b, "\n");
 		}
 	} else if (a->data.why != NULL) {
@@ -472,18 +409,8 @@ qr_report_summary_md(const struct qr_analysis *a, const cJSON *view)
 		if (shown++ == SUMMARY_WORST)
 			break;
 		qr_buf_printf(&b, "| %zu | ", shown);
-		md_field(&b, v, "layer");
-		qr_buf_puts(&b, " | ");
-		md_field(&b, v, "op");
-		qr_buf_puts(&b, " | ");
-		md_field(&b, v, "max_rel_range");
-		qr_buf_puts(&b, " | ");
-		md_field(&b, v, "n_outliers");
-		qr_buf_puts(&b, " | ");
-		md_field(&b, v, "sqnr_pt");
-		qr_buf_puts(&b, " | ");
-		md_field(&b, v, "sqnr_pc");
-		qr_buf_puts(&b, " |\n");
+		md_fill(&b, v, "{layer} | {op} | {max_rel_range} | "
+			"{n_outliers} | {sqnr_pt} | {sqnr_pc} |\n");
 	}
 	return qr_buf_take(&b);
 }

@@ -4,7 +4,7 @@
  *   report/index.html, model.html, layers.html, ...  (templates/ filled in)
  *   report/assets/                                     (CSS, small JS)
  *   report/charts/NAME.png                             (via chart/)
- *   report/report.json                                 (cJSON; DESIGN.md)
+ *   report/report.json                                 (doc/report-json.md)
  *   report/summary.md
  *   report/layers/L<i>-<name>.html                     (one page per layer)
  *   report/graph.html, graph-q<k>.svg                  (Graphviz layout)
