@@ -354,6 +354,7 @@ qr_report_graph(const struct qr_analysis *a, const struct qr_report_layers *L,
 	cJSON_ReplaceItemInObject(view, "graph", o);
 	cJSON_AddBoolToObject(o, "available", L->has_graph && L->n > 0);
 	cJSON_AddBoolToObject(o, "several", 0);
+	cJSON_AddBoolToObject(o, "left_out", 0); /* or why, below */
 	set_graph_counts(o, L);
 	arr = cJSON_AddArrayToObject(o, "views");
 	if (!L->has_graph || L->n == 0)
@@ -370,7 +371,8 @@ qr_report_graph(const struct qr_analysis *a, const struct qr_report_layers *L,
 		qr_warnf(d, "the graph view is left out: %s", why);
 		cJSON_ReplaceItemInObject(o, "available",
 					  cJSON_CreateBool(0));
-		cJSON_AddStringToObject(o, "left_out", why);
+		cJSON_ReplaceItemInObject(o, "left_out",
+					  cJSON_CreateString(why));
 		free(why);
 		return QR_OK;
 	}
