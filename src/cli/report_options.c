@@ -24,13 +24,6 @@
 /* The generic setters' field of struct qr_cli_args. */
 #define OFF(field) offsetof(struct qr_cli_args, field)
 
-static void
-set_str(char **dst, const char *s)
-{
-	free(*dst);
-	*dst = xstrdup(s);
-}
-
 /* ---- option values ---- */
 
 static enum qr_status
@@ -191,11 +184,15 @@ config_data(const struct qr_cli_conf *c, const char *v)
 
 /* ---- command-line values ---- */
 
+/* A string of its own at e->off; a later one replaces it. */
 static enum qr_status
 set_owned(const struct qr_cli_opt *e, void *opts, const char *val,
 	  struct qr_diag *d)
 {
-	set_str((char **)((char *)opts + e->off), val);
+	char **p = (char **)((char *)opts + e->off);
+
+	free(*p);
+	*p = xstrdup(val);
 	return QR_OK;
 }
 
