@@ -963,6 +963,77 @@ check_ci(const char *fmodel, const char *qmodel)
 	free(digits);
 }
 
+/* The line of text that starts at p, for a diagnostic. */
+static char *
+line_at(const char *p)
+{
+	return xstrndup(p, strcspn(p, "\n"));
+}
+
+/*
+ * doc/qreport.1's OPTIONS section is what `qreport --roff-options` prints from
+ * the option table, byte for byte (`make man-options` rewrites it), so
+ * the man page cannot drift from the options; and --roff-options stays out
+ * of --help.
+ */
+static void
+check_man(void)
+{
+	static const char head[] = "\n.SH OPTIONS\n";
+	char *page_path = src("doc/qreport.1"), *out = tmp("options.roff");
+	char *help = tmp("help-for-man.txt");
+	char *cmd = xasprintf("'%s' --roff-options > '%s' && "
+			      "'%s' --help > '%s'", qreport, out, qreport,
+			      help);
+	char *page = NULL, *printed = NULL, *htext = NULL;
+	const char *from = NULL, *to = NULL, *a, *b;
+	size_t len, plen = 0, hlen;
+	int rc, same, line = 1;
+
+	rc = system(cmd);
+	ok(rc == 0 && qr_read_file(out, &printed, &plen, NULL) == QR_OK &&
+	   strncmp(printed, ".TP\n", 4) == 0,
+	   "--roff-options prints the option list as roff (rc %d)", rc);
+	ok(qr_read_file(help, &htext, &hlen, NULL) == QR_OK &&
+	   strstr(htext, "--roff-options") == NULL && strstr(htext, "--help") &&
+	   strstr(htext, "input_size") && strstr(htext, "ort_cpu"),
+	   "--help lists the --config keys and hides --roff-options");
+	if (qr_read_file(page_path, &page, &len, NULL) == QR_OK &&
+	    (from = strstr(page, head)) != NULL) {
+		from += strlen(head);
+		to = strstr(from, "\n.SH ");
+	}
+	same = printed != NULL && to != NULL &&
+	       (size_t)(to + 1 - from) == plen &&
+	       memcmp(from, printed, plen) == 0;
+	if (!same && printed != NULL && to != NULL) {
+		const char *la = from, *lb = printed;
+		char *x, *y;
+
+		for (a = from, b = printed; a <= to && *a == *b; a++, b++)
+			if (*a == '\n') {
+				line++;
+				la = a + 1;
+				lb = b + 1;
+			}
+		x = line_at(la);
+		y = line_at(lb);
+		diag("OPTIONS line %d: doc/qreport.1 has '%s', qreport "
+		     "--roff-options '%s'", line, x, y);
+		free(x);
+		free(y);
+	}
+	ok(same, "doc/qreport.1's OPTIONS are what the option table prints "
+	   "(run `make man-options` after changing an option)");
+	free(page);
+	free(printed);
+	free(htext);
+	free(cmd);
+	free(help);
+	free(out);
+	free(page_path);
+}
+
 int
 main(void)
 {
@@ -984,6 +1055,7 @@ main(void)
 	out = tmp("report");
 	index = tmp("report/index.html");
 
+	check_man();
 	rc = run((const char *[]){"--float", fmodel, "--quant", qmodel, "-o",
 				  out, "--quiet", NULL});
 	ok(rc == 0, "sample report: exit 0 (got %d: %s)", rc, last_err);

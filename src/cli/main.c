@@ -1,13 +1,11 @@
 /*
- * cli: qreport's command line. Parses options (and --config FILE.json),
- * drives the pipeline load -> weight analysis -> representative data
- * through the float model and every candidate -> report, and is the only
- * place that prints errors (and the progress bar) and maps statuses to
- * exit codes.
+ * main: qreport's entry point. Hands `qreport run` to run_cmd.c, reads the
+ * report's options (report_options.c), drives the pipeline load -> weight
+ * analysis -> representative data through the float model and every
+ * candidate -> report, and is the only place that prints the report's
+ * errors (and the progress bar) and maps statuses to exit codes.
  */
-#include <cjson/cJSON.h>
 #include <errno.h>
-#include <getopt.h>
 #include <malloc.h>
 #include <math.h>
 #include <pthread.h>
@@ -33,132 +31,6 @@ enum {
 	EXIT_PARTIAL = 4,  /* partial report */
 };
 
-#define MAX_QUANT 16
-
-#define MAX_DATA QR_DATASET_MAX_INPUTS
-
-struct options {
-	char *float_path;           /* --float */
-	char *quant_paths[MAX_QUANT]; /* --quant, in order */
-	size_t n_quant;
-	char *outdir;               /* -o */
-	char *templates;            /* --templates */
-	int bits;                   /* --bits */
-	int quiet;                  /* --quiet */
-	int weights_only;           /* --weights-only: no data run */
-	int exact;                  /* --exact: every run in ORT's order */
-	int have_ort_cpu;           /* --ort-cpu given (the config's loses) */
-	char *data[MAX_DATA];       /* --data [NAME=]PATH, as given */
-	size_t n_data;
-	char *dims[MAX_DATA];       /* --input NAME:DIMS, as given */
-	size_t n_dims;
-	long samples;               /* --samples; 0: unset (20) */
-	int input_h, input_w;       /* --input-size; 0: unset */
-	int n_mean, n_std;          /* values given (0: unset, 1 or 3) */
-	float mean[3], std[3];      /* --mean, --std */
-	float scale;                /* --scale; 0: unset (1/255) */
-	enum qr_layout layout;      /* --layout */
-	int order;                  /* --channel-order: -1 unset, else enum */
-	int have_seed;
-	uint64_t seed;              /* --seed */
-	double cos_threshold;       /* --cos-threshold; NaN: unset (0.99) */
-	double sqnr_threshold;      /* --sqnr-threshold; NaN: unset (20) */
-	struct qr_gate gate;        /* --fail-if checks, parsed */
-	char *compare_to;           /* --compare-to OLD/report.json */
-};
-
-static const char usage_text[] =
-"usage: qreport --float FLOAT.onnx [--quant QUANT.onnx]... -o DIR [options]\n"
-"       qreport run MODEL.onnx --input NAME=FILE.npy|.pb ... -o DIR\n"
-"                   [--dump-all] [--profile]\n"
-"\n"
-"Show where quantization hurts a model: loads the float ONNX model and its\n"
-"quantized version(s) and writes a self-contained report folder (open\n"
-"DIR/index.html; DIR/report.json for tools, DIR/summary.md for CI).\n"
-"\n"
-"qreport run executes one model with qreport's engine and writes each\n"
-"output as DIR/<name>.npy (--dump-all: every intermediate tensor too;\n"
-"--profile: time per op type on stderr).\n"
-"\n"
-"Options:\n"
-"  -f, --float FILE      float (reference) ONNX model\n"
-"  -q, --quant FILE      quantized ONNX model; repeat to compare candidates\n"
-"  -o, --output DIR      report folder (replaced atomically if it holds a\n"
-"                        previous qreport report)\n"
-"      --config FILE     read options from a JSON file; command-line flags\n"
-"                        win. Keys: float, quant (string or array), output,\n"
-"                        templates, bits, quiet, data (string or array),\n"
-"                        samples, input (string or array), input_size,\n"
-"                        scale, mean, std (number or array), layout,\n"
-"                        channel_order, seed, cos_threshold,\n"
-"                        sqnr_threshold, fail_if (string or array),\n"
-"                        compare_to, weights_only, exact, ort_cpu.\n"
-"                        Relative paths are relative to the config\n"
-"                        file's folder.\n"
-"      --templates DIR   use templates (and DIR/assets) instead of the\n"
-"                        built-in ones\n"
-"      --bits N          weight bits for predicted SQNR (2..16, default 8)\n"
-"\n"
-"Representative data (run through the float model and every candidate,\n"
-"one sample at a time; without --data the samples are random, seeded,\n"
-"and the report says so):\n"
-"      --data [NAME=]PATH  an image folder (class subfolders give labels),\n"
-"                        .npy file(s), or an ONNX test_data_set folder;\n"
-"                        NAME= picks the graph input (repeat per input)\n"
-"      --samples N       samples to run (default 20)\n"
-"      --weights-only    no data run: the report from the weights alone\n"
-"      --input NAME:DIMS  shape of an input with dynamic dims, e.g.\n"
-"                        input:1x3x224x224 (repeatable)\n"
-"      --input-size HxW  resize images to H x W (default: the model's)\n"
-"      --scale S         pixel multiplier (default 1/255)\n"
-"      --mean A[,B,C]    per-channel mean, subtracted after --scale\n"
-"      --std A[,B,C]     per-channel std, divided by after --mean\n"
-"      --layout nchw|nhwc  image tensor layout (default: from the model)\n"
-"      --channel-order rgb|bgr  channel order the model expects (rgb)\n"
-"      --seed N          seed of the random data (default 0)\n"
-"      --cos-threshold C  flag layers whose mean cosine is below C (0.99)\n"
-"      --sqnr-threshold DB  flag layers whose SQNR is below DB (20)\n"
-"      --exact           sum the local runs' float convs in ONNX\n"
-"                        Runtime's order too (slower; by default they use\n"
-"                        Winograd, which moves values by rounding only);\n"
-"                        the float model and cumulative runs always use\n"
-"                        ORT's order\n"
-"      --ort-cpu CPU     reproduce ONNX Runtime as it runs on CPU: avx512vnni,\n"
-"                        avx2vnni (exact int8 sums), avx512 or avx2 (no\n"
-"                        VNNI: u8 x s8 products summed in saturating 16-bit\n"
-"                        pairs); the avx2 ones also use ORT's AVX2 Softmax.\n"
-"                        Default: native, this machine's\n"
-"      --quiet           no progress bar or summary on stderr\n"
-"\n"
-"CI use (the report is always written; see DIR/summary.md):\n"
-"      --fail-if EXPR    exit 3 when a check fails; repeatable. EXPR is\n"
-"                        SUBJECT.METRIC OP NUMBER, OP one of < <= > >=,\n"
-"                        and fails when any item matches:\n"
-"                          output.{cosine,cosine_min,sqnr_db,top1,accuracy}\n"
-"                          layer.{cosine,cosine_min,sqnr_db,local_sqnr_db,\n"
-"                                 local_cosine,mse,max_abs,norm_l2,\n"
-"                                 rmse_over_scale,saturation}\n"
-"                          weight.{max_rel_range,sqnr_per_tensor_db,\n"
-"                                  sqnr_per_channel_db,zero_range_channels}\n"
-"                          quant_weight.{sqnr_db,clipped,compression}\n"
-"                        e.g. --fail-if 'output.cosine<0.999'\n"
-"                             --fail-if 'layer.sqnr_db<20'\n"
-"      --compare-to OLD/report.json\n"
-"                        list per-layer changes against a previous report\n"
-"                        (compare.html, summary.md); regressions are SQNR\n"
-"                        drops over 1 dB and cosine drops over 0.0005\n"
-"  -h, --help            show this help and exit\n"
-"      --version         show the version and exit\n"
-"\n"
-"Exit codes:\n"
-"  0  report written\n"
-"  1  usage error\n"
-"  2  bad input (file, model or dataset); a one-line reason names the file\n"
-"     or node\n"
-"  3  a --fail-if threshold was crossed; the report is still written\n"
-"  4  partial report: something could not be analysed (e.g. a model with\n"
-"     an op the engine cannot run); the report says what and why\n";
-
 static int
 exit_code(enum qr_status st)
 {
@@ -179,132 +51,6 @@ exit_code(enum qr_status st)
 		break;
 	}
 	return EXIT_INPUT;
-}
-
-static void
-set_str(char **dst, const char *s)
-{
-	free(*dst);
-	*dst = xstrdup(s);
-}
-
-/* A path from the config file, made relative to the config's folder. */
-static char *
-config_path(const char *cfg_dir, const char *p)
-{
-	if (p[0] == '/' || strcmp(cfg_dir, ".") == 0)
-		return xstrdup(p);
-	return qr_path_join(cfg_dir, p);
-}
-
-/* ---- option values ---- */
-
-static enum qr_status
-parse_long(const char *opt, const char *v, long lo, long hi, long *out,
-	   struct qr_diag *d)
-{
-	char *end;
-	long x;
-
-	errno = 0;
-	x = strtol(v, &end, 10);
-	if (errno || end == v || *end || x < lo || x > hi)
-		return qr_errorf(d, QR_EUSAGE, "%s '%s': expected an integer "
-				 "%ld..%ld", opt, v, lo, hi);
-	*out = x;
-	return QR_OK;
-}
-
-static enum qr_status
-parse_double(const char *opt, const char *v, double lo, double hi,
-	     double *out, struct qr_diag *d)
-{
-	char *end;
-	double x;
-
-	errno = 0;
-	x = strtod(v, &end);
-	if (errno || end == v || *end || !(x >= lo && x <= hi))
-		return qr_errorf(d, QR_EUSAGE, "%s '%s': expected a number "
-				 "%g..%g", opt, v, lo, hi);
-	*out = x;
-	return QR_OK;
-}
-
-/* "a" or "a,b,c" into v (one value is used for every channel). */
-static enum qr_status
-parse_floats(const char *opt, const char *s, float v[3], int *n,
-	     struct qr_diag *d)
-{
-	const char *p = s;
-	char *end;
-	int k = 0;
-
-	while (k < 3) {
-		errno = 0;
-		v[k] = strtof(p, &end);
-		if (errno || end == p || !isfinite(v[k]))
-			break;
-		k++;
-		if (*end != ',')
-			break;
-		p = end + 1;
-	}
-	if ((k != 1 && k != 3) || *end != '\0')
-		return qr_errorf(d, QR_EUSAGE, "%s '%s': expected one number "
-				 "or three separated by commas", opt, s);
-	if (k == 1)
-		v[1] = v[2] = v[0];
-	*n = k;
-	return QR_OK;
-}
-
-/* "HxW" (or "H,W"). */
-static enum qr_status
-parse_hw(const char *opt, const char *s, int *h, int *w, struct qr_diag *d)
-{
-	char *end;
-	long a, b;
-
-	errno = 0;
-	a = strtol(s, &end, 10);
-	if (errno || end == s || (*end != 'x' && *end != ','))
-		goto bad;
-	b = strtol(end + 1, &end, 10);
-	if (errno || *end || a < 1 || b < 1 || a > 65536 || b > 65536)
-		goto bad;
-	*h = (int)a;
-	*w = (int)b;
-	return QR_OK;
-bad:
-	return qr_errorf(d, QR_EUSAGE, "%s '%s': expected HxW, e.g. 224x224",
-			 opt, s);
-}
-
-static enum qr_status
-parse_layout(const char *s, enum qr_layout *out, struct qr_diag *d)
-{
-	if (strcmp(s, "nchw") == 0 || strcmp(s, "NCHW") == 0)
-		*out = QR_LAYOUT_NCHW;
-	else if (strcmp(s, "nhwc") == 0 || strcmp(s, "NHWC") == 0)
-		*out = QR_LAYOUT_NHWC;
-	else
-		return qr_errorf(d, QR_EUSAGE,
-				 "--layout '%s': expected nchw or nhwc", s);
-	return QR_OK;
-}
-
-static enum qr_status
-parse_order(const char *s, int *out, struct qr_diag *d)
-{
-	if (strcmp(s, "rgb") == 0 || strcmp(s, "RGB") == 0)
-		*out = QR_ORDER_RGB;
-	else if (strcmp(s, "bgr") == 0 || strcmp(s, "BGR") == 0)
-		*out = QR_ORDER_BGR;
-	else
-		return qr_errorf(d, QR_EUSAGE,
-				 "--channel-order '%s': expected rgb or bgr", s);
-	return QR_OK;
 }
 
 /* "NAME:1x3x224x224" (or with commas) into an override. */
@@ -339,515 +85,6 @@ parse_dims(const char *s, struct qr_dims_override *o, char **name,
 bad:
 	return qr_errorf(d, QR_EUSAGE, "--input '%s': expected NAME:DIMS, "
 			 "e.g. input:1x3x224x224", s);
-}
-
-/* Append a --data or --input value (and its count check). */
-static enum qr_status
-push_str(char **v, size_t *n, const char *opt, const char *s,
-	 struct qr_diag *d)
-{
-	if (*n == MAX_DATA)
-		return qr_errorf(d, QR_EUSAGE, "at most %d %s values",
-				 MAX_DATA, opt);
-	v[(*n)++] = xstrdup(s);
-	return QR_OK;
-}
-
-/* A config number, array of numbers, or string as "a,b,c". */
-static char *
-config_floats(const cJSON *it)
-{
-	struct qr_buf b = {0};
-	const cJSON *x;
-
-	if (cJSON_IsString(it))
-		return xstrdup(it->valuestring);
-	if (cJSON_IsNumber(it)) {
-		qr_buf_printf(&b, "%.9g", it->valuedouble);
-		return qr_buf_take(&b);
-	}
-	cJSON_ArrayForEach(x, it)
-		qr_buf_printf(&b, "%s%.9g", b.len ? "," : "",
-			      cJSON_IsNumber(x) ? x->valuedouble : NAN);
-	return qr_buf_take(&b);
-}
-
-/* A --data value from the config: the path made relative to the config's
- * folder, keeping NAME= in front. */
-static char *
-config_data(const char *cfg_dir, const char *v)
-{
-	const char *eq = strchr(v, '=');
-	char *path, *r;
-
-	if (eq == NULL || memchr(v, '/', (size_t)(eq - v)) != NULL)
-		return config_path(cfg_dir, v);
-	path = config_path(cfg_dir, eq + 1);
-	r = xasprintf("%.*s=%s", (int)(eq - v), v, path);
-	free(path);
-	return r;
-}
-
-/* Fill the options the command line left unset from a JSON config. */
-static enum qr_status
-read_config(const char *path, struct options *o, int have_quant,
-	    int have_gate, struct qr_diag *d)
-{
-	enum qr_status st = QR_OK;
-	char *text = NULL, *dir = NULL;
-	cJSON *root = NULL, *it;
-	size_t len;
-
-	st = qr_read_file(path, &text, &len, d);
-	if (st != QR_OK)
-		return qr_errorf(d, QR_EUSAGE, "%s", d->msg);
-	root = cJSON_ParseWithLength(text, len);
-	if (root == NULL || !cJSON_IsObject(root)) {
-		st = qr_errorf(d, QR_EUSAGE,
-			       "config '%s': not a JSON object (near byte %ld)",
-			       path, root ? 0L :
-			       (long)(cJSON_GetErrorPtr() - text));
-		goto out;
-	}
-	dir = qr_path_dirname(path);
-	cJSON_ArrayForEach(it, root) {
-		const char *k = it->string;
-
-		if (strcmp(k, "float") == 0 && cJSON_IsString(it)) {
-			if (o->float_path == NULL)
-				o->float_path = config_path(dir, it->valuestring);
-		} else if (strcmp(k, "quant") == 0 &&
-			   (cJSON_IsString(it) || cJSON_IsArray(it))) {
-			cJSON *q;
-
-			if (have_quant)
-				continue;
-			if (cJSON_IsString(it)) {
-				o->quant_paths[o->n_quant++] =
-					config_path(dir, it->valuestring);
-				continue;
-			}
-			cJSON_ArrayForEach(q, it) {
-				if (!cJSON_IsString(q)) {
-					st = qr_errorf(d, QR_EUSAGE,
-						"config '%s': \"quant\" must hold strings",
-						path);
-					goto out;
-				}
-				if (o->n_quant == MAX_QUANT) {
-					st = qr_errorf(d, QR_EUSAGE,
-						"config '%s': more than %d quant models",
-						path, MAX_QUANT);
-					goto out;
-				}
-				o->quant_paths[o->n_quant++] =
-					config_path(dir, q->valuestring);
-			}
-		} else if (strcmp(k, "output") == 0 && cJSON_IsString(it)) {
-			if (o->outdir == NULL)
-				o->outdir = config_path(dir, it->valuestring);
-		} else if (strcmp(k, "templates") == 0 && cJSON_IsString(it)) {
-			if (o->templates == NULL)
-				o->templates = config_path(dir, it->valuestring);
-		} else if (strcmp(k, "bits") == 0 && cJSON_IsNumber(it)) {
-			if (o->bits == 0)
-				o->bits = it->valueint;
-		} else if (strcmp(k, "quiet") == 0 && cJSON_IsBool(it)) {
-			if (!o->quiet)
-				o->quiet = cJSON_IsTrue(it);
-		} else if (strcmp(k, "weights_only") == 0 &&
-			   cJSON_IsBool(it)) {
-			if (!o->weights_only)
-				o->weights_only = cJSON_IsTrue(it);
-		} else if (strcmp(k, "exact") == 0 && cJSON_IsBool(it)) {
-			if (!o->exact)
-				o->exact = cJSON_IsTrue(it);
-		} else if (strcmp(k, "ort_cpu") == 0 && cJSON_IsString(it)) {
-			if (!o->have_ort_cpu &&
-			    !qr_kernels_set_ort_cpu(it->valuestring)) {
-				st = qr_errorf(d, QR_EUSAGE, "config '%s': "
-					       "\"ort_cpu\" '%s': expected "
-					       "native, avx512vnni, avx512, "
-					       "avx2vnni or avx2", path,
-					       it->valuestring);
-				goto out;
-			}
-		} else if ((strcmp(k, "data") == 0 || strcmp(k, "input") == 0) &&
-			   (cJSON_IsString(it) || cJSON_IsArray(it))) {
-			int is_data = k[0] == 'd';
-			char **v = is_data ? o->data : o->dims;
-			size_t *n = is_data ? &o->n_data : &o->n_dims;
-			const cJSON *x, *arr = cJSON_IsArray(it) ? it : NULL;
-
-			if (*n > 0)
-				continue;
-			cJSON_ArrayForEach(x, arr) {
-				if (!cJSON_IsString(x)) {
-					st = qr_errorf(d, QR_EUSAGE,
-						"config '%s': \"%s\" must hold strings",
-						path, k);
-					goto out;
-				}
-			}
-			if (cJSON_IsString(it)) {
-				char *val = is_data ? config_data(dir, it->valuestring)
-						    : xstrdup(it->valuestring);
-
-				st = push_str(v, n, k, val, d);
-				free(val);
-			}
-			cJSON_ArrayForEach(x, arr) {
-				char *val = is_data ? config_data(dir, x->valuestring)
-						    : xstrdup(x->valuestring);
-
-				if (st == QR_OK)
-					st = push_str(v, n, k, val, d);
-				free(val);
-			}
-			if (st != QR_OK)
-				goto out;
-		} else if (strcmp(k, "samples") == 0 && cJSON_IsNumber(it)) {
-			if (o->samples == 0) {
-				if (it->valuedouble < 1 || it->valuedouble > 1e9) {
-					st = qr_errorf(d, QR_EUSAGE,
-						"config '%s': samples must be 1..1000000000",
-						path);
-					goto out;
-				}
-				o->samples = (long)it->valuedouble;
-			}
-		} else if (strcmp(k, "seed") == 0 && cJSON_IsNumber(it)) {
-			if (!o->have_seed) {
-				o->seed = (uint64_t)it->valuedouble;
-				o->have_seed = 1;
-			}
-		} else if ((strcmp(k, "scale") == 0 ||
-			    strcmp(k, "cos_threshold") == 0 ||
-			    strcmp(k, "sqnr_threshold") == 0) &&
-			   cJSON_IsNumber(it)) {
-			if (k[0] == 's' && k[1] == 'c' && o->scale == 0) {
-				if (!(it->valuedouble > 0)) {
-					st = qr_errorf(d, QR_EUSAGE,
-						"config '%s': scale must be > 0", path);
-					goto out;
-				}
-				o->scale = (float)it->valuedouble;
-			} else if (k[0] == 'c' && isnan(o->cos_threshold)) {
-				o->cos_threshold = it->valuedouble;
-			} else if (k[0] == 's' && k[1] == 'q' &&
-				   isnan(o->sqnr_threshold)) {
-				o->sqnr_threshold = it->valuedouble;
-			}
-		} else if ((strcmp(k, "mean") == 0 || strcmp(k, "std") == 0) &&
-			   (cJSON_IsNumber(it) || cJSON_IsArray(it) ||
-			    cJSON_IsString(it))) {
-			int is_mean = k[0] == 'm';
-			char *val;
-
-			if ((is_mean ? o->n_mean : o->n_std) > 0)
-				continue;
-			val = config_floats(it);
-			st = parse_floats(k, val, is_mean ? o->mean : o->std,
-					  is_mean ? &o->n_mean : &o->n_std, d);
-			free(val);
-			if (st != QR_OK)
-				goto out;
-		} else if (strcmp(k, "input_size") == 0 &&
-			   (cJSON_IsString(it) || cJSON_IsArray(it))) {
-			char *val = NULL;
-
-			if (o->input_h > 0)
-				continue;
-			if (cJSON_IsArray(it) && cJSON_GetArraySize(it) == 2)
-				val = xasprintf("%gx%g",
-					cJSON_GetArrayItem(it, 0)->valuedouble,
-					cJSON_GetArrayItem(it, 1)->valuedouble);
-			else
-				val = cJSON_IsString(it) ? xstrdup(it->valuestring)
-							 : xstrdup("?");
-			st = parse_hw("input_size", val, &o->input_h,
-				      &o->input_w, d);
-			free(val);
-			if (st != QR_OK)
-				goto out;
-		} else if (strcmp(k, "layout") == 0 && cJSON_IsString(it)) {
-			if (o->layout == QR_LAYOUT_AUTO &&
-			    (st = parse_layout(it->valuestring, &o->layout, d)) !=
-				    QR_OK)
-				goto out;
-		} else if (strcmp(k, "fail_if") == 0 &&
-			   (cJSON_IsString(it) || cJSON_IsArray(it))) {
-			const cJSON *x;
-
-			if (have_gate)
-				continue;
-			if (cJSON_IsString(it)) {
-				st = qr_gate_add(&o->gate, it->valuestring, d);
-			} else {
-				cJSON_ArrayForEach(x, it) {
-					if (!cJSON_IsString(x)) {
-						st = qr_errorf(d, QR_EUSAGE,
-							"config '%s': \"fail_if\" must hold strings",
-							path);
-						break;
-					}
-					if ((st = qr_gate_add(&o->gate, x->valuestring,
-							      d)) != QR_OK)
-						break;
-				}
-			}
-			if (st != QR_OK) {
-				st = qr_errorf(d, QR_EUSAGE, "config '%s': %s",
-					       path, d->msg);
-				goto out;
-			}
-		} else if (strcmp(k, "compare_to") == 0 && cJSON_IsString(it)) {
-			if (o->compare_to == NULL)
-				o->compare_to = config_path(dir, it->valuestring);
-		} else if (strcmp(k, "channel_order") == 0 &&
-			   cJSON_IsString(it)) {
-			if (o->order < 0 &&
-			    (st = parse_order(it->valuestring, &o->order, d)) !=
-				    QR_OK)
-				goto out;
-		} else {
-			st = qr_errorf(d, QR_EUSAGE,
-				       "config '%s': unknown or mistyped key \"%s\"",
-				       path, k);
-			goto out;
-		}
-	}
-out:
-	cJSON_Delete(root);
-	free(text);
-	free(dir);
-	return st;
-}
-
-static void
-options_free(struct options *o)
-{
-	size_t i;
-
-	free(o->float_path);
-	for (i = 0; i < o->n_quant; i++)
-		free(o->quant_paths[i]);
-	free(o->outdir);
-	free(o->templates);
-	free(o->compare_to);
-	qr_gate_clear(&o->gate);
-	for (i = 0; i < o->n_data; i++)
-		free(o->data[i]);
-	for (i = 0; i < o->n_dims; i++)
-		free(o->dims[i]);
-}
-
-/* Parse argv into o. Returns QR_OK, or QR_EUSAGE with a message; *exit_now
- * is set for --help/--version. */
-static enum qr_status
-parse_args(int argc, char **argv, struct options *o, int *exit_now,
-	   struct qr_diag *d)
-{
-	enum { OPT_CONFIG = 256, OPT_TEMPLATES, OPT_BITS, OPT_QUIET,
-	       OPT_VERSION, OPT_WEIGHTS_ONLY, OPT_DATA, OPT_SAMPLES, OPT_INPUT,
-	       OPT_INPUT_SIZE,
-	       OPT_MEAN, OPT_STD, OPT_SCALE, OPT_LAYOUT, OPT_ORDER, OPT_SEED,
-	       OPT_COS, OPT_SQNR, OPT_FAIL_IF, OPT_COMPARE, OPT_EXACT,
-	       OPT_ORT_CPU };
-	static const struct option longopts[] = {
-		{"float", required_argument, NULL, 'f'},
-		{"quant", required_argument, NULL, 'q'},
-		{"output", required_argument, NULL, 'o'},
-		{"config", required_argument, NULL, OPT_CONFIG},
-		{"templates", required_argument, NULL, OPT_TEMPLATES},
-		{"bits", required_argument, NULL, OPT_BITS},
-		{"quiet", no_argument, NULL, OPT_QUIET},
-		{"weights-only", no_argument, NULL, OPT_WEIGHTS_ONLY},
-		{"exact", no_argument, NULL, OPT_EXACT},
-		{"ort-cpu", required_argument, NULL, OPT_ORT_CPU},
-		{"data", required_argument, NULL, OPT_DATA},
-		{"samples", required_argument, NULL, OPT_SAMPLES},
-		{"input", required_argument, NULL, OPT_INPUT},
-		{"input-size", required_argument, NULL, OPT_INPUT_SIZE},
-		{"mean", required_argument, NULL, OPT_MEAN},
-		{"std", required_argument, NULL, OPT_STD},
-		{"scale", required_argument, NULL, OPT_SCALE},
-		{"layout", required_argument, NULL, OPT_LAYOUT},
-		{"channel-order", required_argument, NULL, OPT_ORDER},
-		{"seed", required_argument, NULL, OPT_SEED},
-		{"cos-threshold", required_argument, NULL, OPT_COS},
-		{"sqnr-threshold", required_argument, NULL, OPT_SQNR},
-		{"fail-if", required_argument, NULL, OPT_FAIL_IF},
-		{"compare-to", required_argument, NULL, OPT_COMPARE},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, OPT_VERSION},
-		{NULL, 0, NULL, 0},
-	};
-	const char *config = NULL;
-	enum qr_status st = QR_OK;
-	char *end;
-	long v;
-	double x;
-	int c;
-
-	*exit_now = 0;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":f:q:o:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'f':
-			set_str(&o->float_path, optarg);
-			break;
-		case 'q':
-			if (o->n_quant == MAX_QUANT)
-				return qr_errorf(d, QR_EUSAGE,
-						 "at most %d --quant models",
-						 MAX_QUANT);
-			o->quant_paths[o->n_quant++] = xstrdup(optarg);
-			break;
-		case 'o':
-			set_str(&o->outdir, optarg);
-			break;
-		case OPT_CONFIG:
-			config = optarg;
-			break;
-		case OPT_TEMPLATES:
-			set_str(&o->templates, optarg);
-			break;
-		case OPT_BITS:
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno || *end || v < 2 || v > 16)
-				return qr_errorf(d, QR_EUSAGE,
-						 "--bits '%s': expected 2..16",
-						 optarg);
-			o->bits = (int)v;
-			break;
-		case OPT_QUIET:
-			o->quiet = 1;
-			break;
-		case OPT_WEIGHTS_ONLY:
-			o->weights_only = 1;
-			break;
-		case OPT_EXACT:
-			o->exact = 1;
-			break;
-		case OPT_ORT_CPU:
-			if (!qr_kernels_set_ort_cpu(optarg))
-				return qr_errorf(d, QR_EUSAGE, "--ort-cpu '%s': "
-						 "expected native, avx512vnni, "
-						 "avx512, avx2vnni or avx2",
-						 optarg);
-			o->have_ort_cpu = 1;
-			break;
-		case OPT_DATA:
-			st = push_str(o->data, &o->n_data, "--data", optarg, d);
-			break;
-		case OPT_INPUT:
-			st = push_str(o->dims, &o->n_dims, "--input", optarg, d);
-			break;
-		case OPT_SAMPLES:
-			st = parse_long("--samples", optarg, 1, 1000000000L,
-					&o->samples, d);
-			break;
-		case OPT_INPUT_SIZE:
-			st = parse_hw("--input-size", optarg, &o->input_h,
-				      &o->input_w, d);
-			break;
-		case OPT_MEAN:
-			st = parse_floats("--mean", optarg, o->mean,
-					  &o->n_mean, d);
-			break;
-		case OPT_STD:
-			st = parse_floats("--std", optarg, o->std, &o->n_std,
-					  d);
-			if (st == QR_OK && (o->std[0] == 0 || o->std[1] == 0 ||
-					    o->std[2] == 0))
-				st = qr_errorf(d, QR_EUSAGE,
-					       "--std '%s': must not be 0",
-					       optarg);
-			break;
-		case OPT_SCALE:
-			st = parse_double("--scale", optarg, 1e-30, 1e30, &x,
-					  d);
-			o->scale = (float)x;
-			break;
-		case OPT_LAYOUT:
-			st = parse_layout(optarg, &o->layout, d);
-			break;
-		case OPT_ORDER:
-			st = parse_order(optarg, &o->order, d);
-			break;
-		case OPT_SEED:
-			errno = 0;
-			o->seed = strtoull(optarg, &end, 10);
-			if (errno || end == optarg || *end || optarg[0] == '-')
-				st = qr_errorf(d, QR_EUSAGE, "--seed '%s': "
-					       "expected a non-negative integer",
-					       optarg);
-			o->have_seed = 1;
-			break;
-		case OPT_COS:
-			st = parse_double("--cos-threshold", optarg, -1, 1,
-					  &o->cos_threshold, d);
-			break;
-		case OPT_SQNR:
-			st = parse_double("--sqnr-threshold", optarg, -1000,
-					  1000, &o->sqnr_threshold, d);
-			break;
-		case OPT_FAIL_IF:
-			st = qr_gate_add(&o->gate, optarg, d);
-			break;
-		case OPT_COMPARE:
-			set_str(&o->compare_to, optarg);
-			break;
-		case 'h':
-			fputs(usage_text, stdout);
-			*exit_now = 1;
-			return QR_OK;
-		case OPT_VERSION:
-			printf("qreport %s\n", QR_VERSION);
-			*exit_now = 1;
-			return QR_OK;
-		case ':':
-			return qr_errorf(d, QR_EUSAGE, "option '%s' needs a "
-					 "value (see qreport --help)",
-					 argv[optind - 1]);
-		default:
-			return qr_errorf(d, QR_EUSAGE, "unknown option '%s' "
-					 "(see qreport --help)",
-					 argv[optind - 1]);
-		}
-		if (st != QR_OK)
-			return st;
-	}
-	if (optind < argc)
-		return qr_errorf(d, QR_EUSAGE, "unexpected argument '%s' "
-				 "(options take their value after them; see "
-				 "qreport --help)", argv[optind]);
-	if (config != NULL) {
-		enum qr_status st = read_config(config, o, o->n_quant > 0,
-						o->gate.n > 0, d);
-
-		if (st != QR_OK)
-			return st;
-	}
-	if (o->float_path == NULL)
-		return qr_errorf(d, QR_EUSAGE,
-				 "missing --float FILE (see qreport --help)");
-	if (o->outdir == NULL)
-		return qr_errorf(d, QR_EUSAGE,
-				 "missing -o DIR (see qreport --help)");
-	if (o->bits == 0)
-		o->bits = 8;
-	if (isnan(o->cos_threshold))
-		o->cos_threshold = 0.99;
-	if (isnan(o->sqnr_threshold))
-		o->sqnr_threshold = 20.0;
-	if (o->bits < 2 || o->bits > 16)
-		return qr_errorf(d, QR_EUSAGE, "bits %d: expected 2..16",
-				 o->bits);
-	return QR_OK;
 }
 
 static char *
@@ -900,7 +137,7 @@ feed_next(void *user, struct qr_tensor *const **inputs, size_t *n_inputs,
 /* Open the data for the float model and run it through every model.
  * QR_EPARTIAL when some model could not run (the report says why). */
 static enum qr_status
-run_data(const struct options *o, const struct qr_model *fmodel,
+run_data(const struct qr_cli_args *o, const struct qr_model *fmodel,
 	 struct qr_model *const *qmodels, struct qr_analysis *an,
 	 struct qr_diag *d)
 {
@@ -908,7 +145,7 @@ run_data(const struct options *o, const struct qr_model *fmodel,
 	struct qr_act_opts aopts = {0};
 	struct qr_dataset *ds = NULL;
 	struct progress prog = {0};
-	char *names[MAX_DATA] = {0}, *dnames[MAX_DATA] = {0};
+	char *names[QR_CLI_MAX_DATA] = {0}, *dnames[QR_CLI_MAX_DATA] = {0};
 	enum qr_status st = QR_OK;
 	size_t i, warn_first = d->n_warnings, n_classes = 0;
 	long nproc = sysconf(_SC_NPROCESSORS_ONLN);
@@ -970,7 +207,7 @@ run_data(const struct options *o, const struct qr_model *fmodel,
 		fputc('\n', stderr);
 out:
 	qr_dataset_free(ds);
-	for (i = 0; i < MAX_DATA; i++) {
+	for (i = 0; i < QR_CLI_MAX_DATA; i++) {
 		free(names[i]);
 		free(dnames[i]);
 	}
@@ -1050,10 +287,11 @@ an_job_run(void *arg)
 }
 
 static enum qr_status
-run_report(const struct options *o, const char *cmdline, struct qr_diag *d)
+run_report(const struct qr_cli_args *o, const char *cmdline,
+	   struct qr_diag *d)
 {
 	struct qr_model *fmodel = NULL;
-	struct qr_model *qmodels[MAX_QUANT] = {0};
+	struct qr_model *qmodels[QR_CLI_MAX_QUANT] = {0};
 	struct qr_analysis *an = NULL;
 	struct qr_analysis_opts aopts = {0};
 	struct qr_report_opts ropts = {0};
@@ -1186,16 +424,13 @@ out:
 int
 main(int argc, char **argv)
 {
-	struct options o = {0};
+	struct qr_cli_args o;
 	struct qr_diag d = {0};
 	enum qr_status st;
 	char *cmdline;
 	int exit_now, rc;
 	size_t i;
 
-	o.order = -1;
-	o.cos_threshold = NAN;
-	o.sqnr_threshold = NAN;
 #ifdef M_MMAP_THRESHOLD
 	/*
 	 * Buffers of a few MiB come and go by the hundred (a chart's
@@ -1218,7 +453,7 @@ main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "run") == 0)
 		return qr_cli_run(argc - 1, argv + 1);
 	cmdline = join_argv(argc, argv);
-	st = parse_args(argc, argv, &o, &exit_now, &d);
+	st = qr_cli_args_parse(argc, argv, &o, &exit_now, &d);
 	if (st == QR_OK && !exit_now)
 		st = run_report(&o, cmdline, &d);
 	if (!o.quiet)
@@ -1233,7 +468,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "qreport: error: %s\n", d.msg);
 	rc = exit_code(st);
 	qr_diag_clear(&d);
-	options_free(&o);
+	qr_cli_args_free(&o);
 	free(cmdline);
 	return rc;
 }

@@ -4,7 +4,7 @@
  * files. Useful on its own, and the way to check qreport's executor
  * against another runtime. See cli.h.
  */
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,32 +22,6 @@ enum {
 	RUN_EXIT_USAGE = 1,
 	RUN_EXIT_INPUT = 2,
 };
-
-static const char run_usage[] =
-"usage: qreport run MODEL.onnx --input NAME=FILE ... -o DIR [options]\n"
-"\n"
-"Run MODEL.onnx on the given inputs and write each graph output as\n"
-"DIR/<name>.npy (characters outside [A-Za-z0-9._-] in names become '_').\n"
-"\n"
-"Options:\n"
-"  -i, --input NAME=FILE  a graph input from a .npy or .pb (TensorProto)\n"
-"                         file; repeat for each input. NAME= may be left\n"
-"                         out when the model has a single input\n"
-"  -o, --output DIR       output folder (created if needed)\n"
-"      --dump-all         also write every intermediate tensor\n"
-"      --profile          print time per op type to stderr\n"
-"      --threads N        threads the kernels split work over (default:\n"
-"                         the number of online CPUs; OpenBLAS itself\n"
-"                         runs single-threaded inside them)\n"
-"      --ort-cpu CPU      reproduce ONNX Runtime as it runs on CPU (see\n"
-"                         qreport --help; default: native)\n"
-"      --repeat N         after 2 warm-up runs, time N runs and print\n"
-"                         \"MEDIAN_MS MIN_MS\" to stderr (with --profile,\n"
-"                         the profile covers the N timed runs)\n"
-"  -h, --help             show this help and exit\n"
-"\n"
-"Exit codes: 0 ok, 1 usage error, 2 bad input (model, input file or\n"
-"shapes; a one-line reason names the file, node or tensor).\n";
 
 #define MAX_INPUTS 256
 
@@ -167,84 +141,110 @@ dump_hook(const struct qr_node *node, struct qr_tensor *const *outs,
 }
 
 static enum qr_status
+set_input(const struct qr_cli_opt *e, void *opts, const char *val,
+	  struct qr_diag *d)
+{
+	struct run_opts *o = opts;
+
+	if (o->n_in == MAX_INPUTS)
+		return qr_errorf(d, QR_EUSAGE, "at most %d --input",
+				 MAX_INPUTS);
+	o->in_spec[o->n_in++] = val;
+	return QR_OK;
+}
+
+/* --threads N (1..256) or --repeat N (1..1000000) into the int at
+ * e->off. */
+static enum qr_status
+set_count(const struct qr_cli_opt *e, void *opts, const char *val,
+	  struct qr_diag *d)
+{
+	long hi = strcmp(e->name, "threads") == 0 ? 256 : 1000000;
+	char *end;
+	long v = strtol(val, &end, 10);
+
+	if (*val == '\0' || *end != '\0' || v < 1 || v > hi)
+		return qr_errorf(d, QR_EUSAGE, "--%s '%s': expected a positive "
+				 "count", e->name, val);
+	*(int *)((char *)opts + e->off) = (int)v;
+	return QR_OK;
+}
+
+/* Every option of `qreport run`, in --help order. */
+static const struct qr_cli_opt run_table[] = {
+	{ .name = "input", .short_flag = 'i', .arg = "NAME=FILE",
+	  .set = set_input,
+	  .help =
+		"a graph input from a .npy or .pb (TensorProto)\n"
+		"file; repeat for each input. NAME= may be left\n"
+		"out when the model has a single input" },
+	{ .name = "output", .short_flag = 'o', .arg = "DIR",
+	  .set = qr_cli_set_arg, .off = offsetof(struct run_opts, outdir),
+	  .help =
+		"output folder (created if needed)" },
+	{ .name = "dump-all",
+	  .set = qr_cli_set_flag, .off = offsetof(struct run_opts, dump_all),
+	  .help =
+		"also write every intermediate tensor" },
+	{ .name = "profile",
+	  .set = qr_cli_set_flag, .off = offsetof(struct run_opts, profile),
+	  .help =
+		"print time per op type to stderr" },
+	{ .name = "threads", .arg = "N",
+	  .set = set_count, .off = offsetof(struct run_opts, threads),
+	  .help =
+		"threads the kernels split work over (default:\n"
+		"the number of online CPUs; OpenBLAS itself\n"
+		"runs single-threaded inside them)" },
+	{ .name = "ort-cpu", .arg = "CPU",
+	  .set = qr_cli_set_ort_cpu,
+	  .help =
+		"reproduce ONNX Runtime as it runs on CPU (see\n"
+		"qreport --help; default: native)" },
+	{ .name = "repeat", .arg = "N",
+	  .set = set_count, .off = offsetof(struct run_opts, repeat),
+	  .help =
+		"after 2 warm-up runs, time N runs and print\n"
+		"\"MEDIAN_MS MIN_MS\" to stderr (with --profile,\n"
+		"the profile covers the N timed runs)" },
+	{ .name = "help", .short_flag = 'h', .flags = QR_CLI_HELP,
+	  .help =
+		"show this help and exit" },
+};
+
+static const struct qr_cli_cmd run_cmd = {
+	run_table, sizeof run_table / sizeof run_table[0],
+	"usage: qreport run MODEL.onnx --input NAME=FILE ... -o DIR [options]\n"
+	"\n"
+	"Run MODEL.onnx on the given inputs and write each graph output as\n"
+	"DIR/<name>.npy (characters outside [A-Za-z0-9._-] in names become '_').\n"
+	"\n"
+	"Options:\n",
+	"\n"
+	"Exit codes: 0 ok, 1 usage error, 2 bad input (model, input file or\n"
+	"shapes; a one-line reason names the file, node or tensor).\n",
+	"",
+};
+
+/* Parse argv (argv[0] is "run") into o; *help when --help was printed. */
+static enum qr_status
 parse_run_args(int argc, char **argv, struct run_opts *o, int *help,
 	       struct qr_diag *d)
 {
-	enum { OPT_DUMP = 256, OPT_PROFILE, OPT_THREADS, OPT_REPEAT,
-	       OPT_ORT_CPU };
-	static const struct option longopts[] = {
-		{"input", required_argument, NULL, 'i'},
-		{"output", required_argument, NULL, 'o'},
-		{"dump-all", no_argument, NULL, OPT_DUMP},
-		{"profile", no_argument, NULL, OPT_PROFILE},
-		{"threads", required_argument, NULL, OPT_THREADS},
-		{"repeat", required_argument, NULL, OPT_REPEAT},
-		{"ort-cpu", required_argument, NULL, OPT_ORT_CPU},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	int c;
+	struct qr_cli_parsed p;
+	enum qr_status st;
+	int i;
 
-	*help = 0;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":i:o:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'i':
-			if (o->n_in == MAX_INPUTS)
-				return qr_errorf(d, QR_EUSAGE, "at most %d "
-						 "--input", MAX_INPUTS);
-			o->in_spec[o->n_in++] = optarg;
-			break;
-		case 'o':
-			o->outdir = optarg;
-			break;
-		case OPT_DUMP:
-			o->dump_all = 1;
-			break;
-		case OPT_PROFILE:
-			o->profile = 1;
-			break;
-		case OPT_THREADS:
-		case OPT_REPEAT: {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-
-			if (*optarg == '\0' || *end != '\0' || v < 1 ||
-			    v > (c == OPT_THREADS ? 256 : 1000000))
-				return qr_errorf(d, QR_EUSAGE, "--%s '%s': "
-						 "expected a positive count",
-						 c == OPT_THREADS ? "threads" :
-						 "repeat", optarg);
-			if (c == OPT_THREADS)
-				o->threads = (int)v;
-			else
-				o->repeat = (int)v;
-			break;
-		}
-		case OPT_ORT_CPU:
-			if (!qr_kernels_set_ort_cpu(optarg))
-				return qr_errorf(d, QR_EUSAGE, "--ort-cpu '%s': "
-						 "expected native, avx512vnni, "
-						 "avx512, avx2vnni or avx2",
-						 optarg);
-			break;
-		case 'h':
-			*help = 1;
-			return QR_OK;
-		case ':':
-			return qr_errorf(d, QR_EUSAGE, "option '%s' needs a "
-					 "value", argv[optind - 1]);
-		default:
-			return qr_errorf(d, QR_EUSAGE, "unknown option '%s'",
-					 argv[optind - 1]);
-		}
-	}
-	if (optind < argc)
-		o->model = argv[optind++];
-	if (optind < argc)
+	st = qr_cli_parse(&run_cmd, argc, argv, o, &p, d);
+	*help = p.stop;
+	if (st != QR_OK || p.stop)
+		return st;
+	i = p.next;
+	if (i < argc)
+		o->model = argv[i++];
+	if (i < argc)
 		return qr_errorf(d, QR_EUSAGE, "unexpected argument '%s'",
-				 argv[optind]);
+				 argv[i]);
 	if (o->model == NULL)
 		return qr_errorf(d, QR_EUSAGE, "missing MODEL.onnx (see "
 				 "qreport run --help)");
@@ -455,10 +455,8 @@ qr_cli_run(int argc, char **argv)
 		argv++;
 	}
 	st = parse_run_args(argc, argv, &o, &help, &d);
-	if (st == QR_OK && help) {
-		fputs(run_usage, stdout);
+	if (st == QR_OK && help)
 		return RUN_EXIT_OK;
-	}
 	if (st == QR_OK)
 		st = run_main(&o, &d);
 	if (st != QR_OK)
