@@ -199,6 +199,8 @@ enum qr_status qr_ex_loop_exec(struct qr_exec *e, struct step *s,
 
 /* Release every activation of the previous run. */
 void qr_ex_reset(struct qr_exec *e);
+/* Give step s's output j (its shape set) its buffer. */
+void qr_ex_out_alloc(struct qr_exec *e, struct step *s, size_t j);
 
 /* ---- exec_profile.c ---- */
 

@@ -301,6 +301,18 @@ lazy_order(const struct qr_graph *g)
 	return z.out;
 }
 
+/* A new zeroed entry at the end of *u (*n_u entries). */
+static struct qr_unsupported *
+unsupported_add(struct qr_unsupported **u, size_t *n_u)
+{
+	struct qr_unsupported *x;
+
+	*u = xreallocarray(*u, *n_u + 1, sizeof **u);
+	x = &(*u)[(*n_u)++];
+	memset(x, 0, sizeof *x);
+	return x;
+}
+
 /*
  * Index the graph, make values and steps, find descriptors and run each
  * check once with the dtypes known at load. Nodes that cannot run go to
@@ -345,11 +357,8 @@ exec_build(struct qr_exec *e, struct qr_unsupported **u, size_t *n_u,
 		v->dtype = gd->inputs[i].dtype;
 		e->inputs[e->n_inputs++] = v->name;
 		if (v->dtype == QR_DT_UNDEFINED) {
-			struct qr_unsupported *x;
+			struct qr_unsupported *x = unsupported_add(u, n_u);
 
-			*u = xreallocarray(*u, *n_u + 1, sizeof **u);
-			x = &(*u)[(*n_u)++];
-			memset(x, 0, sizeof *x);
 			x->input = v->name;
 			x->why = xstrdup("not a tensor (sequence, map and "
 					 "optional inputs are not supported)");
@@ -462,12 +471,9 @@ exec_build(struct qr_exec *e, struct qr_unsupported **u, size_t *n_u,
 			}
 		}
 		if (s->desc == NULL) {
-			struct qr_unsupported *x;
+			struct qr_unsupported *x = unsupported_add(u, n_u);
 
-			*u = xreallocarray(*u, *n_u + 1, sizeof **u);
-			x = &(*u)[(*n_u)++];
 			x->node = n;
-			x->input = NULL;
 			x->opset = s->call.opset;
 			x->why = cd.status != QR_OK ?
 				strip_node_prefix(n, cd.msg) : NULL;

@@ -249,13 +249,7 @@ out_copy(struct qr_exec *e, struct step *s, size_t j,
 				 s->call.node->out[j], d);
 	if (st != QR_OK)
 		return st;
-	if (s->out_val[j] == NO_STEP) {
-		qr_tensor_alloc(t);
-	} else {
-		t->name = e->vals[s->out_val[j]].name;
-		qr_ex_pool_alloc(e, t);
-		e->vals[s->out_val[j]].cur = t;
-	}
+	qr_ex_out_alloc(e, s, j);
 	if (src->nbytes > 0)
 		memcpy(t->data, src->data, src->nbytes);
 	return QR_OK;
@@ -299,27 +293,40 @@ scalar_of(const struct qr_tensor *t, int *ok)
 	}
 }
 
+/* The one value of step s's input k, which must be one element of dtype
+ * (what names the input in the error, QR_ESHAPE). */
+static enum qr_status
+scalar_in(const struct step *s, size_t k, int dtype, const char *what,
+	  int64_t *v, struct qr_diag *d)
+{
+	const struct qr_tensor *t = s->call.in[k];
+	const struct qr_node *n = s->call.node;
+	char sh[64];
+	int ok;
+
+	*v = scalar_of(t, &ok);
+	if (!ok || t->dtype != dtype)
+		return qr_errorf(d, QR_ESHAPE, "node '%s' (%s): %s '%s' %s is "
+				 "not one %s", n->name, n->op_type, what,
+				 n->in[k],
+				 t ? qr_shape_str(t, sh, sizeof sh) : "",
+				 qr_dtype_name(dtype));
+	return QR_OK;
+}
+
 /* Run If step s: the branch its condition picks, on the current
  * tensors; its outputs are copied into the step's. */
 enum qr_status
 qr_ex_if_exec(struct qr_exec *e, struct step *s, struct qr_diag *d)
 {
-	const struct qr_tensor *c = s->call.in[0];
-	const struct qr_node *n = s->call.node;
 	struct qr_tensor *const *outs;
 	struct qr_exec *b;
 	enum qr_status st;
 	size_t j, n_outs;
 	int64_t v;
-	char sh[64];
-	int ok;
 
-	v = scalar_of(c, &ok);
-	if (!ok || c->dtype != QR_DT_BOOL)
-		return qr_errorf(d, QR_ESHAPE, "node '%s' (If): condition "
-				 "'%s' %s is not one bool", n->name, n->in[0],
-				 c ? qr_shape_str(c, sh, sizeof sh) : "");
-	if ((st = bind_outer(e, s, d)) != QR_OK)
+	if ((st = scalar_in(s, 0, QR_DT_BOOL, "condition", &v, d)) != QR_OK ||
+	    (st = bind_outer(e, s, d)) != QR_OK)
 		return st;
 	b = s->branch[v ? 0 : 1];
 	st = qr_exec_run(b, s->sub_in, s->n_outer, NULL, NULL, d);
@@ -393,20 +400,13 @@ qr_ex_loop_exec(struct qr_exec *e, struct step *s, struct qr_diag *d)
 	struct qr_tensor *iter = &s->sub_t[0], *cond = &s->sub_t[1];
 	int64_t trip = 0, keep = 1;
 	enum qr_status st;
-	char sh[64];
 	int ok;
 
-	if (tm != NULL && ((trip = scalar_of(tm, &ok)), !ok ||
-			   tm->dtype != QR_DT_INT64))
-		return qr_errorf(d, QR_ESHAPE, "node '%s' (Loop): trip count "
-				 "'%s' %s is not one int64", n->name, n->in[0],
-				 qr_shape_str(tm, sh, sizeof sh));
-	if (tc != NULL && ((keep = scalar_of(tc, &ok)), !ok ||
-			   tc->dtype != QR_DT_BOOL))
-		return qr_errorf(d, QR_ESHAPE, "node '%s' (Loop): condition "
-				 "'%s' %s is not one bool", n->name, n->in[1],
-				 qr_shape_str(tc, sh, sizeof sh));
-	if ((st = bind_outer(e, s, d)) != QR_OK)
+	if ((tm != NULL && (st = scalar_in(s, 0, QR_DT_INT64, "trip count",
+					   &trip, d)) != QR_OK) ||
+	    (tc != NULL && (st = scalar_in(s, 1, QR_DT_BOOL, "condition",
+					   &keep, d)) != QR_OK) ||
+	    (st = bind_outer(e, s, d)) != QR_OK)
 		return st;
 	if ((st = qr_tensor_set_shape(iter, QR_DT_INT64, 0, NULL, "iteration",
 				      d)) != QR_OK ||

@@ -108,6 +108,34 @@ step_recheck(struct step *s, struct qr_diag *d)
 	return s->desc->check(&s->call, d);
 }
 
+/* Fill step s's call.in with what its inputs hold this run (NULL for an
+ * absent one). */
+static void
+step_inputs(struct qr_exec *e, struct step *s)
+{
+	size_t j;
+
+	for (j = 0; j < s->call.n_in; j++)
+		s->call.in[j] = s->in_val[j] == NO_STEP ?
+			NULL : e->vals[s->in_val[j]].cur;
+}
+
+/* Give step s's output j (its shape set) a buffer: an output named ""
+ * from the heap, a value's from the pool, which readers then see. */
+void
+qr_ex_out_alloc(struct qr_exec *e, struct step *s, size_t j)
+{
+	struct qr_tensor *t = s->call.out[j];
+
+	if (s->out_val[j] == NO_STEP) {
+		qr_tensor_alloc(t);
+		return;
+	}
+	t->name = e->vals[s->out_val[j]].name;
+	qr_ex_pool_alloc(e, t);
+	e->vals[s->out_val[j]].cur = t;
+}
+
 /* Infer, allocate and run one step whose call.in is filled. */
 static enum qr_status
 step_exec(struct qr_exec *e, struct step *s, struct qr_diag *d)
@@ -127,18 +155,14 @@ step_exec(struct qr_exec *e, struct step *s, struct qr_diag *d)
 	if (st != QR_OK)
 		return st;
 	for (j = 0; j < s->call.n_out; j++) {
-		struct qr_tensor *t = s->call.out[j];
+		const struct qr_tensor *t = s->call.out[j];
 
-		if (s->out_val[j] == NO_STEP) {
-			qr_tensor_alloc(t);
-			continue;
-		}
-		QR_ASSERT(t->dtype != QR_DT_UNDEFINED);
-		QR_ASSERT(s->recheck || s->out_dtype[j] == QR_DT_UNDEFINED ||
+		QR_ASSERT(s->out_val[j] == NO_STEP ||
+			  t->dtype != QR_DT_UNDEFINED);
+		QR_ASSERT(s->out_val[j] == NO_STEP || s->recheck ||
+			  s->out_dtype[j] == QR_DT_UNDEFINED ||
 			  s->out_dtype[j] == t->dtype);
-		t->name = e->vals[s->out_val[j]].name;
-		qr_ex_pool_alloc(e, t);
-		e->vals[s->out_val[j]].cur = t;
+		qr_ex_out_alloc(e, s, j);
 	}
 	return s->desc->run(&s->call, d);
 }
@@ -200,9 +224,7 @@ qr_exec_run(struct qr_exec *e, struct qr_tensor *const *inputs,
 			outs = s->folded;
 		} else if (s->view != NULL) {
 			/* its reader reads the view: only the shape */
-			for (j = 0; j < s->call.n_in; j++)
-				s->call.in[j] = s->in_val[j] == NO_STEP ?
-					NULL : e->vals[s->in_val[j]].cur;
+			step_inputs(e, s);
 			st = s->desc->infer(&s->call, d);
 			if (st != QR_OK)
 				goto out;
@@ -210,9 +232,7 @@ qr_exec_run(struct qr_exec *e, struct qr_tensor *const *inputs,
 			e->vals[s->out_val[0]].cur = s->call.out[0];
 			outs = s->nulls;
 		} else {
-			for (j = 0; j < s->call.n_in; j++)
-				s->call.in[j] = s->in_val[j] == NO_STEP ?
-					NULL : e->vals[s->in_val[j]].cur;
+			step_inputs(e, s);
 			st = step_exec(e, s, d);
 			if (st != QR_OK)
 				goto out;
