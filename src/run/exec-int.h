@@ -16,6 +16,8 @@
  *                   called; the outputs, qr_exec_run_node
  *   exec_profile.c  per-op-type timings and memory accounting
  *
+ * What they share is named qr_ex_* and declared at the end, by file.
+ *
  * Load time (qr_exec_new): one `value` per tensor name (graph input,
  * constant or node output) and one `step` per node in topological order.
  * Dtypes propagate through the ops' check functions; prepare sees the
