@@ -10,6 +10,11 @@
  * bound there), runs the nodes in topological order and calls the hook
  * after each one.
  *
+ * Files: the executor is exec_build.c (load and memory plan), exec_fold.c
+ * (constant folding, views), exec_control.c (If and Loop), exec_run.c
+ * (the run) and exec_profile.c (timings, memory accounting), which share
+ * exec-int.h; the input files are npy.c.
+ *
  * Ownership: an exec borrows its model, which must outlive it. Tensors
  * given to the hook are borrowed for the call only; outputs returned by
  * qr_exec_outputs / qr_exec_tensor_get are borrowed until the next run or
