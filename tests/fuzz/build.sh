@@ -43,7 +43,7 @@ LIBS="$(pkg-config --libs $pkgs) -lm -lpthread"
 image=$(grep -l '^qr_image_decode(' "$top"/src/run/*.c 2>/dev/null || true)
 
 srcs=$(ls "$top"/src/util/*.c "$top"/src/onnx/*.c "$top"/src/graph/*.c \
-	"$top"/src/kernels/*.c "$top"/src/ops/*.c "$top"/src/run/executor.c \
+	"$top"/src/kernels/*.c "$top"/src/ops/*.c "$top"/src/run/exec_*.c \
 	"$top"/src/run/npy.c)
 [ -n "$image" ] && srcs="$srcs $image"
 srcs="$srcs $out/gen/onnx/onnx.pb-c.c"
