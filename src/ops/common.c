@@ -426,6 +426,14 @@ qr_op_same_shape(const struct qr_tensor *t, int ndim, const int64_t *dims)
 	return 1;
 }
 
+/* Output 0 shaped as input 0, of its dtype. */
+enum qr_status
+qr_op_same_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	return qr_tensor_set_shape(c->out[0], c->in[0]->dtype, c->in[0]->ndim,
+				   c->in[0]->dims, qr_op_out_name(c, 0), d);
+}
+
 /* ---- broadcasting ---- */
 
 /* numpy broadcast of n shapes (NULL entries skipped) into (*ndim, dims);

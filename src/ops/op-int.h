@@ -162,6 +162,8 @@ size_t qr_op_dims_prod(const int64_t *dims, int from, int to);
 /* 1 when t's shape equals (ndim, dims). */
 int qr_op_same_shape(const struct qr_tensor *t, int ndim,
 		     const int64_t *dims);
+/* Infer of the ops whose output 0 has input 0's dtype and shape. */
+enum qr_status qr_op_same_infer(struct qr_op_call *c, struct qr_diag *d);
 
 /* ---- broadcasting ---- */
 
