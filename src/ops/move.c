@@ -85,6 +85,18 @@ qr_op_move_check(const struct qr_op_call *c, struct qr_diag *d,
 	return QR_OK;
 }
 
+/* qr_op_move_check(c, d, min_in, max_in, 1, 1), then input 1's dtype. */
+enum qr_status
+qr_op_move_check_in1(const struct qr_op_call *c, struct qr_diag *d,
+		     size_t min_in, size_t max_in, unsigned long long mask1)
+{
+	enum qr_status st = qr_op_move_check(c, d, min_in, max_in, 1, 1);
+
+	if (st == QR_OK)
+		st = qr_op_want_dtype(c, d, 1, mask1);
+	return st;
+}
+
 /* Input i, when given, must be an int32/int64 tensor. */
 enum qr_status
 qr_op_want_index(const struct qr_op_call *c, struct qr_diag *d, size_t i)

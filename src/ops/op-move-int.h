@@ -49,10 +49,30 @@ enum qr_status qr_op_move_check(const struct qr_op_call *c,
 				struct qr_diag *d, size_t min_in,
 				size_t max_in, size_t min_out,
 				size_t max_out);
+/* qr_op_move_check with one output, and input 1, when given, of a dtype
+ * in mask1 (its shape, axes, indices, repeats or condition). */
+enum qr_status qr_op_move_check_in1(const struct qr_op_call *c,
+				    struct qr_diag *d, size_t min_in,
+				    size_t max_in, unsigned long long mask1);
 /* Input i, when given, must be an int32/int64 tensor. */
 enum qr_status qr_op_want_index(const struct qr_op_call *c,
 				struct qr_diag *d, size_t i);
 /* Run: output 0 is a byte copy of input 0. */
 enum qr_status qr_op_copy_run(struct qr_op_call *c, struct qr_diag *d);
+
+/* Step idx, a position in dims (ndim axes, the last fastest), to the
+ * next element; 0 past the last one, idx then back at zeros. */
+static inline int
+qr_op_next_index(int ndim, const int64_t *dims, int64_t *idx)
+{
+	int i;
+
+	for (i = ndim - 1; i >= 0; i--) {
+		if (++idx[i] < dims[i])
+			return 1;
+		idx[i] = 0;
+	}
+	return 0;
+}
 
 #endif

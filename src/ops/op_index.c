@@ -14,11 +14,7 @@
 static enum qr_status
 gather_check(const struct qr_op_call *c, struct qr_diag *d)
 {
-	enum qr_status st = qr_op_move_check(c, d, 2, 2, 1, 1);
-
-	if (st == QR_OK)
-		st = qr_op_want_index(c, d, 1);
-	return st;
+	return qr_op_move_check_in1(c, d, 2, 2, QR_DTM_INDEX);
 }
 
 static enum qr_status
@@ -109,42 +105,58 @@ gather_elements_infer(struct qr_op_call *c, struct qr_diag *d)
 				   qr_op_out_name(c, 0), d);
 }
 
+/*
+ * *off, the offset in x (elements, dense strides xs) that index v of
+ * GatherElements or ScatterElements addresses, read at position idx of
+ * indices of x's rank: idx with v (negative counts from the end) on
+ * axis. QR_ESHAPE naming the node when v is out of range or idx is
+ * outside x.
+ */
+static enum qr_status
+elem_offset(const struct qr_op_call *c, struct qr_diag *d,
+	    const struct qr_tensor *x, const int64_t *xs, int axis, int64_t v,
+	    const int64_t *idx, int64_t *off)
+{
+	int i;
+
+	if (v < -x->dims[axis] || v >= x->dims[axis])
+		return qr_op_errorf(c, d, QR_ESHAPE, "index %lld is out of "
+				    "range for axis %d of size %lld",
+				    (long long)v, axis,
+				    (long long)x->dims[axis]);
+	if (v < 0)
+		v += x->dims[axis];
+	*off = 0;
+	for (i = 0; i < x->ndim; i++) {
+		int64_t p = i == axis ? v : idx[i];
+
+		if (i != axis && p >= x->dims[i])
+			return qr_op_errorf(c, d, QR_ESHAPE, "indices exceed "
+					    "data on axis %d", i);
+		*off += p * xs[i];
+	}
+	return QR_OK;
+}
+
 static enum qr_status
 gather_elements_run(struct qr_op_call *c, struct qr_diag *d)
 {
 	const struct qr_tensor *x = c->in[0], *ix = c->in[1];
-	int64_t xs[QR_TENSOR_MAX_DIMS], idx[QR_TENSOR_MAX_DIMS] = {0};
+	int64_t xs[QR_TENSOR_MAX_DIMS], idx[QR_TENSOR_MAX_DIMS] = {0}, off;
 	size_t es = qr_dtype_size(x->dtype), k;
 	char *y = c->out[0]->data;
-	int axis, i;
+	enum qr_status st;
+	int axis;
 
 	qr_op_axis(c, d, qr_op_attr_int(c, "axis", 0), x->ndim, 0, &axis);
 	qr_op_dense_strides(x->ndim, x->dims, xs);
 	for (k = 0; k < ix->n_elem; k++) {
-		int64_t v = qr_op_get_i64(ix, k), off = 0;
-
-		if (v < -x->dims[axis] || v >= x->dims[axis])
-			return qr_op_errorf(c, d, QR_ESHAPE, "index %lld is out "
-					    "of range for axis %d of size %lld",
-					    (long long)v, axis,
-					    (long long)x->dims[axis]);
-		if (v < 0)
-			v += x->dims[axis];
-		for (i = 0; i < x->ndim; i++) {
-			int64_t p = i == axis ? v : idx[i];
-
-			if (i != axis && p >= x->dims[i])
-				return qr_op_errorf(c, d, QR_ESHAPE, "indices "
-						    "exceed data on axis %d", i);
-			off += p * xs[i];
-		}
+		if ((st = elem_offset(c, d, x, xs, axis, qr_op_get_i64(ix, k),
+				      idx, &off)) != QR_OK)
+			return st;
 		qr_op_copy_elem(y + k * es, (const char *)x->data +
 				off * (int64_t)es, es);
-		for (i = ix->ndim - 1; i >= 0; i--) {
-			if (++idx[i] < ix->dims[i])
-				break;
-			idx[i] = 0;
-		}
+		qr_op_next_index(ix->ndim, ix->dims, idx);
 	}
 	return QR_OK;
 }
@@ -160,11 +172,7 @@ const struct qr_op_desc qr_op_gather_elements = {
 static enum qr_status
 gathernd_check(const struct qr_op_call *c, struct qr_diag *d)
 {
-	enum qr_status st = qr_op_move_check(c, d, 2, 2, 1, 1);
-
-	if (st == QR_OK)
-		st = qr_op_want_dtype(c, d, 1, QR_DTM(QR_DT_INT64));
-	return st;
+	return qr_op_move_check_in1(c, d, 2, 2, QR_DTM(QR_DT_INT64));
 }
 
 static enum qr_status
@@ -196,17 +204,43 @@ gathernd_infer(struct qr_op_call *c, struct qr_diag *d)
 				   qr_op_out_name(c, 0), d);
 }
 
+/*
+ * Add to *off the offset in x (elements, dense strides xs) of index
+ * tuple t of GatherND's or ScatterND's indices ix (as many values as ix's
+ * last dim, for x's axes from `first` on; negative counts from the end).
+ * QR_ESHAPE naming the node when a value is out of range.
+ */
+static enum qr_status
+tuple_offset(const struct qr_op_call *c, struct qr_diag *d,
+	     const struct qr_tensor *x, const int64_t *xs,
+	     const struct qr_tensor *ix, size_t t, int first, int64_t *off)
+{
+	int64_t last = ix->dims[ix->ndim - 1];
+	int i;
+
+	for (i = 0; i < last; i++) {
+		int64_t v = qr_op_get_i64(ix, t * (size_t)last + (size_t)i);
+		int64_t dim = x->dims[first + i];
+
+		if (v < -dim || v >= dim)
+			return qr_op_errorf(c, d, QR_ESHAPE, "index %lld out of "
+					    "range for dim %lld", (long long)v,
+					    (long long)dim);
+		*off += (v < 0 ? v + dim : v) * xs[first + i];
+	}
+	return QR_OK;
+}
+
 static enum qr_status
 gathernd_run(struct qr_op_call *c, struct qr_diag *d)
 {
 	const struct qr_tensor *x = c->in[0], *ix = c->in[1];
 	int64_t b = qr_op_attr_int(c, "batch_dims", 0);
 	int64_t last = ix->dims[ix->ndim - 1], xs[QR_TENSOR_MAX_DIMS];
-	const int64_t *iv = ix->data;
 	size_t es = qr_dtype_size(x->dtype), n_tuples, per_batch, slice, t;
 	size_t batch_stride;
 	char *y = c->out[0]->data;
-	int i;
+	enum qr_status st;
 
 	qr_op_dense_strides(x->ndim, x->dims, xs);
 	n_tuples = last ? ix->n_elem / (size_t)last : 0;
@@ -218,17 +252,9 @@ gathernd_run(struct qr_op_call *c, struct qr_diag *d)
 		int64_t off = (int64_t)((t / (per_batch ? per_batch : 1)) *
 					batch_stride);
 
-		for (i = 0; i < last; i++) {
-			int64_t v = iv[t * (size_t)last + (size_t)i];
-			int64_t dim = x->dims[b + i];
-
-			if (v < -dim || v >= dim)
-				return qr_op_errorf(c, d, QR_ESHAPE, "index "
-						    "%lld out of range for "
-						    "dim %lld", (long long)v,
-						    (long long)dim);
-			off += (v < 0 ? v + dim : v) * xs[b + i];
-		}
+		if ((st = tuple_offset(c, d, x, xs, ix, t, (int)b, &off)) !=
+		    QR_OK)
+			return st;
 		if (slice > 0) { /* else y may be NULL: no output at all */
 			memcpy(y, (const char *)x->data + off * (int64_t)es,
 			       slice);
@@ -267,10 +293,8 @@ static enum qr_status
 scatter_check(const struct qr_op_call *c, struct qr_diag *d)
 {
 	enum scatter_red r;
-	enum qr_status st = qr_op_move_check(c, d, 3, 3, 1, 1);
+	enum qr_status st = qr_op_move_check_in1(c, d, 3, 3, QR_DTM_INDEX);
 
-	if (st == QR_OK)
-		st = qr_op_want_index(c, d, 1);
 	if (st == QR_OK)
 		st = qr_op_same_dtype(c, d, 0, 2);
 	if (st == QR_OK)
@@ -305,11 +329,11 @@ static enum qr_status
 scatter_elements_run(struct qr_op_call *c, struct qr_diag *d)
 {
 	const struct qr_tensor *x = c->in[0], *ix = c->in[1], *u = c->in[2];
-	int64_t xs[QR_TENSOR_MAX_DIMS], idx[QR_TENSOR_MAX_DIMS] = {0};
+	int64_t xs[QR_TENSOR_MAX_DIMS], idx[QR_TENSOR_MAX_DIMS] = {0}, off;
 	enum scatter_red r;
 	enum qr_status st;
 	size_t k;
-	int axis, i;
+	int axis;
 
 	if ((st = scatter_red(c, d, &r)) != QR_OK ||
 	    (st = qr_op_axis(c, d, qr_op_attr_int(c, "axis", 0), x->ndim, 0,
@@ -321,26 +345,11 @@ scatter_elements_run(struct qr_op_call *c, struct qr_diag *d)
 	qr_op_copy_run(c, d);
 	qr_op_dense_strides(x->ndim, x->dims, xs);
 	for (k = 0; k < ix->n_elem; k++) {
-		int64_t v = qr_op_get_i64(ix, k), off = 0;
-
-		if (v < -x->dims[axis] || v >= x->dims[axis])
-			return qr_op_errorf(c, d, QR_ESHAPE, "index %lld out of "
-					    "range", (long long)v);
-		for (i = 0; i < x->ndim; i++) {
-			int64_t p = i == axis ? (v < 0 ? v + x->dims[i] : v) :
-				idx[i];
-
-			if (p >= x->dims[i])
-				return qr_op_errorf(c, d, QR_ESHAPE, "indices "
-						    "exceed data on axis %d", i);
-			off += p * xs[i];
-		}
+		if ((st = elem_offset(c, d, x, xs, axis, qr_op_get_i64(ix, k),
+				      idx, &off)) != QR_OK)
+			return st;
 		scatter_put(c->out[0], (size_t)off, u, k, r);
-		for (i = ix->ndim - 1; i >= 0; i--) {
-			if (++idx[i] < ix->dims[i])
-				break;
-			idx[i] = 0;
-		}
+		qr_op_next_index(ix->ndim, ix->dims, idx);
 	}
 	return QR_OK;
 }
@@ -362,8 +371,8 @@ scatternd_run(struct qr_op_call *c, struct qr_diag *d)
 	const struct qr_tensor *x = c->in[0], *ix = c->in[1], *u = c->in[2];
 	int64_t xs[QR_TENSOR_MAX_DIMS], last;
 	enum scatter_red r;
+	enum qr_status st;
 	size_t n_tuples, slice, t, j;
-	int i;
 
 	scatter_red(c, d, &r);
 	if (ix->ndim < 1 || ix->dims[ix->ndim - 1] > x->ndim)
@@ -380,16 +389,8 @@ scatternd_run(struct qr_op_call *c, struct qr_diag *d)
 	for (t = 0; t < n_tuples; t++) {
 		int64_t off = 0;
 
-		for (i = 0; i < last; i++) {
-			int64_t v = qr_op_get_i64(ix, t * (size_t)last +
-						  (size_t)i);
-
-			if (v < -x->dims[i] || v >= x->dims[i])
-				return qr_op_errorf(c, d, QR_ESHAPE, "index "
-						    "%lld out of range",
-						    (long long)v);
-			off += (v < 0 ? v + x->dims[i] : v) * xs[i];
-		}
+		if ((st = tuple_offset(c, d, x, xs, ix, t, 0, &off)) != QR_OK)
+			return st;
 		for (j = 0; j < slice; j++)
 			scatter_put(c->out[0], (size_t)off + j, u,
 				    t * slice + j, r);
@@ -468,11 +469,7 @@ const struct qr_op_desc qr_op_where = {
 static enum qr_status
 compress_check(const struct qr_op_call *c, struct qr_diag *d)
 {
-	enum qr_status st = qr_op_move_check(c, d, 2, 2, 1, 1);
-
-	if (st == QR_OK)
-		st = qr_op_want_dtype(c, d, 1, QR_DTM(QR_DT_BOOL));
-	return st;
+	return qr_op_move_check_in1(c, d, 2, 2, QR_DTM(QR_DT_BOOL));
 }
 
 /* Selected count; *axis is -1 when the input is flattened. */
@@ -606,11 +603,7 @@ nonzero_run(struct qr_op_call *c, struct qr_diag *d)
 				y[(size_t)i * nnz + col] = idx[i];
 			col++;
 		}
-		for (i = x->ndim - 1; i >= 0; i--) {
-			if (++idx[i] < x->dims[i])
-				break;
-			idx[i] = 0;
-		}
+		qr_op_next_index(x->ndim, x->dims, idx);
 	}
 	return QR_OK;
 }
@@ -625,11 +618,7 @@ const struct qr_op_desc qr_op_nonzero = {
 static enum qr_status
 trilu_check(const struct qr_op_call *c, struct qr_diag *d)
 {
-	enum qr_status st = qr_op_move_check(c, d, 1, 2, 1, 1);
-
-	if (st == QR_OK)
-		st = qr_op_want_dtype(c, d, 1, QR_DTM(QR_DT_INT64));
-	return st;
+	return qr_op_move_check_in1(c, d, 1, 2, QR_DTM(QR_DT_INT64));
 }
 
 static enum qr_status

@@ -649,11 +649,7 @@ pad_run(struct qr_op_call *c, struct qr_diag *d)
 					(const char *)x->data +
 					(off + s) * (int64_t)es, es);
 		}
-		for (i = r - 2; i >= 0; i--) {
-			if (++idx[i] < y->dims[i])
-				break;
-			idx[i] = 0;
-		}
+		qr_op_next_index(r - 1, y->dims, idx);
 	}
 	return QR_OK;
 }
@@ -668,11 +664,7 @@ const struct qr_op_desc qr_op_pad = {
 static enum qr_status
 tile_check(const struct qr_op_call *c, struct qr_diag *d)
 {
-	enum qr_status st = qr_op_move_check(c, d, 2, 2, 1, 1);
-
-	if (st == QR_OK)
-		st = qr_op_want_dtype(c, d, 1, QR_DTM(QR_DT_INT64));
-	return st;
+	return qr_op_move_check_in1(c, d, 2, 2, QR_DTM(QR_DT_INT64));
 }
 
 static enum qr_status
@@ -744,8 +736,7 @@ tile_run(struct qr_op_call *c, struct qr_diag *d)
 			dst += (size_t)(idx[j] * ys[j]) * es;
 		for (r = 0; r < (size_t)(y->dims[n - 1] / x->dims[n - 1]); r++)
 			memcpy(dst + r * row, xd + k * row, row);
-		for (j = n - 2; j >= 0 && ++idx[j] == x->dims[j]; j--)
-			idx[j] = 0;
+		qr_op_next_index(n - 1, x->dims, idx);
 	}
 	for (i = n - 2; i >= 0; i--) {
 		size_t block = (size_t)(x->dims[i] * ys[i]) * es;
@@ -761,8 +752,7 @@ tile_run(struct qr_op_call *c, struct qr_diag *d)
 				base += (size_t)(idx[j] * ys[j]) * es;
 			for (r = 1; r < reps; r++)
 				memcpy(base + r * block, base, block);
-			for (j = i - 1; j >= 0 && ++idx[j] == x->dims[j]; j--)
-				idx[j] = 0;
+			qr_op_next_index(i, x->dims, idx);
 		}
 	}
 	return QR_OK;

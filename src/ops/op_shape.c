@@ -9,15 +9,16 @@
 
 /* ---- Identity, Dropout ---- */
 
+/* One input copied to one output (Identity, Flatten). */
 static enum qr_status
-identity_check(const struct qr_op_call *c, struct qr_diag *d)
+unary_check(const struct qr_op_call *c, struct qr_diag *d)
 {
 	return qr_op_move_check(c, d, 1, 1, 1, 1);
 }
 
 const struct qr_op_desc qr_op_identity = {
 	.domain = "", .name = "Identity", .since = 1,
-	.check = identity_check, .infer = qr_op_same_infer,
+	.check = unary_check, .infer = qr_op_same_infer,
 	.run = qr_op_copy_run,
 };
 
@@ -156,12 +157,6 @@ const struct qr_op_desc qr_op_size = {
 /* ---- Flatten, Reshape, Squeeze, Unsqueeze: copies with a new shape ---- */
 
 static enum qr_status
-flatten_check(const struct qr_op_call *c, struct qr_diag *d)
-{
-	return qr_op_move_check(c, d, 1, 1, 1, 1);
-}
-
-static enum qr_status
 flatten_infer(struct qr_op_call *c, struct qr_diag *d)
 {
 	const struct qr_tensor *x = c->in[0];
@@ -181,17 +176,13 @@ flatten_infer(struct qr_op_call *c, struct qr_diag *d)
 
 const struct qr_op_desc qr_op_flatten = {
 	.domain = "", .name = "Flatten", .since = 1,
-	.check = flatten_check, .infer = flatten_infer, .run = qr_op_copy_run,
+	.check = unary_check, .infer = flatten_infer, .run = qr_op_copy_run,
 };
 
 static enum qr_status
 reshape_check(const struct qr_op_call *c, struct qr_diag *d)
 {
-	enum qr_status st = qr_op_move_check(c, d, 2, 2, 1, 1);
-
-	if (st == QR_OK)
-		st = qr_op_want_index(c, d, 1);
-	return st;
+	return qr_op_move_check_in1(c, d, 2, 2, QR_DTM_INDEX);
 }
 
 static enum qr_status
@@ -284,12 +275,8 @@ axes_of(const struct qr_op_call *c, struct qr_diag *d, int64_t *axes,
 static enum qr_status
 squeeze_check(const struct qr_op_call *c, struct qr_diag *d)
 {
-	enum qr_status st = qr_op_move_check(c, d, 1, c->opset >= 13 ? 2 : 1,
-					     1, 1);
-
-	if (st == QR_OK)
-		st = qr_op_want_index(c, d, 1);
-	return st;
+	return qr_op_move_check_in1(c, d, 1, c->opset >= 13 ? 2 : 1,
+				    QR_DTM_INDEX);
 }
 
 static enum qr_status
@@ -365,11 +352,7 @@ const struct qr_op_desc qr_op_unsqueeze = {
 static enum qr_status
 expand_check(const struct qr_op_call *c, struct qr_diag *d)
 {
-	enum qr_status st = qr_op_move_check(c, d, 2, 2, 1, 1);
-
-	if (st == QR_OK)
-		st = qr_op_want_dtype(c, d, 1, QR_DTM(QR_DT_INT64));
-	return st;
+	return qr_op_move_check_in1(c, d, 2, 2, QR_DTM(QR_DT_INT64));
 }
 
 static enum qr_status
