@@ -60,19 +60,4 @@ enum qr_status qr_op_want_index(const struct qr_op_call *c,
 /* Run: output 0 is a byte copy of input 0. */
 enum qr_status qr_op_copy_run(struct qr_op_call *c, struct qr_diag *d);
 
-/* Step idx, a position in dims (ndim axes, the last fastest), to the
- * next element; 0 past the last one, idx then back at zeros. */
-static inline int
-qr_op_next_index(int ndim, const int64_t *dims, int64_t *idx)
-{
-	int i;
-
-	for (i = ndim - 1; i >= 0; i--) {
-		if (++idx[i] < dims[i])
-			return 1;
-		idx[i] = 0;
-	}
-	return 0;
-}
-
 #endif

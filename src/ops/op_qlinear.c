@@ -460,15 +460,6 @@ qlut_check(const struct qr_op_call *c, struct qr_diag *d)
 }
 
 static enum qr_status
-same_shape_infer(struct qr_op_call *c, struct qr_diag *d)
-{
-	const struct qr_tensor *x = c->in[0];
-
-	return qr_tensor_set_shape(c->out[0], x->dtype, x->ndim, x->dims,
-				   qr_op_out_name(c, 0), d);
-}
-
-static enum qr_status
 qlut_run(struct qr_op_call *c, struct qr_diag *d, enum lut_fn fn)
 {
 	const uint8_t *x = c->in[0]->data;
@@ -504,12 +495,12 @@ qleaky_run(struct qr_op_call *c, struct qr_diag *d)
 
 const struct qr_op_desc qr_op_qlinear_sigmoid = {
 	.domain = "com.microsoft", .name = "QLinearSigmoid", .since = 1,
-	.check = qlut_check, .infer = same_shape_infer, .run = qsigmoid_run,
+	.check = qlut_check, .infer = qr_op_same_infer, .run = qsigmoid_run,
 };
 
 const struct qr_op_desc qr_op_qlinear_leaky_relu = {
 	.domain = "com.microsoft", .name = "QLinearLeakyRelu", .since = 1,
-	.check = qlut_check, .infer = same_shape_infer, .run = qleaky_run,
+	.check = qlut_check, .infer = qr_op_same_infer, .run = qleaky_run,
 };
 
 /* ---- QLinearSoftmax ---- */
@@ -580,7 +571,7 @@ qsoftmax_infer(struct qr_op_call *c, struct qr_diag *d)
 
 	if (st != QR_OK)
 		return st;
-	return same_shape_infer(c, d);
+	return qr_op_same_infer(c, d);
 }
 
 static enum qr_status

@@ -248,28 +248,7 @@ static enum qr_status
 axes_of(const struct qr_op_call *c, struct qr_diag *d, int64_t *axes,
 	size_t *n, int *given)
 {
-	const int64_t *a;
-	size_t i;
-
-	*given = 0;
-	*n = 0;
-	if (c->opset >= 13) {
-		if (!qr_op_has_in(c, 1))
-			return QR_OK;
-		*given = 1;
-		return qr_op_read_ints(c, d, c->in[1], "axes", axes,
-				       QR_TENSOR_MAX_DIMS, n);
-	}
-	a = qr_op_attr_ints(c, "axes", n);
-	if (a == NULL)
-		return QR_OK;
-	if (*n > QR_TENSOR_MAX_DIMS)
-		return qr_op_errorf(c, d, QR_ESHAPE, "too many axes (%zu)",
-				    *n);
-	*given = 1;
-	for (i = 0; i < *n; i++)
-		axes[i] = a[i];
-	return QR_OK;
+	return qr_op_axes_arg(c, d, c->opset >= 13, 1, axes, n, given);
 }
 
 static enum qr_status
