@@ -1,10 +1,13 @@
 /*
  * op-conv-int: what the convolution, pooling and quantized op files
- * (op_conv.c, op_pool.c, op_quant.c, op_qlinear.c) share: the spatial
- * "window" attributes (kernel_shape, strides, dilations, pads, auto_pad,
- * ceil_mode, ...) parsed once and resolved against actual shapes, the
- * mapping of 1-D and 2-D windows onto the kernels' 2-D parameter structs,
- * and readers for quantization parameters (scales, zero points).
+ * (op_conv.c, op_pool.c, op_quant.c, op_qconv.c, op_qmatmul.c,
+ * op_qlinear.c and the com.microsoft ones built on them) share: the
+ * spatial "window" attributes (kernel_shape, strides, dilations, pads,
+ * auto_pad, ceil_mode, ...) parsed once and resolved against actual
+ * shapes, the mapping of 1-D and 2-D windows onto the kernels' 2-D
+ * parameter structs, readers for quantization parameters (scales, zero
+ * points; op_quant.c), and the integer matmul and conv helpers
+ * (op_qmatmul.c, op_qconv.c).
  *
  * Kernels are 2-D: a 1-D op runs as h = kh = 1. 3-D windows are parsed so
  * they can be refused by name (QR_EUNSUPPORTED).
@@ -92,6 +95,15 @@ enum qr_status qr_op_pool_shape(const struct qr_op_call *c,
 				int64_t *dims);
 
 /* ---- quantization parameters ---- */
+
+/*
+ * Dtype checks of the QOperator ops: inputs in `q` are 8-bit
+ * (QR_DTM_Q8) and of the same dtype as input 0, inputs in `f` are float.
+ * Bit i of a mask is input i. The statuses of qr_op_want_dtype and
+ * qr_op_same_dtype.
+ */
+enum qr_status qr_op_q8_dtypes(const struct qr_op_call *c, struct qr_diag *d,
+			       unsigned q, unsigned f);
 
 /*
  * Input i as one float scale (a float scalar or 1-element tensor).

@@ -84,6 +84,8 @@ int qr_op_has_attr(const struct qr_op_call *c, const char *name);
 #define QR_DTM_ANY (QR_DTM_NUMERIC | QR_DTM(QR_DT_BOOL) | \
 		    QR_DTM(QR_DT_FLOAT16) | QR_DTM(QR_DT_BFLOAT16))
 #define QR_DTM_INDEX (QR_DTM(QR_DT_INT32) | QR_DTM(QR_DT_INT64))
+/* The 8-bit quantized dtypes. */
+#define QR_DTM_Q8 (QR_DTM(QR_DT_UINT8) | QR_DTM(QR_DT_INT8))
 
 /*
  * Check the dtype of input i (when known: c->in_dtype[i] is not

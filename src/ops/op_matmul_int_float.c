@@ -23,8 +23,6 @@
 #include "kernels/kernels.h"
 #include "ops/op-conv-int.h"
 
-#define Q8_DTYPES (QR_DTM(QR_DT_UINT8) | QR_DTM(QR_DT_INT8))
-
 /* Input positions of one of the two ops. */
 struct mif_inputs {
 	size_t b_scale, a_zp, b_zp, bias; /* a_zp: (size_t)-1 when none */
@@ -56,9 +54,9 @@ mif_check(const struct qr_op_call *c, struct qr_diag *d)
 	mif_inputs(c, &in);
 	if ((st = qr_op_arity(c, d, dyn ? 3 : 4, dyn ? 5 : 7, 1, 1)) !=
 		    QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 0, dyn ? QR_DTM_FLOAT : Q8_DTYPES)) !=
+	    (st = qr_op_want_dtype(c, d, 0, dyn ? QR_DTM_FLOAT : QR_DTM_Q8)) !=
 		    QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 1, Q8_DTYPES)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 1, QR_DTM_Q8)) != QR_OK ||
 	    (!dyn && (st = qr_op_want_dtype(c, d, 2, QR_DTM_FLOAT)) !=
 		    QR_OK) ||
 	    (st = qr_op_want_dtype(c, d, in.b_scale, QR_DTM_FLOAT)) !=
