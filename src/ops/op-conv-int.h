@@ -6,8 +6,7 @@
  * auto_pad, ceil_mode, ...) parsed once and resolved against actual
  * shapes, the mapping of 1-D and 2-D windows onto the kernels' 2-D
  * parameter structs, readers for quantization parameters (scales, zero
- * points; op_quant.c), and the integer matmul and conv helpers
- * (op_qmatmul.c, op_qconv.c).
+ * points; op_quant.c), and the integer matmul helpers (op_qmatmul.c).
  *
  * Kernels are 2-D: a 1-D op runs as h = kh = 1. 3-D windows are parsed so
  * they can be refused by name (QR_EUNSUPPORTED).
@@ -182,22 +181,6 @@ void qr_op_mm_cache_free(void *state);
  */
 void qr_op_mm_prepack(const struct qr_op_call *c, struct qr_op_mm_cache *st,
 		      size_t ib, size_t ib_zp, int trans_b);
-
-/* What an integer conv node keeps: attributes and the packed weights. */
-struct qr_qconv_packed;
-/*
- * At prepare: the packed weights of input iw (zero points at iw_zp) for
- * group, or NULL when either is not constant or they are malformed (the
- * run then packs, or reports the error).
- */
-struct qr_qconv_packed *qr_op_qconv_prepack(const struct qr_op_call *c,
-					    size_t iw, size_t iw_zp,
-					    int64_t group);
-/* The same at run time, from the actual inputs (zero points already
- * read: wzp holds n_wzp values). */
-struct qr_qconv_packed *qr_op_qconv_pack(const struct qr_tensor *w,
-					 int64_t group, const int32_t *wzp,
-					 size_t n_wzp);
 
 /*
  * acc[batch][m][n] = sum_k (a - a_zp)(b - b_zp), exact in int32, for the

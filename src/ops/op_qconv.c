@@ -10,9 +10,9 @@
 #include "kernels/kernels.h"
 #include "ops/op-conv-int.h"
 
-/* ---- ConvInteger ---- */
+/* ---- what both keep: attributes and the packed weights ---- */
 
-/* Per-node state of ConvInteger. */
+/* Per-node state of ConvInteger and QLinearConv. */
 struct qconv_state {
 	struct qr_op_win win;       /* window attributes */
 	int w_const;                /* W and its zero points are constant,
@@ -20,13 +20,16 @@ struct qconv_state {
 	struct qr_qconv_packed *pk; /* packed weights, or NULL */
 	void *ws;                   /* kernel workspace */
 	size_t ws_cap;              /* bytes in ws */
+	float *scale;               /* QLinearConv's requantization scales,
+				     * c_out; NULL for ConvInteger */
+	size_t scale_cap;           /* entries in scale */
 };
 
 /* Packed conv weights of w for group with wzp (1 or c_out values); NULL
  * when w is not a 1-D to 3-D conv weight of that group. */
-struct qr_qconv_packed *
-qr_op_qconv_pack(const struct qr_tensor *w, int64_t group, const int32_t *wzp,
-		 size_t n_wzp)
+static struct qr_qconv_packed *
+qconv_pack(const struct qr_tensor *w, int64_t group, const int32_t *wzp,
+	   size_t n_wzp)
 {
 	size_t kd, kh, kw, c_out;
 
@@ -45,10 +48,11 @@ qr_op_qconv_pack(const struct qr_tensor *w, int64_t group, const int32_t *wzp,
 }
 
 /* Prepare-time pack: W at iw and its zero points at iw_zp (may be
- * absent) must be constant. */
-struct qr_qconv_packed *
-qr_op_qconv_prepack(const struct qr_op_call *c, size_t iw, size_t iw_zp,
-		    int64_t group)
+ * absent) must be constant. NULL when either is not constant or they are
+ * malformed (the run then packs, or reports the error). */
+static struct qr_qconv_packed *
+qconv_prepack(const struct qr_op_call *c, size_t iw, size_t iw_zp,
+	      int64_t group)
 {
 	const struct qr_tensor *w = c->in[iw], *z = NULL;
 	struct qr_qconv_packed *pk;
@@ -66,38 +70,37 @@ qr_op_qconv_prepack(const struct qr_op_call *c, size_t iw, size_t iw_zp,
 	zp = xmalloc((nz ? nz : 1) * sizeof *zp);
 	for (i = 0; i < nz; i++)
 		zp[i] = z ? (int32_t)qr_op_get(z, i) : 0;
-	pk = nz ? qr_op_qconv_pack(w, group, zp, nz) : NULL;
+	pk = nz ? qconv_pack(w, group, zp, nz) : NULL;
 	free(zp);
 	return pk;
 }
 
+/* The window attributes of both, and their weights (input iw) 1-D to
+ * 3-D: QR_EUNSUPPORTED naming the node otherwise. */
 static enum qr_status
-convint_check(const struct qr_op_call *c, struct qr_diag *d)
+qconv_check_win(const struct qr_op_call *c, struct qr_diag *d, size_t iw)
 {
 	struct qr_op_win win;
 	enum qr_status st;
 
-	if ((st = qr_op_arity(c, d, 2, 4, 1, 1)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 0, QR_DTM_Q8)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 1, QR_DTM_Q8)) != QR_OK ||
-	    (st = qr_op_same_dtype(c, d, 0, 2)) != QR_OK ||
-	    (st = qr_op_same_dtype(c, d, 1, 3)) != QR_OK ||
-	    (st = qr_op_win_parse(c, d, &win)) != QR_OK)
+	if ((st = qr_op_win_parse(c, d, &win)) != QR_OK)
 		return st;
 	if (win.nsp > 3)
 		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%d-D windows are "
 				    "not supported (1-D to 3-D only)",
 				    win.nsp);
-	if (c->in != NULL && c->in[1] != NULL && c->in[1]->ndim > 5)
+	if (c->in != NULL && c->in[iw] != NULL && c->in[iw]->ndim > 5)
 		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%d-D convolution "
 				    "is not supported (1-D to 3-D only)",
-				    c->in[1]->ndim - 2);
-	c->out_dtype[0] = QR_DT_INT32;
+				    c->in[iw]->ndim - 2);
 	return QR_OK;
 }
 
+/* The state, its weights (input iw, zero points at iw_zp) packed when
+ * they are constant. */
 static enum qr_status
-convint_prepare(struct qr_op_call *c, struct qr_diag *d)
+qconv_prepare(struct qr_op_call *c, struct qr_diag *d, size_t iw,
+	      size_t iw_zp)
 {
 	struct qconv_state *st = xcalloc(1, sizeof *st);
 	enum qr_status s;
@@ -105,13 +108,13 @@ convint_prepare(struct qr_op_call *c, struct qr_diag *d)
 	c->state = st;
 	if ((s = qr_op_win_parse(c, d, &st->win)) != QR_OK)
 		return s;
-	st->pk = qr_op_qconv_prepack(c, 1, 3, st->win.group);
+	st->pk = qconv_prepack(c, iw, iw_zp, st->win.group);
 	st->w_const = st->pk != NULL;
 	return QR_OK;
 }
 
 static void
-convint_release(void *state)
+qconv_release(void *state)
 {
 	struct qconv_state *st = state;
 
@@ -119,11 +122,13 @@ convint_release(void *state)
 		return;
 	qr_qconv_packed_free(st->pk);
 	free(st->ws);
+	free(st->scale);
 	free(st);
 }
 
+/* Output shape of input 0 convolved by the weights at iw, as dtype. */
 static enum qr_status
-convint_infer(struct qr_op_call *c, struct qr_diag *d)
+qconv_infer(struct qr_op_call *c, struct qr_diag *d, size_t iw, int dtype)
 {
 	struct qconv_state *st = c->state;
 	int64_t dims[QR_TENSOR_MAX_DIMS];
@@ -131,11 +136,41 @@ convint_infer(struct qr_op_call *c, struct qr_diag *d)
 	enum qr_status s;
 	int ndim;
 
-	if ((s = qr_op_conv_shape(c, d, &st->win, c->in[0], c->in[1], 0, &p,
+	if ((s = qr_op_conv_shape(c, d, &st->win, c->in[0], c->in[iw], 0, &p,
 				  &ndim, dims)) != QR_OK)
 		return s;
-	return qr_tensor_set_shape(c->out[0], QR_DT_INT32, ndim, dims,
+	return qr_tensor_set_shape(c->out[0], dtype, ndim, dims,
 				   qr_op_out_name(c, 0), d);
+}
+
+/* ---- ConvInteger ---- */
+
+static enum qr_status
+convint_check(const struct qr_op_call *c, struct qr_diag *d)
+{
+	enum qr_status st;
+
+	if ((st = qr_op_arity(c, d, 2, 4, 1, 1)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 0, QR_DTM_Q8)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 1, QR_DTM_Q8)) != QR_OK ||
+	    (st = qr_op_same_dtype(c, d, 0, 2)) != QR_OK ||
+	    (st = qr_op_same_dtype(c, d, 1, 3)) != QR_OK ||
+	    (st = qconv_check_win(c, d, 1)) != QR_OK)
+		return st;
+	c->out_dtype[0] = QR_DT_INT32;
+	return QR_OK;
+}
+
+static enum qr_status
+convint_prepare(struct qr_op_call *c, struct qr_diag *d)
+{
+	return qconv_prepare(c, d, 1, 3);
+}
+
+static enum qr_status
+convint_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	return qconv_infer(c, d, 1, QR_DT_INT32);
 }
 
 static enum qr_status
@@ -168,7 +203,7 @@ convint_run(struct qr_op_call *c, struct qr_diag *d)
 		for (i = 0; i < nz; i++)
 			wzp[i] = z ? (int32_t)qr_op_get(z, i) : 0;
 		qr_qconv_packed_free(st->pk);
-		st->pk = qr_op_qconv_pack(c->in[1], st->win.group, wzp, nz);
+		st->pk = qconv_pack(c->in[1], st->win.group, wzp, nz);
 		QR_ASSERT(st->pk != NULL);
 	}
 	qr_qconv_run_s32(st->pk, &p, c->in[0]->data,
@@ -185,26 +220,14 @@ const struct qr_op_desc qr_op_conv_integer = {
 	.domain = "", .name = "ConvInteger", .since = 10,
 	.check = convint_check, .prepare = convint_prepare,
 	.infer = convint_infer, .run = convint_run,
-	.release = convint_release,
+	.release = qconv_release,
 };
 
 /* ---- QLinearConv ---- */
 
-struct qlconv_state {
-	struct qr_op_win win;       /* window attributes */
-	int w_const;                /* W and w_zero_point are constant,
-				     * packed at prepare */
-	struct qr_qconv_packed *pk; /* packed weights, or NULL */
-	void *ws;                   /* kernel workspace */
-	size_t ws_cap;              /* bytes in ws */
-	float *scale;               /* requantization scales, c_out */
-	size_t scale_cap;           /* entries in scale */
-};
-
 static enum qr_status
 qlconv_check(const struct qr_op_call *c, struct qr_diag *d)
 {
-	struct qr_op_win win;
 	enum qr_status st;
 
 	if ((st = qr_op_arity(c, d, 8, 9, 1, 1)) != QR_OK ||
@@ -213,68 +236,30 @@ qlconv_check(const struct qr_op_call *c, struct qr_diag *d)
 	    (st = qr_op_same_dtype(c, d, 3, 5)) != QR_OK ||
 	    (st = qr_op_want_dtype(c, d, 7, QR_DTM_Q8)) != QR_OK ||
 	    (st = qr_op_want_dtype(c, d, 8, QR_DTM(QR_DT_INT32))) != QR_OK ||
-	    (st = qr_op_win_parse(c, d, &win)) != QR_OK)
+	    (st = qconv_check_win(c, d, 3)) != QR_OK)
 		return st;
-	if (win.nsp > 3)
-		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%d-D windows are "
-				    "not supported (1-D to 3-D only)",
-				    win.nsp);
-	if (c->in != NULL && c->in[3] != NULL && c->in[3]->ndim > 5)
-		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%d-D convolution "
-				    "is not supported (1-D to 3-D only)",
-				    c->in[3]->ndim - 2);
 	c->out_dtype[0] = qr_op_dtype(c, 7);
 	return QR_OK;
 }
 
+/* w_zero_point (input 5) is required: the weights are packed at prepare
+ * when it is constant too. */
 static enum qr_status
 qlconv_prepare(struct qr_op_call *c, struct qr_diag *d)
 {
-	struct qlconv_state *st = xcalloc(1, sizeof *st);
-	enum qr_status s;
-
-	c->state = st;
-	if ((s = qr_op_win_parse(c, d, &st->win)) != QR_OK)
-		return s;
-	st->pk = c->in[5] != NULL ?
-			 qr_op_qconv_prepack(c, 3, 5, st->win.group) : NULL;
-	st->w_const = st->pk != NULL;
-	return QR_OK;
-}
-
-static void
-qlconv_release(void *state)
-{
-	struct qlconv_state *st = state;
-
-	if (st == NULL)
-		return;
-	qr_qconv_packed_free(st->pk);
-	free(st->ws);
-	free(st->scale);
-	free(st);
+	return qconv_prepare(c, d, 3, 5);
 }
 
 static enum qr_status
 qlconv_infer(struct qr_op_call *c, struct qr_diag *d)
 {
-	struct qlconv_state *st = c->state;
-	int64_t dims[QR_TENSOR_MAX_DIMS];
-	struct qr_conv_params p;
-	enum qr_status s;
-	int ndim;
-
-	if ((s = qr_op_conv_shape(c, d, &st->win, c->in[0], c->in[3], 0, &p,
-				  &ndim, dims)) != QR_OK)
-		return s;
-	return qr_tensor_set_shape(c->out[0], c->in[7]->dtype, ndim, dims,
-				   qr_op_out_name(c, 0), d);
+	return qconv_infer(c, d, 3, c->in[7]->dtype);
 }
 
 static enum qr_status
 qlconv_run(struct qr_op_call *c, struct qr_diag *d)
 {
-	struct qlconv_state *st = c->state;
+	struct qconv_state *st = c->state;
 	int64_t dims[QR_TENSOR_MAX_DIMS];
 	struct qr_conv_params p;
 	struct qr_qconv_quant q;
@@ -304,8 +289,7 @@ qlconv_run(struct qr_op_call *c, struct qr_diag *d)
 		goto out;
 	if (!st->w_const) {
 		qr_qconv_packed_free(st->pk);
-		st->pk = qr_op_qconv_pack(c->in[3], st->win.group, wzp,
-					  p.c_out);
+		st->pk = qconv_pack(c->in[3], st->win.group, wzp, p.c_out);
 		QR_ASSERT(st->pk != NULL);
 	}
 	scale = qr_op_scratch((void **)&st->scale, &st->scale_cap,
@@ -333,5 +317,5 @@ out:
 const struct qr_op_desc qr_op_qlinear_conv = {
 	.domain = "", .name = "QLinearConv", .since = 10,
 	.check = qlconv_check, .prepare = qlconv_prepare,
-	.infer = qlconv_infer, .run = qlconv_run, .release = qlconv_release,
+	.infer = qlconv_infer, .run = qlconv_run, .release = qconv_release,
 };
