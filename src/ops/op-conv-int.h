@@ -92,6 +92,14 @@ enum qr_status qr_op_pool_shape(const struct qr_op_call *c,
 				const struct qr_tensor *x,
 				struct qr_pool_params *p, int *ndim,
 				int64_t *dims);
+/*
+ * The load-time window checks of a pool: at most max_nsp spatial dims
+ * (2 or 3; QR_EUNSUPPORTED) and a kernel_shape (QR_EGRAPH), naming the
+ * node.
+ */
+enum qr_status qr_op_pool_win_check(const struct qr_op_call *c,
+				    struct qr_diag *d,
+				    const struct qr_op_win *win, int max_nsp);
 
 /* ---- quantization parameters ---- */
 

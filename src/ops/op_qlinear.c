@@ -27,6 +27,33 @@
 #include "kernels/kernels.h"
 #include "ops/op-conv-int.h"
 
+/*
+ * Arity and dtypes of the ops on one 8-bit tensor: x, x_scale,
+ * x_zero_point, y_scale, y_zero_point (min_in of them at least; the
+ * zero points of x's dtype).
+ */
+static enum qr_status
+q8_unary_dtypes(const struct qr_op_call *c, struct qr_diag *d, size_t min_in)
+{
+	enum qr_status st;
+
+	if ((st = qr_op_arity(c, d, min_in, 5, 1, 1)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 0, QR_DTM_Q8)) != QR_OK)
+		return st;
+	return qr_op_q8_dtypes(c, d, 0x1 | 0x4 | 0x10, 0x2 | 0x8);
+}
+
+/* Their check when there is nothing more to check: y has x's dtype. */
+static enum qr_status
+q8_unary_check(const struct qr_op_call *c, struct qr_diag *d, size_t min_in)
+{
+	enum qr_status st = q8_unary_dtypes(c, d, min_in);
+
+	if (st == QR_OK)
+		c->out_dtype[0] = qr_op_dtype(c, 0);
+	return st;
+}
+
 /* ---- QLinearAdd, QLinearMul ---- */
 
 static enum qr_status
@@ -173,14 +200,7 @@ lut_build(enum lut_fn fn, float alpha, int is_signed, float xs, int32_t xz,
 static enum qr_status
 qlut_check(const struct qr_op_call *c, struct qr_diag *d)
 {
-	enum qr_status st;
-
-	if ((st = qr_op_arity(c, d, 4, 5, 1, 1)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 0, QR_DTM_Q8)) != QR_OK ||
-	    (st = qr_op_q8_dtypes(c, d, 0x1 | 0x4 | 0x10, 0x2 | 0x8)) != QR_OK)
-		return st;
-	c->out_dtype[0] = qr_op_dtype(c, 0);
-	return QR_OK;
+	return q8_unary_check(c, d, 4);
 }
 
 static enum qr_status
@@ -554,14 +574,7 @@ nchw_view(const struct qr_op_call *c, struct qr_diag *d, int channels_last,
 static enum qr_status
 qgap_check(const struct qr_op_call *c, struct qr_diag *d)
 {
-	enum qr_status st;
-
-	if ((st = qr_op_arity(c, d, 5, 5, 1, 1)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 0, QR_DTM_Q8)) != QR_OK ||
-	    (st = qr_op_q8_dtypes(c, d, 0x1 | 0x4 | 0x10, 0x2 | 0x8)) != QR_OK)
-		return st;
-	c->out_dtype[0] = qr_op_dtype(c, 0);
-	return QR_OK;
+	return q8_unary_check(c, d, 5);
 }
 
 static enum qr_status
@@ -637,19 +650,10 @@ qap_check(const struct qr_op_call *c, struct qr_diag *d)
 	struct qr_op_win win;
 	enum qr_status st;
 
-	if ((st = qr_op_arity(c, d, 4, 5, 1, 1)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 0, QR_DTM_Q8)) != QR_OK ||
-	    (st = qr_op_q8_dtypes(c, d, 0x1 | 0x4 | 0x10, 0x2 | 0x8)) !=
-		    QR_OK ||
-	    (st = qr_op_win_parse(c, d, &win)) != QR_OK)
+	if ((st = q8_unary_dtypes(c, d, 4)) != QR_OK ||
+	    (st = qr_op_win_parse(c, d, &win)) != QR_OK ||
+	    (st = qr_op_pool_win_check(c, d, &win, 2)) != QR_OK)
 		return st;
-	if (win.nsp > 2)
-		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%d-D windows are "
-				    "not supported (1-D and 2-D only)",
-				    win.nsp);
-	if (!win.has_kernel)
-		return qr_op_errorf(c, d, QR_EGRAPH, "kernel_shape is "
-				    "required");
 	if (win.dil[0] != 1 || win.dil[1] != 1)
 		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "dilations are not "
 				    "supported");
