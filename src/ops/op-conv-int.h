@@ -166,6 +166,10 @@ struct qr_op_mm {
 enum qr_status qr_op_mm_shape(const struct qr_op_call *c, struct qr_diag *d,
 			      const struct qr_tensor *a,
 			      const struct qr_tensor *b, struct qr_op_mm *mm);
+/* Infer of the integer matmuls: output 0, of dtype, shaped as input 0
+ * times input ib (errors of qr_op_mm_shape). */
+enum qr_status qr_op_mm_infer(struct qr_op_call *c, struct qr_diag *d,
+			      size_t ib, int dtype);
 /* Matrix indices into A and B of output product bi. */
 void qr_op_mm_index(const struct qr_op_mm *mm, size_t bi, size_t *ai,
 		    size_t *bj);

@@ -85,13 +85,7 @@ mif_prepare(struct qr_op_call *c, struct qr_diag *d)
 static enum qr_status
 mif_infer(struct qr_op_call *c, struct qr_diag *d)
 {
-	struct qr_op_mm mm;
-	enum qr_status s;
-
-	if ((s = qr_op_mm_shape(c, d, c->in[0], c->in[1], &mm)) != QR_OK)
-		return s;
-	return qr_tensor_set_shape(c->out[0], QR_DT_FLOAT, mm.ndim, mm.dims,
-				   qr_op_out_name(c, 0), d);
+	return qr_op_mm_infer(c, d, 1, QR_DT_FLOAT);
 }
 
 /* Input i as n per-column floats (1 value spread, or n); QR_EGRAPH

@@ -72,6 +72,19 @@ bad:
 			    qr_shape_str(b, b2, sizeof b2));
 }
 
+/* Output 0 as input 0 times input ib. */
+enum qr_status
+qr_op_mm_infer(struct qr_op_call *c, struct qr_diag *d, size_t ib, int dtype)
+{
+	struct qr_op_mm mm;
+	enum qr_status s;
+
+	if ((s = qr_op_mm_shape(c, d, c->in[0], c->in[ib], &mm)) != QR_OK)
+		return s;
+	return qr_tensor_set_shape(c->out[0], dtype, mm.ndim, mm.dims,
+				   qr_op_out_name(c, 0), d);
+}
+
 /* Matrix indices into A and B of output product bi. */
 void
 qr_op_mm_index(const struct qr_op_mm *mm, size_t bi, size_t *ai, size_t *bj)
@@ -131,13 +144,7 @@ qr_op_mm_cache_free(void *state)
 static enum qr_status
 mmint_infer(struct qr_op_call *c, struct qr_diag *d)
 {
-	struct qr_op_mm mm;
-	enum qr_status s;
-
-	if ((s = qr_op_mm_shape(c, d, c->in[0], c->in[1], &mm)) != QR_OK)
-		return s;
-	return qr_tensor_set_shape(c->out[0], QR_DT_INT32, mm.ndim, mm.dims,
-				   qr_op_out_name(c, 0), d);
+	return qr_op_mm_infer(c, d, 1, QR_DT_INT32);
 }
 
 /*
@@ -308,13 +315,7 @@ qmm_prepare(struct qr_op_call *c, struct qr_diag *d)
 static enum qr_status
 qlmm_infer(struct qr_op_call *c, struct qr_diag *d)
 {
-	struct qr_op_mm mm;
-	enum qr_status s;
-
-	if ((s = qr_op_mm_shape(c, d, c->in[0], c->in[3], &mm)) != QR_OK)
-		return s;
-	return qr_tensor_set_shape(c->out[0], c->in[7]->dtype, mm.ndim,
-				   mm.dims, qr_op_out_name(c, 0), d);
+	return qr_op_mm_infer(c, d, 3, c->in[7]->dtype);
 }
 
 /* Requantize rows of n accumulators with one scale or one per column. */
