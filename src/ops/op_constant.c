@@ -1,6 +1,7 @@
 /*
- * op_constant: operators that make values from attributes and shapes
- * rather than from input data: Constant, ConstantOfShape, Range, EyeLike.
+ * op_constant: operators that make values from attributes, shapes and
+ * scalar inputs rather than from tensor data: Constant, ConstantOfShape,
+ * Range, EyeLike.
  */
 #include <math.h>
 #include <string.h>
