@@ -344,6 +344,84 @@ qr_op_same_shape(const struct qr_tensor *t, int ndim, const int64_t *dims)
 	return 1;
 }
 
+/* Output 0 shaped as input 0, of its dtype. */
+enum qr_status
+qr_op_same_infer(struct qr_op_call *c, struct qr_diag *d)
+{
+	return qr_tensor_set_shape(c->out[0], c->in[0]->dtype, c->in[0]->ndim,
+				   c->in[0]->dims, qr_op_out_name(c, 0), d);
+}
+
+/* Axes: attribute before the opset that makes them an input, input
+ * after. */
+enum qr_status
+qr_op_axes_arg(const struct qr_op_call *c, struct qr_diag *d, int from_input,
+	       size_t i, int64_t *axes, size_t *n, int *given)
+{
+	const int64_t *a;
+	size_t k;
+
+	*given = 0;
+	*n = 0;
+	if (from_input) {
+		if (!qr_op_has_in(c, i))
+			return QR_OK;
+		*given = 1;
+		return qr_op_read_ints(c, d, c->in[i], "axes", axes,
+				       QR_TENSOR_MAX_DIMS, n);
+	}
+	a = qr_op_attr_ints(c, "axes", n);
+	if (a == NULL)
+		return QR_OK;
+	if (*n > QR_TENSOR_MAX_DIMS)
+		return qr_op_errorf(c, d, QR_ESHAPE, "too many axes (%zu)",
+				    *n);
+	*given = 1;
+	for (k = 0; k < *n; k++)
+		axes[k] = a[k];
+	return QR_OK;
+}
+
+/* mark[ax] = 1 for every axis given. */
+enum qr_status
+qr_op_axes_mark(const struct qr_op_call *c, struct qr_diag *d,
+		const int64_t *axes, size_t n, int rank, int *mark)
+{
+	enum qr_status st;
+	size_t k;
+	int ax = 0;
+
+	for (k = 0; k < n; k++) {
+		if ((st = qr_op_axis(c, d, axes[k], rank, 0, &ax)) != QR_OK)
+			return st;
+		mark[ax] = 1;
+	}
+	return QR_OK;
+}
+
+/* Output strides over x's axes, 0 on reduced axes. */
+size_t
+qr_op_reduce_strides(const struct qr_tensor *x, const int *red, int64_t *ost,
+		     size_t *n_out)
+{
+	size_t count = 1;
+	int64_t s = 1;
+	int i;
+
+	for (i = x->ndim - 1; i >= 0; i--) {
+		if (red[i]) {
+			ost[i] = 0;
+			count *= (size_t)x->dims[i];
+		} else {
+			ost[i] = s;
+			s *= x->dims[i];
+		}
+	}
+	if (n_out != NULL)
+		*n_out = (size_t)s;
+	return count;
+}
+
 /* ---- broadcasting ---- */
 
 /* numpy broadcast of n shapes (NULL entries skipped) into (*ndim, dims);

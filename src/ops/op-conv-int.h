@@ -1,10 +1,12 @@
 /*
  * op-conv-int: what the convolution, pooling and quantized op files
- * (op_conv.c, op_pool.c, op_quant.c, op_qlinear.c) share: the spatial
- * "window" attributes (kernel_shape, strides, dilations, pads, auto_pad,
- * ceil_mode, ...) parsed once and resolved against actual shapes, the
- * mapping of 1-D and 2-D windows onto the kernels' 2-D parameter structs,
- * and readers for quantization parameters (scales, zero points).
+ * (op_conv.c, op_pool.c, op_quant.c, op_qconv.c, op_qmatmul.c,
+ * op_qlinear.c and the com.microsoft ones built on them) share: the
+ * spatial "window" attributes (kernel_shape, strides, dilations, pads,
+ * auto_pad, ceil_mode, ...) parsed once and resolved against actual
+ * shapes, the mapping of 1-D and 2-D windows onto the kernels' 2-D
+ * parameter structs, readers for quantization parameters (scales, zero
+ * points; op_quant.c), and the integer matmul helpers (op_qmatmul.c).
  *
  * Kernels are 2-D: a 1-D op runs as h = kh = 1. 3-D windows are parsed so
  * they can be refused by name (QR_EUNSUPPORTED).
@@ -90,8 +92,25 @@ enum qr_status qr_op_pool_shape(const struct qr_op_call *c,
 				const struct qr_tensor *x,
 				struct qr_pool_params *p, int *ndim,
 				int64_t *dims);
+/*
+ * The load-time window checks of a pool: at most max_nsp spatial dims
+ * (2 or 3; QR_EUNSUPPORTED) and a kernel_shape (QR_EGRAPH), naming the
+ * node.
+ */
+enum qr_status qr_op_pool_win_check(const struct qr_op_call *c,
+				    struct qr_diag *d,
+				    const struct qr_op_win *win, int max_nsp);
 
 /* ---- quantization parameters ---- */
+
+/*
+ * Dtype checks of the QOperator ops: inputs in `q` are 8-bit
+ * (QR_DTM_Q8) and of the same dtype as input 0, inputs in `f` are float.
+ * Bit i of a mask is input i. The statuses of qr_op_want_dtype and
+ * qr_op_same_dtype.
+ */
+enum qr_status qr_op_q8_dtypes(const struct qr_op_call *c, struct qr_diag *d,
+			       unsigned q, unsigned f);
 
 /*
  * Input i as one float scale (a float scalar or 1-element tensor).
@@ -147,6 +166,10 @@ struct qr_op_mm {
 enum qr_status qr_op_mm_shape(const struct qr_op_call *c, struct qr_diag *d,
 			      const struct qr_tensor *a,
 			      const struct qr_tensor *b, struct qr_op_mm *mm);
+/* Infer of the integer matmuls: output 0, of dtype, shaped as input 0
+ * times input ib (errors of qr_op_mm_shape). */
+enum qr_status qr_op_mm_infer(struct qr_op_call *c, struct qr_diag *d,
+			      size_t ib, int dtype);
 /* Matrix indices into A and B of output product bi. */
 void qr_op_mm_index(const struct qr_op_mm *mm, size_t bi, size_t *ai,
 		    size_t *bj);
@@ -170,22 +193,6 @@ void qr_op_mm_cache_free(void *state);
  */
 void qr_op_mm_prepack(const struct qr_op_call *c, struct qr_op_mm_cache *st,
 		      size_t ib, size_t ib_zp, int trans_b);
-
-/* What an integer conv node keeps: attributes and the packed weights. */
-struct qr_qconv_packed;
-/*
- * At prepare: the packed weights of input iw (zero points at iw_zp) for
- * group, or NULL when either is not constant or they are malformed (the
- * run then packs, or reports the error).
- */
-struct qr_qconv_packed *qr_op_qconv_prepack(const struct qr_op_call *c,
-					    size_t iw, size_t iw_zp,
-					    int64_t group);
-/* The same at run time, from the actual inputs (zero points already
- * read: wzp holds n_wzp values). */
-struct qr_qconv_packed *qr_op_qconv_pack(const struct qr_tensor *w,
-					 int64_t group, const int32_t *wzp,
-					 size_t n_wzp);
 
 /*
  * acc[batch][m][n] = sum_k (a - a_zp)(b - b_zp), exact in int32, for the

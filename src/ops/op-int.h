@@ -1,7 +1,8 @@
 /*
  * op-int: what every op_*.c shares. Attribute getters, error helpers,
- * dtype sets and dispatch, axis normalisation, reading small integer
- * tensors (shapes, axes), and the broadcasting iterator.
+ * dtype sets and dispatch, axis normalisation and axes lists, reading
+ * small integer tensors (shapes, axes), index walks and reduction
+ * strides, and the broadcasting iterator.
  *
  * Writing an operator:
  *   1. write check/infer/run (and prepare/release if it packs data) in
@@ -83,6 +84,8 @@ int qr_op_has_attr(const struct qr_op_call *c, const char *name);
 #define QR_DTM_ANY (QR_DTM_NUMERIC | QR_DTM(QR_DT_BOOL) | \
 		    QR_DTM(QR_DT_FLOAT16) | QR_DTM(QR_DT_BFLOAT16))
 #define QR_DTM_INDEX (QR_DTM(QR_DT_INT32) | QR_DTM(QR_DT_INT64))
+/* The 8-bit quantized dtypes. */
+#define QR_DTM_Q8 (QR_DTM(QR_DT_UINT8) | QR_DTM(QR_DT_INT8))
 
 /*
  * Check the dtype of input i (when known: c->in_dtype[i] is not
@@ -159,6 +162,69 @@ size_t qr_op_dims_prod(const int64_t *dims, int from, int to);
 /* 1 when t's shape equals (ndim, dims). */
 int qr_op_same_shape(const struct qr_tensor *t, int ndim,
 		     const int64_t *dims);
+/* Infer of the ops whose output 0 has input 0's dtype and shape. */
+enum qr_status qr_op_same_infer(struct qr_op_call *c, struct qr_diag *d);
+
+/*
+ * The axes of Squeeze, Unsqueeze and the reductions into axes (room for
+ * QR_TENSOR_MAX_DIMS), *n of them: input i when from_input (none when it
+ * is absent), else the INTS attribute "axes". *given is 1 when either is
+ * there. QR_ESHAPE naming the node when the attribute holds more than
+ * QR_TENSOR_MAX_DIMS; the input's errors are qr_op_read_ints'.
+ */
+enum qr_status qr_op_axes_arg(const struct qr_op_call *c, struct qr_diag *d,
+			      int from_input, size_t i, int64_t *axes,
+			      size_t *n, int *given);
+/*
+ * mark[ax] = 1 for each of the n axes normalised against rank by
+ * qr_op_axis (its QR_EGRAPH when one is out of range); other entries are
+ * left as they are.
+ */
+enum qr_status qr_op_axes_mark(const struct qr_op_call *c, struct qr_diag *d,
+			       const int64_t *axes, size_t n, int rank,
+			       int *mark);
+
+/*
+ * A reduction of x over the axes where red[i] is 1: ost[i] is 0 on a
+ * reduced axis, else the dense stride (elements) of the output on that
+ * axis. Returns how many elements of x each output gathers; *n_out gets
+ * the outputs (n_out may be NULL).
+ */
+size_t qr_op_reduce_strides(const struct qr_tensor *x, const int *red,
+			    int64_t *ost, size_t *n_out);
+
+/* Step idx, a position in dims (ndim axes, the last fastest), to the
+ * next element; 0 past the last one, idx then back at zeros. */
+static inline int
+qr_op_next_index(int ndim, const int64_t *dims, int64_t *idx)
+{
+	int i;
+
+	for (i = ndim - 1; i >= 0; i--) {
+		if (++idx[i] < dims[i])
+			return 1;
+		idx[i] = 0;
+	}
+	return 0;
+}
+
+/* qr_op_next_index, moving *off by st[i] elements per step along axis i
+ * (the strides of qr_op_reduce_strides, say): back at its start after
+ * the last element. */
+static inline void
+qr_op_next_offset(int ndim, const int64_t *dims, const int64_t *st,
+		  int64_t *idx, size_t *off)
+{
+	int i;
+
+	for (i = ndim - 1; i >= 0; i--) {
+		*off += (size_t)st[i];
+		if (++idx[i] < dims[i])
+			return;
+		*off -= (size_t)(st[i] * dims[i]);
+		idx[i] = 0;
+	}
+}
 
 /* ---- broadcasting ---- */
 

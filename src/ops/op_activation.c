@@ -41,13 +41,6 @@ relu_check(const struct qr_op_call *c, struct qr_diag *d)
 	return act_check_mask(c, d, 1, QR_DTM_FLOATS | QR_DTM_SINTS);
 }
 
-static enum qr_status
-same_infer(struct qr_op_call *c, struct qr_diag *d)
-{
-	return qr_tensor_set_shape(c->out[0], c->in[0]->dtype, c->in[0]->ndim,
-				   c->in[0]->dims, qr_op_out_name(c, 0), d);
-}
-
 /* y[i] = EXPR(x) for T = float or double; a, b are the op's parameters. */
 #define ACT_LOOP(T, EXPR, c, a, b)                                          \
 	do {                                                                \
@@ -148,7 +141,7 @@ DEF_ACT(celu_run, fmaxf(0.0f, x) + fminf(0.0f, pa * (expf(x / pa) - 1.0f)),
 #define ACT_DESC(sym, op, ver, chk, fn)                                     \
 	const struct qr_op_desc sym = {                                     \
 		.domain = "", .name = op, .since = ver, .check = chk,       \
-		.infer = same_infer, .run = fn,                             \
+		.infer = qr_op_same_infer, .run = fn,                      \
 	};
 
 ACT_DESC(qr_op_leaky_relu, "LeakyRelu", 6, float_check, leaky_relu_run)
@@ -243,7 +236,7 @@ relu_run(struct qr_op_call *c, struct qr_diag *d)
 
 const struct qr_op_desc qr_op_relu = {
 	.domain = "", .name = "Relu", .since = 6,
-	.check = relu_check, .infer = same_infer, .run = relu_run,
+	.check = relu_check, .infer = qr_op_same_infer, .run = relu_run,
 };
 
 /* Clip before opset 11: min and max are attributes. */
@@ -257,7 +250,7 @@ clip6_run(struct qr_op_call *c, struct qr_diag *d)
 
 const struct qr_op_desc qr_op_clip_6 = {
 	.domain = "", .name = "Clip", .since = 6,
-	.check = float_check, .infer = same_infer, .run = clip6_run,
+	.check = float_check, .infer = qr_op_same_infer, .run = clip6_run,
 };
 
 /* From opset 11: optional min and max inputs (scalars); integers from
@@ -280,7 +273,7 @@ clip11_infer(struct qr_op_call *c, struct qr_diag *d)
 					    "must hold one value, not %zu", i,
 					    qr_op_in_name(c, i),
 					    c->in[i]->n_elem);
-	return same_infer(c, d);
+	return qr_op_same_infer(c, d);
 }
 
 static enum qr_status
@@ -358,7 +351,7 @@ prelu_infer(struct qr_op_call *c, struct qr_diag *d)
 				    "broadcast to x %s",
 				    qr_shape_str(c->in[1], a, sizeof a),
 				    qr_shape_str(c->in[0], b, sizeof b));
-	return same_infer(c, d);
+	return qr_op_same_infer(c, d);
 }
 
 #define PRELU_LOOP(T, c, in)                                                \

@@ -43,7 +43,6 @@
 #include "kernels/kernels.h"
 #include "ops/op-conv-int.h"
 
-#define Q8_DTYPES (QR_DTM(QR_DT_UINT8) | QR_DTM(QR_DT_INT8))
 #define MASK_FILTER_DEFAULT -10000.0f
 
 /* Input positions: Attention's, QAttention's. */
@@ -98,8 +97,8 @@ attn_check(const struct qr_op_call *c, struct qr_diag *d)
 	if ((st = qr_op_want_dtype(c, d, mask, QR_DTM(QR_DT_INT32))) != QR_OK)
 		return st;
 	if (q) {
-		if ((st = qr_op_want_dtype(c, d, Q_X, Q8_DTYPES)) != QR_OK ||
-		    (st = qr_op_want_dtype(c, d, Q_W, Q8_DTYPES)) != QR_OK ||
+		if ((st = qr_op_want_dtype(c, d, Q_X, QR_DTM_Q8)) != QR_OK ||
+		    (st = qr_op_want_dtype(c, d, Q_W, QR_DTM_Q8)) != QR_OK ||
 		    (st = qr_op_want_dtype(c, d, Q_BIAS, QR_DTM_FLOAT)) !=
 			    QR_OK ||
 		    (st = qr_op_want_dtype(c, d, Q_XSCALE, QR_DTM_FLOAT)) !=

@@ -481,6 +481,22 @@ qr_op_pool_shape(const struct qr_op_call *c, struct qr_diag *d,
 	return QR_OK;
 }
 
+/* At most max_nsp spatial dims, and a kernel_shape. */
+enum qr_status
+qr_op_pool_win_check(const struct qr_op_call *c, struct qr_diag *d,
+		     const struct qr_op_win *win, int max_nsp)
+{
+	if (win->nsp > max_nsp)
+		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%d-D windows are "
+				    "not supported (%s only)", win->nsp,
+				    max_nsp == 2 ? "1-D and 2-D" :
+						   "1-D to 3-D");
+	if (!win->has_kernel)
+		return qr_op_errorf(c, d, QR_EGRAPH, "kernel_shape is "
+				    "required");
+	return QR_OK;
+}
+
 /* Grow *buf (heap, owned by the caller) to n bytes; contents not kept. */
 void *
 qr_op_scratch(void **buf, size_t *cap, size_t n)

@@ -427,14 +427,6 @@ unary_signed_check(const struct qr_op_call *c, struct qr_diag *d)
 	return unary_check_mask(c, d, QR_DTM_FLOATS | QR_DTM_SINTS);
 }
 
-/* Output: input's shape and dtype. */
-static enum qr_status
-same_infer(struct qr_op_call *c, struct qr_diag *d)
-{
-	return qr_tensor_set_shape(c->out[0], c->in[0]->dtype, c->in[0]->ndim,
-				   c->in[0]->dims, qr_op_out_name(c, 0), d);
-}
-
 #define UN_LOOP(T, EXPR, c)                                                 \
 	do {                                                                \
 		typedef T elem_t;                                           \
@@ -501,7 +493,7 @@ DEF_UNARY(cos_run, cosf(x), cos(x), 0)
 #define UNARY_DESC(sym, op, ver, chk, fn)                                   \
 	const struct qr_op_desc sym = {                                     \
 		.domain = "", .name = op, .since = ver, .check = chk,       \
-		.infer = same_infer, .run = fn,                             \
+		.infer = qr_op_same_infer, .run = fn,                      \
 	};
 
 UNARY_DESC(qr_op_sqrt, "Sqrt", 6, unary_float_check, sqrt_run)
@@ -680,7 +672,7 @@ cumsum_infer(struct qr_op_call *c, struct qr_diag *d)
 	int axis;
 	enum qr_status st = cumsum_axis(c, d, &axis);
 
-	return st != QR_OK ? st : same_infer(c, d);
+	return st != QR_OK ? st : qr_op_same_infer(c, d);
 }
 
 static enum qr_status

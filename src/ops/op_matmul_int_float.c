@@ -23,8 +23,6 @@
 #include "kernels/kernels.h"
 #include "ops/op-conv-int.h"
 
-#define Q8_DTYPES (QR_DTM(QR_DT_UINT8) | QR_DTM(QR_DT_INT8))
-
 /* Input positions of one of the two ops. */
 struct mif_inputs {
 	size_t b_scale, a_zp, b_zp, bias; /* a_zp: (size_t)-1 when none */
@@ -56,9 +54,9 @@ mif_check(const struct qr_op_call *c, struct qr_diag *d)
 	mif_inputs(c, &in);
 	if ((st = qr_op_arity(c, d, dyn ? 3 : 4, dyn ? 5 : 7, 1, 1)) !=
 		    QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 0, dyn ? QR_DTM_FLOAT : Q8_DTYPES)) !=
+	    (st = qr_op_want_dtype(c, d, 0, dyn ? QR_DTM_FLOAT : QR_DTM_Q8)) !=
 		    QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 1, Q8_DTYPES)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 1, QR_DTM_Q8)) != QR_OK ||
 	    (!dyn && (st = qr_op_want_dtype(c, d, 2, QR_DTM_FLOAT)) !=
 		    QR_OK) ||
 	    (st = qr_op_want_dtype(c, d, in.b_scale, QR_DTM_FLOAT)) !=
@@ -87,13 +85,7 @@ mif_prepare(struct qr_op_call *c, struct qr_diag *d)
 static enum qr_status
 mif_infer(struct qr_op_call *c, struct qr_diag *d)
 {
-	struct qr_op_mm mm;
-	enum qr_status s;
-
-	if ((s = qr_op_mm_shape(c, d, c->in[0], c->in[1], &mm)) != QR_OK)
-		return s;
-	return qr_tensor_set_shape(c->out[0], QR_DT_FLOAT, mm.ndim, mm.dims,
-				   qr_op_out_name(c, 0), d);
+	return qr_op_mm_infer(c, d, 1, QR_DT_FLOAT);
 }
 
 /* Input i as n per-column floats (1 value spread, or n); QR_EGRAPH

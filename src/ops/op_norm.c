@@ -32,13 +32,6 @@ want_vec(const struct qr_op_call *c, struct qr_diag *d, size_t i, int64_t n)
 	return QR_OK;
 }
 
-static enum qr_status
-same_infer(struct qr_op_call *c, struct qr_diag *d)
-{
-	return qr_tensor_set_shape(c->out[0], c->in[0]->dtype, c->in[0]->ndim,
-				   c->in[0]->dims, qr_op_out_name(c, 0), d);
-}
-
 /* ---- BatchNormalization ---- */
 
 static enum qr_status
@@ -80,7 +73,7 @@ bn_infer(struct qr_op_call *c, struct qr_diag *d)
 	for (i = 1; i < 5; i++)
 		if ((st = want_vec(c, d, i, ch)) != QR_OK)
 			return st;
-	return same_infer(c, d);
+	return qr_op_same_infer(c, d);
 }
 
 static enum qr_status
@@ -125,7 +118,7 @@ in_infer(struct qr_op_call *c, struct qr_diag *d)
 	if ((st = want_vec(c, d, 1, x->dims[1])) != QR_OK ||
 	    (st = want_vec(c, d, 2, x->dims[1])) != QR_OK)
 		return st;
-	return same_infer(c, d);
+	return qr_op_same_infer(c, d);
 }
 
 static enum qr_status
@@ -197,7 +190,7 @@ ln_infer(struct qr_op_call *c, struct qr_diag *d)
 						    axis);
 		}
 	}
-	st = same_infer(c, d);
+	st = qr_op_same_infer(c, d);
 	for (i = 0; i < x->ndim; i++)
 		dims[i] = i < axis ? x->dims[i] : 1;
 	for (j = 1; st == QR_OK && j < c->n_out; j++)
@@ -326,7 +319,7 @@ lrn_infer(struct qr_op_call *c, struct qr_diag *d)
 	if (c->in[0]->ndim < 3)
 		return qr_op_errorf(c, d, QR_ESHAPE, "input must have rank >= "
 				    "3, not %d", c->in[0]->ndim);
-	return same_infer(c, d);
+	return qr_op_same_infer(c, d);
 }
 
 /*
@@ -391,9 +384,8 @@ mvn_axes(const struct qr_op_call *c, struct qr_diag *d, int *red)
 {
 	static const int64_t dflt[] = {0, 2, 3};
 	const int64_t *axes;
-	size_t n, k;
-	int i, ax;
-	enum qr_status st;
+	size_t n;
+	int i;
 
 	axes = qr_op_attr_ints(c, "axes", &n);
 	if (axes == NULL) {
@@ -402,13 +394,7 @@ mvn_axes(const struct qr_op_call *c, struct qr_diag *d, int *red)
 	}
 	for (i = 0; i < c->in[0]->ndim; i++)
 		red[i] = 0;
-	for (k = 0; k < n; k++) {
-		if ((st = qr_op_axis(c, d, axes[k], c->in[0]->ndim, 0,
-				     &ax)) != QR_OK)
-			return st;
-		red[ax] = 1;
-	}
-	return QR_OK;
+	return qr_op_axes_mark(c, d, axes, n, c->in[0]->ndim, red);
 }
 
 static enum qr_status
@@ -417,7 +403,7 @@ mvn_infer(struct qr_op_call *c, struct qr_diag *d)
 	int red[QR_TENSOR_MAX_DIMS];
 	enum qr_status st = mvn_axes(c, d, red);
 
-	return st != QR_OK ? st : same_infer(c, d);
+	return st != QR_OK ? st : qr_op_same_infer(c, d);
 }
 
 static enum qr_status
@@ -426,22 +412,13 @@ mvn_run(struct qr_op_call *c, struct qr_diag *d)
 	const struct qr_tensor *x = c->in[0];
 	const float *xd = x->data;
 	float *y = c->out[0]->data;
-	int red[QR_TENSOR_MAX_DIMS], i;
-	int64_t ost[QR_TENSOR_MAX_DIMS], s = 1;
-	size_t n_out = 1, count = 1, k, pass;
+	int red[QR_TENSOR_MAX_DIMS];
+	int64_t ost[QR_TENSOR_MAX_DIMS];
+	size_t n_out, count, k, pass;
 	double *sum, *sq;
 
 	mvn_axes(c, d, red);
-	for (i = x->ndim - 1; i >= 0; i--) {
-		if (red[i]) {
-			ost[i] = 0;
-			count *= (size_t)x->dims[i];
-		} else {
-			ost[i] = s;
-			s *= x->dims[i];
-			n_out *= (size_t)x->dims[i];
-		}
-	}
+	count = qr_op_reduce_strides(x, red, ost, &n_out);
 	sum = xcalloc(n_out + 1, sizeof *sum);
 	sq = xcalloc(n_out + 1, sizeof *sq);
 	/* pass 0: sums; pass 1: write (x - mean) / sqrt(E[x^2] - mean^2) */
@@ -461,13 +438,7 @@ mvn_run(struct qr_op_call *c, struct qr_diag *d)
 
 				y[k] = (float)((v - m) / sqrt(var));
 			}
-			for (i = x->ndim - 1; i >= 0; i--) {
-				o += (size_t)ost[i];
-				if (++idx[i] < x->dims[i])
-					break;
-				o -= (size_t)(ost[i] * x->dims[i]);
-				idx[i] = 0;
-			}
+			qr_op_next_offset(x->ndim, x->dims, ost, idx, &o);
 		}
 	}
 	free(sum);

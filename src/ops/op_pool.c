@@ -21,15 +21,9 @@ pool_check(const struct qr_op_call *c, struct qr_diag *d, int is_max)
 	if ((st = qr_op_arity(c, d, 1, 1, 1, is_max ? 2 : 1)) != QR_OK ||
 	    (st = qr_op_want_dtype(c, d, 0, is_max ? POOL_DTYPES :
 						     QR_DTM_FLOAT)) != QR_OK ||
-	    (st = qr_op_win_parse(c, d, &win)) != QR_OK)
+	    (st = qr_op_win_parse(c, d, &win)) != QR_OK ||
+	    (st = qr_op_pool_win_check(c, d, &win, 3)) != QR_OK)
 		return st;
-	if (win.nsp > 3)
-		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%d-D windows are "
-				    "not supported (1-D to 3-D only)",
-				    win.nsp);
-	if (!win.has_kernel)
-		return qr_op_errorf(c, d, QR_EGRAPH, "kernel_shape is "
-				    "required");
 	if (win.has_pads && win.auto_pad != QR_AUTOPAD_NOTSET)
 		return qr_op_errorf(c, d, QR_EGRAPH, "pads and auto_pad %s are "
 				    "both given", qr_op_attr_str(c, "auto_pad",

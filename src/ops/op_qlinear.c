@@ -1,15 +1,12 @@
 /*
- * op_qlinear: the QOperator-format quantized ops. ai.onnx: QLinearConv,
- * QLinearMatMul. com.microsoft (ONNX Runtime contrib ops): QLinearAdd,
- * QLinearMul, QLinearSigmoid, QLinearLeakyRelu, QLinearSoftmax,
- * QLinearConcat, QLinearGlobalAveragePool, QLinearAveragePool, QGemm.
+ * op_qlinear: the com.microsoft QOperator-format ops on 8-bit tensors
+ * (ONNX Runtime contrib ops): QLinearAdd, QLinearMul, QLinearSigmoid,
+ * QLinearLeakyRelu, QLinearSoftmax, QLinearConcat,
+ * QLinearGlobalAveragePool, QLinearAveragePool. QLinearConv and
+ * QLinearMatMul are in op_qconv.c and op_qmatmul.c, with QGemm.
  *
  * Each one gives the bits ONNX Runtime's CPU provider gives (files under
  * onnxruntime/contrib_ops/cpu/quantization/):
- *   - QLinearConv, QLinearMatMul, QGemm: int32 products, then MLAS's
- *     MlasRequantizeOutput with scale x_scale * w_scale / y_scale
- *     (QGemm: alpha * a_scale * b_scale [/ y_scale]; float output
- *     (float)acc * scale when y_zero_point is absent), kernels.h.
  *   - QLinearSigmoid, QLinearLeakyRelu (qlinear_lookup_table.cc) and
  *     QLinearConcat (qlinear_concat.cc): a 256-entry table per input,
  *     table[x] = QuantizeLinear(f(x_scale * (x - x_zp)), y_scale, y_zp),
@@ -30,278 +27,32 @@
 #include "kernels/kernels.h"
 #include "ops/op-conv-int.h"
 
-#define Q8_DTYPES (QR_DTM(QR_DT_UINT8) | QR_DTM(QR_DT_INT8))
-
-/* Dtype checks shared by the ops below: inputs in `q` are 8-bit and of
- * the same dtype as input 0, inputs in `f` are float. Bit i of a mask is
- * input i. */
+/*
+ * Arity and dtypes of the ops on one 8-bit tensor: x, x_scale,
+ * x_zero_point, y_scale, y_zero_point (min_in of them at least; the
+ * zero points of x's dtype).
+ */
 static enum qr_status
-q_dtypes(const struct qr_op_call *c, struct qr_diag *d, unsigned q,
-	 unsigned f)
+q8_unary_dtypes(const struct qr_op_call *c, struct qr_diag *d, size_t min_in)
 {
 	enum qr_status st;
-	size_t i;
 
-	for (i = 0; i < c->n_in && i < 32; i++) {
-		if ((q >> i) & 1) {
-			if ((st = qr_op_want_dtype(c, d, i, Q8_DTYPES)) !=
-				    QR_OK ||
-			    (st = qr_op_same_dtype(c, d, 0, i)) != QR_OK)
-				return st;
-		} else if ((f >> i) & 1) {
-			if ((st = qr_op_want_dtype(c, d, i, QR_DTM_FLOAT)) !=
-			    QR_OK)
-				return st;
-		}
-	}
-	return QR_OK;
-}
-
-/* ---- QLinearConv ---- */
-
-struct qlconv_state {
-	struct qr_op_win win;       /* window attributes */
-	int w_const;                /* W and w_zero_point are constant,
-				     * packed at prepare */
-	struct qr_qconv_packed *pk; /* packed weights, or NULL */
-	void *ws;                   /* kernel workspace */
-	size_t ws_cap;              /* bytes in ws */
-	float *scale;               /* requantization scales, c_out */
-	size_t scale_cap;           /* entries in scale */
-};
-
-static enum qr_status
-qlconv_check(const struct qr_op_call *c, struct qr_diag *d)
-{
-	struct qr_op_win win;
-	enum qr_status st;
-
-	if ((st = qr_op_arity(c, d, 8, 9, 1, 1)) != QR_OK ||
-	    (st = q_dtypes(c, d, 0x5, 0x2 | 0x10 | 0x40)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 3, Q8_DTYPES)) != QR_OK ||
-	    (st = qr_op_same_dtype(c, d, 3, 5)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 7, Q8_DTYPES)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 8, QR_DTM(QR_DT_INT32))) != QR_OK ||
-	    (st = qr_op_win_parse(c, d, &win)) != QR_OK)
+	if ((st = qr_op_arity(c, d, min_in, 5, 1, 1)) != QR_OK ||
+	    (st = qr_op_want_dtype(c, d, 0, QR_DTM_Q8)) != QR_OK)
 		return st;
-	if (win.nsp > 3)
-		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%d-D windows are "
-				    "not supported (1-D to 3-D only)",
-				    win.nsp);
-	if (c->in != NULL && c->in[3] != NULL && c->in[3]->ndim > 5)
-		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%d-D convolution "
-				    "is not supported (1-D to 3-D only)",
-				    c->in[3]->ndim - 2);
-	c->out_dtype[0] = qr_op_dtype(c, 7);
-	return QR_OK;
+	return qr_op_q8_dtypes(c, d, 0x1 | 0x4 | 0x10, 0x2 | 0x8);
 }
 
+/* Their check when there is nothing more to check: y has x's dtype. */
 static enum qr_status
-qlconv_prepare(struct qr_op_call *c, struct qr_diag *d)
+q8_unary_check(const struct qr_op_call *c, struct qr_diag *d, size_t min_in)
 {
-	struct qlconv_state *st = xcalloc(1, sizeof *st);
-	enum qr_status s;
+	enum qr_status st = q8_unary_dtypes(c, d, min_in);
 
-	c->state = st;
-	if ((s = qr_op_win_parse(c, d, &st->win)) != QR_OK)
-		return s;
-	st->pk = c->in[5] != NULL ?
-			 qr_op_qconv_prepack(c, 3, 5, st->win.group) : NULL;
-	st->w_const = st->pk != NULL;
-	return QR_OK;
+	if (st == QR_OK)
+		c->out_dtype[0] = qr_op_dtype(c, 0);
+	return st;
 }
-
-static void
-qlconv_release(void *state)
-{
-	struct qlconv_state *st = state;
-
-	if (st == NULL)
-		return;
-	qr_qconv_packed_free(st->pk);
-	free(st->ws);
-	free(st->scale);
-	free(st);
-}
-
-static enum qr_status
-qlconv_infer(struct qr_op_call *c, struct qr_diag *d)
-{
-	struct qlconv_state *st = c->state;
-	int64_t dims[QR_TENSOR_MAX_DIMS];
-	struct qr_conv_params p;
-	enum qr_status s;
-	int ndim;
-
-	if ((s = qr_op_conv_shape(c, d, &st->win, c->in[0], c->in[3], 0, &p,
-				  &ndim, dims)) != QR_OK)
-		return s;
-	return qr_tensor_set_shape(c->out[0], c->in[7]->dtype, ndim, dims,
-				   qr_op_out_name(c, 0), d);
-}
-
-static enum qr_status
-qlconv_run(struct qr_op_call *c, struct qr_diag *d)
-{
-	struct qlconv_state *st = c->state;
-	int64_t dims[QR_TENSOR_MAX_DIMS];
-	struct qr_conv_params p;
-	struct qr_qconv_quant q;
-	float xs, ys, *ws = NULL, *scale = NULL;
-	int32_t *wzp = NULL, xz, yz;
-	enum qr_status s;
-	size_t i;
-	char b[128];
-	int ndim;
-
-	if ((s = qr_op_conv_shape(c, d, &st->win, c->in[0], c->in[3], 0, &p,
-				  &ndim, dims)) != QR_OK ||
-	    (s = qr_op_q_scale(c, d, 1, &xs)) != QR_OK ||
-	    (s = qr_op_q_zp(c, d, 2, c->in[0]->dtype, &xz)) != QR_OK ||
-	    (s = qr_op_q_scale(c, d, 6, &ys)) != QR_OK ||
-	    (s = qr_op_q_zp(c, d, 7, c->in[7]->dtype, &yz)) != QR_OK ||
-	    (s = qr_op_q_vec(c, d, 4, 5, p.c_out, &ws, &wzp)) != QR_OK)
-		goto out;
-	if (qr_op_has_in(c, 8) && (c->in[8]->ndim != 1 ||
-				   c->in[8]->n_elem != p.c_out)) {
-		s = qr_op_errorf(c, d, QR_ESHAPE, "bias '%s' %s must hold %zu "
-				 "values", qr_op_in_name(c, 8),
-				 qr_shape_str(c->in[8], b, sizeof b), p.c_out);
-		goto out;
-	}
-	if (c->out[0]->n_elem == 0)
-		goto out;
-	if (!st->w_const) {
-		qr_qconv_packed_free(st->pk);
-		st->pk = qr_op_qconv_pack(c->in[3], st->win.group, wzp,
-					  p.c_out);
-		QR_ASSERT(st->pk != NULL);
-	}
-	scale = qr_op_scratch((void **)&st->scale, &st->scale_cap,
-			      (p.c_out ? p.c_out : 1) * sizeof *scale);
-	for (i = 0; i < p.c_out; i++)
-		scale[i] = qr_requant_scale(xs, ws[i], ys);
-	q.x_signed = c->in[0]->dtype == QR_DT_INT8;
-	q.x_zp = xz;
-	q.bias = qr_op_has_in(c, 8) ? c->in[8]->data : NULL;
-	q.scale = scale;
-	q.n_scale = p.c_out;
-	q.y_signed = c->out[0]->dtype == QR_DT_INT8;
-	q.y_zp = yz;
-	qr_qconv_run(st->pk, &p, c->in[0]->data, &q, c->out[0]->data,
-		     qr_op_ws(c, &st->ws, &st->ws_cap,
-				   qr_qconv_workspace(st->pk, &p,
-						      c->n_threads)),
-		     c->n_threads);
-out:
-	free(ws);
-	free(wzp);
-	return s;
-}
-
-const struct qr_op_desc qr_op_qlinear_conv = {
-	.domain = "", .name = "QLinearConv", .since = 10,
-	.check = qlconv_check, .prepare = qlconv_prepare,
-	.infer = qlconv_infer, .run = qlconv_run, .release = qlconv_release,
-};
-
-/* ---- QLinearMatMul ---- */
-
-static enum qr_status
-qlmm_check(const struct qr_op_call *c, struct qr_diag *d)
-{
-	enum qr_status st;
-
-	if ((st = qr_op_arity(c, d, 8, 8, 1, 1)) != QR_OK ||
-	    (st = q_dtypes(c, d, 0x5, 0x2 | 0x10 | 0x40)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 3, Q8_DTYPES)) != QR_OK ||
-	    (st = qr_op_same_dtype(c, d, 3, 5)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 7, Q8_DTYPES)) != QR_OK)
-		return st;
-	c->out_dtype[0] = qr_op_dtype(c, 7);
-	return QR_OK;
-}
-
-static enum qr_status
-qmm_prepare(struct qr_op_call *c, struct qr_diag *d)
-{
-	struct qr_op_mm_cache *st = xcalloc(1, sizeof *st);
-
-	c->state = st;
-	if (c->in[5] != NULL)
-		qr_op_mm_prepack(c, st, 3, 5, 0);
-	return QR_OK;
-}
-
-static enum qr_status
-qlmm_infer(struct qr_op_call *c, struct qr_diag *d)
-{
-	struct qr_op_mm mm;
-	enum qr_status s;
-
-	if ((s = qr_op_mm_shape(c, d, c->in[0], c->in[3], &mm)) != QR_OK)
-		return s;
-	return qr_tensor_set_shape(c->out[0], c->in[7]->dtype, mm.ndim,
-				   mm.dims, qr_op_out_name(c, 0), d);
-}
-
-/* Requantize rows of n accumulators with one scale or one per column. */
-static void
-requant_rows(const int32_t *acc, size_t rows, size_t n, const float *scale,
-	     size_t n_scale, int32_t zp, int y_signed, uint8_t *y)
-{
-	size_t r;
-
-	for (r = 0; r < rows; r++) {
-		if (n_scale == 1)
-			qr_requantize_row(acc + r * n, n, 0, scale[0], zp,
-					  y_signed, y + r * n);
-		else
-			qr_requantize_cols(acc + r * n, n, NULL, 0, scale, n,
-					   zp, y_signed, y + r * n);
-	}
-}
-
-static enum qr_status
-qlmm_run(struct qr_op_call *c, struct qr_diag *d)
-{
-	struct qr_op_mm mm;
-	float as, ys, *bs = NULL, *scale = NULL;
-	int32_t az, yz, *bz = NULL, *acc = NULL;
-	size_t i, n_scale;
-	enum qr_status s;
-
-	if ((s = qr_op_mm_shape(c, d, c->in[0], c->in[3], &mm)) != QR_OK ||
-	    (s = qr_op_q_scale(c, d, 1, &as)) != QR_OK ||
-	    (s = qr_op_q_zp(c, d, 2, c->in[0]->dtype, &az)) != QR_OK ||
-	    (s = qr_op_q_scale(c, d, 6, &ys)) != QR_OK ||
-	    (s = qr_op_q_zp(c, d, 7, c->in[7]->dtype, &yz)) != QR_OK ||
-	    (s = qr_op_q_vec(c, d, 4, 5, mm.n, &bs, &bz)) != QR_OK)
-		goto out;
-	n_scale = c->in[4]->n_elem == 1 ? 1 : mm.n;
-	scale = xmalloc((mm.n ? mm.n : 1) * sizeof *scale);
-	for (i = 0; i < mm.n; i++)
-		scale[i] = qr_requant_scale(as, bs[i], ys);
-	acc = xmalloc((c->out[0]->n_elem ? c->out[0]->n_elem : 1) *
-		      sizeof *acc);
-	if ((s = qr_op_mm_int32(c, d, c->state, &mm, 0, az, 3, 5, acc)) !=
-	    QR_OK)
-		goto out;
-	requant_rows(acc, mm.batch * mm.m, mm.n, scale, n_scale, yz,
-		     c->out[0]->dtype == QR_DT_INT8, c->out[0]->data);
-out:
-	free(bs);
-	free(bz);
-	free(scale);
-	free(acc);
-	return s;
-}
-
-const struct qr_op_desc qr_op_qlinear_matmul = {
-	.domain = "", .name = "QLinearMatMul", .since = 10,
-	.check = qlmm_check, .prepare = qmm_prepare, .infer = qlmm_infer,
-	.run = qlmm_run, .release = qr_op_mm_cache_free,
-};
 
 /* ---- QLinearAdd, QLinearMul ---- */
 
@@ -311,9 +62,9 @@ qbin_check(const struct qr_op_call *c, struct qr_diag *d)
 	enum qr_status st;
 
 	if ((st = qr_op_arity(c, d, 7, 8, 1, 1)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 0, Q8_DTYPES)) != QR_OK ||
-	    (st = q_dtypes(c, d, 0x1 | 0x4 | 0x8 | 0x20 | 0x80,
-			   0x2 | 0x10 | 0x40)) != QR_OK)
+	    (st = qr_op_want_dtype(c, d, 0, QR_DTM_Q8)) != QR_OK ||
+	    (st = qr_op_q8_dtypes(c, d, 0x1 | 0x4 | 0x8 | 0x20 | 0x80,
+				  0x2 | 0x10 | 0x40)) != QR_OK)
 		return st;
 	c->out_dtype[0] = qr_op_dtype(c, 0);
 	return QR_OK;
@@ -449,23 +200,7 @@ lut_build(enum lut_fn fn, float alpha, int is_signed, float xs, int32_t xz,
 static enum qr_status
 qlut_check(const struct qr_op_call *c, struct qr_diag *d)
 {
-	enum qr_status st;
-
-	if ((st = qr_op_arity(c, d, 4, 5, 1, 1)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 0, Q8_DTYPES)) != QR_OK ||
-	    (st = q_dtypes(c, d, 0x1 | 0x4 | 0x10, 0x2 | 0x8)) != QR_OK)
-		return st;
-	c->out_dtype[0] = qr_op_dtype(c, 0);
-	return QR_OK;
-}
-
-static enum qr_status
-same_shape_infer(struct qr_op_call *c, struct qr_diag *d)
-{
-	const struct qr_tensor *x = c->in[0];
-
-	return qr_tensor_set_shape(c->out[0], x->dtype, x->ndim, x->dims,
-				   qr_op_out_name(c, 0), d);
+	return q8_unary_check(c, d, 4);
 }
 
 static enum qr_status
@@ -504,12 +239,12 @@ qleaky_run(struct qr_op_call *c, struct qr_diag *d)
 
 const struct qr_op_desc qr_op_qlinear_sigmoid = {
 	.domain = "com.microsoft", .name = "QLinearSigmoid", .since = 1,
-	.check = qlut_check, .infer = same_shape_infer, .run = qsigmoid_run,
+	.check = qlut_check, .infer = qr_op_same_infer, .run = qsigmoid_run,
 };
 
 const struct qr_op_desc qr_op_qlinear_leaky_relu = {
 	.domain = "com.microsoft", .name = "QLinearLeakyRelu", .since = 1,
-	.check = qlut_check, .infer = same_shape_infer, .run = qleaky_run,
+	.check = qlut_check, .infer = qr_op_same_infer, .run = qleaky_run,
 };
 
 /* ---- QLinearSoftmax ---- */
@@ -580,7 +315,7 @@ qsoftmax_infer(struct qr_op_call *c, struct qr_diag *d)
 
 	if (st != QR_OK)
 		return st;
-	return same_shape_infer(c, d);
+	return qr_op_same_infer(c, d);
 }
 
 static enum qr_status
@@ -670,7 +405,7 @@ qconcat_check(const struct qr_op_call *c, struct qr_diag *d)
 		return qr_op_errorf(c, d, QR_EGRAPH, "attribute axis is "
 				    "required");
 	if ((st = qr_op_want_dtype(c, d, 0, QR_DTM_FLOAT)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 1, Q8_DTYPES)) != QR_OK)
+	    (st = qr_op_want_dtype(c, d, 1, QR_DTM_Q8)) != QR_OK)
 		return st;
 	for (i = 2; i < c->n_in; i += 3)
 		if (!qr_op_has_in(c, i) || !qr_op_has_in(c, i + 1) ||
@@ -839,14 +574,7 @@ nchw_view(const struct qr_op_call *c, struct qr_diag *d, int channels_last,
 static enum qr_status
 qgap_check(const struct qr_op_call *c, struct qr_diag *d)
 {
-	enum qr_status st;
-
-	if ((st = qr_op_arity(c, d, 5, 5, 1, 1)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 0, Q8_DTYPES)) != QR_OK ||
-	    (st = q_dtypes(c, d, 0x1 | 0x4 | 0x10, 0x2 | 0x8)) != QR_OK)
-		return st;
-	c->out_dtype[0] = qr_op_dtype(c, 0);
-	return QR_OK;
+	return q8_unary_check(c, d, 5);
 }
 
 static enum qr_status
@@ -922,18 +650,10 @@ qap_check(const struct qr_op_call *c, struct qr_diag *d)
 	struct qr_op_win win;
 	enum qr_status st;
 
-	if ((st = qr_op_arity(c, d, 4, 5, 1, 1)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 0, Q8_DTYPES)) != QR_OK ||
-	    (st = q_dtypes(c, d, 0x1 | 0x4 | 0x10, 0x2 | 0x8)) != QR_OK ||
-	    (st = qr_op_win_parse(c, d, &win)) != QR_OK)
+	if ((st = q8_unary_dtypes(c, d, 4)) != QR_OK ||
+	    (st = qr_op_win_parse(c, d, &win)) != QR_OK ||
+	    (st = qr_op_pool_win_check(c, d, &win, 2)) != QR_OK)
 		return st;
-	if (win.nsp > 2)
-		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%d-D windows are "
-				    "not supported (1-D and 2-D only)",
-				    win.nsp);
-	if (!win.has_kernel)
-		return qr_op_errorf(c, d, QR_EGRAPH, "kernel_shape is "
-				    "required");
 	if (win.dil[0] != 1 || win.dil[1] != 1)
 		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "dilations are not "
 				    "supported");
@@ -1097,198 +817,4 @@ qap_run(struct qr_op_call *c, struct qr_diag *d)
 const struct qr_op_desc qr_op_qlinear_average_pool = {
 	.domain = "com.microsoft", .name = "QLinearAveragePool", .since = 1,
 	.check = qap_check, .infer = qap_infer, .run = qap_run,
-};
-
-/* ---- QGemm ---- */
-
-static enum qr_status
-qgemm_check(const struct qr_op_call *c, struct qr_diag *d)
-{
-	enum qr_status st;
-
-	if ((st = qr_op_arity(c, d, 6, 9, 1, 1)) != QR_OK ||
-	    (st = q_dtypes(c, d, 0x1 | 0x4, 0x2 | 0x10 | 0x80)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 3, Q8_DTYPES)) != QR_OK ||
-	    (st = qr_op_same_dtype(c, d, 3, 5)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 6, QR_DTM(QR_DT_INT32))) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 8, Q8_DTYPES)) != QR_OK)
-		return st;
-	if (qr_op_has_in(c, 8) != qr_op_has_in(c, 7))
-		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "y_scale and "
-				    "y_zero_point must be given together");
-	c->out_dtype[0] = qr_op_has_in(c, 8) ? qr_op_dtype(c, 8) :
-					       QR_DT_FLOAT;
-	return QR_OK;
-}
-
-/* M, K, N of op(A) [M][K] * op(B) [K][N]. */
-static enum qr_status
-qgemm_dims(const struct qr_op_call *c, struct qr_diag *d, size_t *m,
-	   size_t *k, size_t *n)
-{
-	const struct qr_tensor *a = c->in[0], *b = c->in[3];
-	int ta = qr_op_attr_int(c, "transA", 0) != 0;
-	int tb = qr_op_attr_int(c, "transB", 0) != 0;
-	char b1[128], b2[128];
-
-	if (a->ndim != 2 || b->ndim != 2 ||
-	    a->dims[ta ? 0 : 1] != b->dims[tb ? 1 : 0])
-		return qr_op_errorf(c, d, QR_ESHAPE, "A %s and B %s do not "
-				    "multiply", qr_shape_str(a, b1, sizeof b1),
-				    qr_shape_str(b, b2, sizeof b2));
-	*m = (size_t)a->dims[ta ? 1 : 0];
-	*k = (size_t)a->dims[ta ? 0 : 1];
-	*n = (size_t)b->dims[tb ? 0 : 1];
-	return QR_OK;
-}
-
-static enum qr_status
-qgemm_infer(struct qr_op_call *c, struct qr_diag *d)
-{
-	int64_t dims[2];
-	size_t m, k, n;
-	enum qr_status s;
-
-	if ((s = qgemm_dims(c, d, &m, &k, &n)) != QR_OK)
-		return s;
-	dims[0] = (int64_t)m;
-	dims[1] = (int64_t)n;
-	return qr_tensor_set_shape(c->out[0], qr_op_has_in(c, 8) ?
-				   c->in[8]->dtype : QR_DT_FLOAT, 2, dims,
-				   qr_op_out_name(c, 0), d);
-}
-
-static enum qr_status
-qgemm_prepare(struct qr_op_call *c, struct qr_diag *d)
-{
-	struct qr_op_mm_cache *st = xcalloc(1, sizeof *st);
-
-	c->state = st;
-	if (c->in[5] != NULL)
-		qr_op_mm_prepack(c, st, 3, 5,
-				 qr_op_attr_int(c, "transB", 0) != 0);
-	return QR_OK;
-}
-
-/* Add C (int32, broadcast to [m][n] as ORT's GemmBroadcastBias: (), (1),
- * (n), (1, n), (m, 1) or (m, n)) to acc, wrapping. */
-static enum qr_status
-qgemm_add_c(const struct qr_op_call *c, struct qr_diag *d, size_t m,
-	    size_t n, int32_t *acc)
-{
-	const struct qr_tensor *t = c->in[6];
-	const int32_t *cv = t->data;
-	size_t rs, cs, i, j;
-	char b[128];
-
-	if (t->n_elem == 1) {
-		rs = cs = 0;
-	} else if ((t->ndim == 1 && (size_t)t->dims[0] == n) ||
-		   (t->ndim == 2 && t->dims[0] == 1 && (size_t)t->dims[1] == n)) {
-		rs = 0;
-		cs = 1;
-	} else if (t->ndim == 2 && (size_t)t->dims[0] == m && t->dims[1] == 1) {
-		rs = 1;
-		cs = 0;
-	} else if (t->ndim == 2 && (size_t)t->dims[0] == m &&
-		   (size_t)t->dims[1] == n) {
-		rs = n;
-		cs = 1;
-	} else {
-		return qr_op_errorf(c, d, QR_ESHAPE, "C '%s' %s does not "
-				    "broadcast to [%zu,%zu]",
-				    qr_op_in_name(c, 6),
-				    qr_shape_str(t, b, sizeof b), m, n);
-	}
-	for (i = 0; i < m; i++)
-		for (j = 0; j < n; j++)
-			acc[i * n + j] = (int32_t)((uint32_t)acc[i * n + j] +
-						   (uint32_t)cv[i * rs + j * cs]);
-	return QR_OK;
-}
-
-static enum qr_status
-qgemm_run(struct qr_op_call *c, struct qr_diag *d)
-{
-	struct qr_op_mm_cache *st = c->state;
-	const struct qr_tensor *a = c->in[0], *b = c->in[3];
-	int ta = qr_op_attr_int(c, "transA", 0) != 0;
-	int tb = qr_op_attr_int(c, "transB", 0) != 0;
-	float alpha = qr_op_attr_float(c, "alpha", 1.0f);
-	int quant_out = qr_op_has_in(c, 8);
-	size_t m, k, n, i, j, n_scale;
-	float as, ys = 1.0f, *bs = NULL, *scale = NULL;
-	int32_t az, yz = 0, *bz = NULL, *acc = NULL;
-	uint8_t *at = NULL;
-	const uint8_t *ap = a->data;
-	enum qr_status s;
-
-	if ((s = qgemm_dims(c, d, &m, &k, &n)) != QR_OK ||
-	    (s = qr_op_q_scale(c, d, 1, &as)) != QR_OK ||
-	    (s = qr_op_q_zp(c, d, 2, a->dtype, &az)) != QR_OK ||
-	    (s = qr_op_q_vec(c, d, 4, 5, n, &bs, &bz)) != QR_OK)
-		goto out;
-	if (quant_out && ((s = qr_op_q_scale(c, d, 7, &ys)) != QR_OK ||
-			  (s = qr_op_q_zp(c, d, 8, c->in[8]->dtype, &yz)) !=
-				  QR_OK))
-		goto out;
-	if (m * n == 0)
-		goto out;
-	n_scale = c->in[4]->n_elem == 1 ? 1 : n;
-	scale = xmalloc(n * sizeof *scale);
-	for (j = 0; j < n; j++) {
-		scale[j] = alpha * as * bs[j];
-		if (quant_out)
-			scale[j] /= ys;
-	}
-	acc = xcalloc(m * n, sizeof *acc);
-	if (k > 0) {
-		if (ta) {
-			at = xmalloc(m * k);
-			for (i = 0; i < m; i++)
-				for (j = 0; j < k; j++)
-					at[i * k + j] = ap[j * m + i];
-			ap = at;
-		}
-		if (st->pk == NULL || !st->b_const || st->k != k ||
-		    st->n != n) {
-			qr_qgemm_packed_free(st->pk);
-			st->pk = qr_qgemm_pack_new(b->data,
-						   b->dtype == QR_DT_INT8, tb,
-						   k, n, bz, n_scale);
-			st->k = k;
-			st->n = n;
-		}
-		qr_qgemm_run(st->pk, ap, a->dtype == QR_DT_INT8, az, m, acc, n,
-			     qr_op_ws(c, &st->ws, &st->ws_cap,
-					   qr_qgemm_workspace(st->pk, m,
-							      c->n_threads)),
-			     c->n_threads);
-	}
-	if (qr_op_has_in(c, 6) && (s = qgemm_add_c(c, d, m, n, acc)) != QR_OK)
-		goto out;
-	if (quant_out) {
-		requant_rows(acc, m, n, scale, n_scale, yz,
-			     c->out[0]->dtype == QR_DT_INT8, c->out[0]->data);
-	} else {
-		float *y = c->out[0]->data;
-
-		for (i = 0; i < m; i++)
-			for (j = 0; j < n; j++)
-				y[i * n + j] = scale[n_scale == 1 ? 0 : j] *
-					       (float)acc[i * n + j];
-	}
-out:
-	free(bs);
-	free(bz);
-	free(scale);
-	free(acc);
-	free(at);
-	return s;
-}
-
-const struct qr_op_desc qr_op_qgemm = {
-	.domain = "com.microsoft", .name = "QGemm", .since = 1,
-	.check = qgemm_check, .prepare = qgemm_prepare, .infer = qgemm_infer,
-	.run = qgemm_run, .release = qr_op_mm_cache_free,
 };

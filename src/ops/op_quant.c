@@ -1,9 +1,8 @@
 /*
  * op_quant: QuantizeLinear and DequantizeLinear (opsets 10 to 21, and
  * com.microsoft's; per-tensor and per-axis; uint8, int8, uint16, int16,
- * and int32 for DequantizeLinear), DynamicQuantizeLinear, ConvInteger and
- * MatMulInteger, plus the quantization-parameter and integer matmul
- * helpers of op-conv-int.h.
+ * and int32 for DequantizeLinear) and DynamicQuantizeLinear, plus the
+ * quantization-parameter helpers of op-conv-int.h.
  *
  * DequantizeLinear also takes int4/uint4 (opset 21; the loader unpacks
  * them to a byte each) and blocked scales (block_size: the scale and
@@ -23,7 +22,6 @@
 
 #define Q_DTYPES (QR_DTM(QR_DT_UINT8) | QR_DTM(QR_DT_INT8) | \
 		  QR_DTM(QR_DT_UINT16) | QR_DTM(QR_DT_INT16))
-#define Q8_DTYPES (QR_DTM(QR_DT_UINT8) | QR_DTM(QR_DT_INT8))
 #define Q4_DTYPES (QR_DTM(QR_DT_UINT4) | QR_DTM(QR_DT_INT4))
 
 /* ---- quantization parameters ---- */
@@ -120,6 +118,31 @@ qr_op_q_vec(const struct qr_op_call *c, struct qr_diag *d, size_t i_scale,
 
 		(*scale)[i] = ((const float *)s->data)[at];
 		(*zp)[i] = z ? (int32_t)qr_op_get(z, at) : 0;
+	}
+	return QR_OK;
+}
+
+/* Dtype checks of the QOperator ops: inputs in `q` are 8-bit and of
+ * the same dtype as input 0, inputs in `f` are float. Bit i of a mask is
+ * input i. */
+enum qr_status
+qr_op_q8_dtypes(const struct qr_op_call *c, struct qr_diag *d, unsigned q,
+		unsigned f)
+{
+	enum qr_status st;
+	size_t i;
+
+	for (i = 0; i < c->n_in && i < 32; i++) {
+		if ((q >> i) & 1) {
+			if ((st = qr_op_want_dtype(c, d, i, QR_DTM_Q8)) !=
+				    QR_OK ||
+			    (st = qr_op_same_dtype(c, d, 0, i)) != QR_OK)
+				return st;
+		} else if ((f >> i) & 1) {
+			if ((st = qr_op_want_dtype(c, d, i, QR_DTM_FLOAT)) !=
+			    QR_OK)
+				return st;
+		}
 	}
 	return QR_OK;
 }
@@ -504,444 +527,4 @@ dyn_run(struct qr_op_call *c, struct qr_diag *d)
 const struct qr_op_desc qr_op_dynamic_quantize_linear = {
 	.domain = "", .name = "DynamicQuantizeLinear", .since = 11,
 	.check = dyn_check, .infer = dyn_infer, .run = dyn_run,
-};
-
-/* ---- ConvInteger ---- */
-
-/* Per-node state of ConvInteger. */
-struct qconv_state {
-	struct qr_op_win win;       /* window attributes */
-	int w_const;                /* W and its zero points are constant,
-				     * packed at prepare */
-	struct qr_qconv_packed *pk; /* packed weights, or NULL */
-	void *ws;                   /* kernel workspace */
-	size_t ws_cap;              /* bytes in ws */
-};
-
-/* Packed conv weights of w for group with wzp (1 or c_out values); NULL
- * when w is not a 1-D to 3-D conv weight of that group. */
-struct qr_qconv_packed *
-qr_op_qconv_pack(const struct qr_tensor *w, int64_t group, const int32_t *wzp,
-		 size_t n_wzp)
-{
-	size_t kd, kh, kw, c_out;
-
-	if (w->ndim < 3 || w->ndim > 5 || group < 1 ||
-	    (w->dtype != QR_DT_INT8 && w->dtype != QR_DT_UINT8))
-		return NULL;
-	kd = w->ndim == 5 ? (size_t)w->dims[2] : 0;
-	kh = w->ndim >= 4 ? (size_t)w->dims[w->ndim - 2] : 1;
-	kw = (size_t)w->dims[w->ndim - 1];
-	c_out = (size_t)w->dims[0];
-	if (c_out % (size_t)group != 0 || (n_wzp != 1 && n_wzp != c_out))
-		return NULL;
-	return qr_qconv_pack_new(c_out, (size_t)w->dims[1] * (size_t)group,
-				 kd, kh, kw, (size_t)group, w->data,
-				 w->dtype == QR_DT_INT8, wzp, n_wzp);
-}
-
-/* Prepare-time pack: W at iw and its zero points at iw_zp (may be
- * absent) must be constant. */
-struct qr_qconv_packed *
-qr_op_qconv_prepack(const struct qr_op_call *c, size_t iw, size_t iw_zp,
-		    int64_t group)
-{
-	const struct qr_tensor *w = c->in[iw], *z = NULL;
-	struct qr_qconv_packed *pk;
-	int32_t *zp;
-	size_t i, nz = 1;
-
-	if (w == NULL)
-		return NULL;
-	if (qr_op_has_in(c, iw_zp)) {
-		z = c->in[iw_zp];
-		if (z == NULL || z->dtype != w->dtype || z->ndim > 1)
-			return NULL;
-		nz = z->n_elem;
-	}
-	zp = xmalloc((nz ? nz : 1) * sizeof *zp);
-	for (i = 0; i < nz; i++)
-		zp[i] = z ? (int32_t)qr_op_get(z, i) : 0;
-	pk = nz ? qr_op_qconv_pack(w, group, zp, nz) : NULL;
-	free(zp);
-	return pk;
-}
-
-static enum qr_status
-convint_check(const struct qr_op_call *c, struct qr_diag *d)
-{
-	struct qr_op_win win;
-	enum qr_status st;
-
-	if ((st = qr_op_arity(c, d, 2, 4, 1, 1)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 0, Q8_DTYPES)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 1, Q8_DTYPES)) != QR_OK ||
-	    (st = qr_op_same_dtype(c, d, 0, 2)) != QR_OK ||
-	    (st = qr_op_same_dtype(c, d, 1, 3)) != QR_OK ||
-	    (st = qr_op_win_parse(c, d, &win)) != QR_OK)
-		return st;
-	if (win.nsp > 3)
-		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%d-D windows are "
-				    "not supported (1-D to 3-D only)",
-				    win.nsp);
-	if (c->in != NULL && c->in[1] != NULL && c->in[1]->ndim > 5)
-		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "%d-D convolution "
-				    "is not supported (1-D to 3-D only)",
-				    c->in[1]->ndim - 2);
-	c->out_dtype[0] = QR_DT_INT32;
-	return QR_OK;
-}
-
-static enum qr_status
-convint_prepare(struct qr_op_call *c, struct qr_diag *d)
-{
-	struct qconv_state *st = xcalloc(1, sizeof *st);
-	enum qr_status s;
-
-	c->state = st;
-	if ((s = qr_op_win_parse(c, d, &st->win)) != QR_OK)
-		return s;
-	st->pk = qr_op_qconv_prepack(c, 1, 3, st->win.group);
-	st->w_const = st->pk != NULL;
-	return QR_OK;
-}
-
-static void
-convint_release(void *state)
-{
-	struct qconv_state *st = state;
-
-	if (st == NULL)
-		return;
-	qr_qconv_packed_free(st->pk);
-	free(st->ws);
-	free(st);
-}
-
-static enum qr_status
-convint_infer(struct qr_op_call *c, struct qr_diag *d)
-{
-	struct qconv_state *st = c->state;
-	int64_t dims[QR_TENSOR_MAX_DIMS];
-	struct qr_conv_params p;
-	enum qr_status s;
-	int ndim;
-
-	if ((s = qr_op_conv_shape(c, d, &st->win, c->in[0], c->in[1], 0, &p,
-				  &ndim, dims)) != QR_OK)
-		return s;
-	return qr_tensor_set_shape(c->out[0], QR_DT_INT32, ndim, dims,
-				   qr_op_out_name(c, 0), d);
-}
-
-static enum qr_status
-convint_run(struct qr_op_call *c, struct qr_diag *d)
-{
-	struct qconv_state *st = c->state;
-	int64_t dims[QR_TENSOR_MAX_DIMS];
-	struct qr_conv_params p;
-	int32_t *wzp = NULL, xzp;
-	enum qr_status s;
-	int ndim;
-
-	if ((s = qr_op_conv_shape(c, d, &st->win, c->in[0], c->in[1], 0, &p,
-				  &ndim, dims)) != QR_OK ||
-	    (s = qr_op_q_zp(c, d, 2, c->in[0]->dtype, &xzp)) != QR_OK)
-		return s;
-	if (c->out[0]->n_elem == 0)
-		return QR_OK;
-	if (!st->w_const) {
-		const struct qr_tensor *z = qr_op_has_in(c, 3) ? c->in[3] :
-								 NULL;
-		size_t i, nz = z ? z->n_elem : 1;
-
-		if (z != NULL && (z->dtype != c->in[1]->dtype ||
-				  z->ndim > 1 || (nz != 1 && nz != p.c_out)))
-			return qr_op_errorf(c, d, QR_EGRAPH, "w_zero_point "
-					    "must hold 1 or %zu values of the "
-					    "weights' dtype", p.c_out);
-		wzp = xmalloc(nz * sizeof *wzp);
-		for (i = 0; i < nz; i++)
-			wzp[i] = z ? (int32_t)qr_op_get(z, i) : 0;
-		qr_qconv_packed_free(st->pk);
-		st->pk = qr_op_qconv_pack(c->in[1], st->win.group, wzp, nz);
-		QR_ASSERT(st->pk != NULL);
-	}
-	qr_qconv_run_s32(st->pk, &p, c->in[0]->data,
-			 c->in[0]->dtype == QR_DT_INT8, xzp, c->out[0]->data,
-			 qr_op_ws(c, &st->ws, &st->ws_cap,
-				       qr_qconv_workspace(st->pk, &p,
-							  c->n_threads)),
-			 c->n_threads);
-	free(wzp);
-	return QR_OK;
-}
-
-const struct qr_op_desc qr_op_conv_integer = {
-	.domain = "", .name = "ConvInteger", .since = 10,
-	.check = convint_check, .prepare = convint_prepare,
-	.infer = convint_infer, .run = convint_run,
-	.release = convint_release,
-};
-
-/* ---- integer matmul shapes ---- */
-
-/* numpy matmul shapes of a times b; QR_ESHAPE naming the node. */
-enum qr_status
-qr_op_mm_shape(const struct qr_op_call *c, struct qr_diag *d,
-	       const struct qr_tensor *a, const struct qr_tensor *b,
-	       struct qr_op_mm *mm)
-{
-	int ar = a->ndim, br = b->ndim, i;
-	int64_t ka, kb;
-	size_t sa = 1, sb = 1;
-	char b1[128], b2[128];
-
-	memset(mm, 0, sizeof *mm);
-	if (ar < 1 || br < 1)
-		goto bad;
-	mm->m = ar >= 2 ? (size_t)a->dims[ar - 2] : 1;
-	ka = a->dims[ar - 1];
-	kb = br >= 2 ? b->dims[br - 2] : b->dims[0];
-	mm->n = br >= 2 ? (size_t)b->dims[br - 1] : 1;
-	if (ka != kb)
-		goto bad;
-	mm->k = (size_t)ka;
-	mm->nb = (ar > br ? ar : br) - 2;
-	if (mm->nb < 0)
-		mm->nb = 0;
-	mm->batch = 1;
-	for (i = mm->nb - 1; i >= 0; i--) {
-		int ia = i - (mm->nb - (ar - 2)), ib = i - (mm->nb - (br - 2));
-		int64_t da = ia >= 0 ? a->dims[ia] : 1;
-		int64_t db = ib >= 0 ? b->dims[ib] : 1;
-
-		if (da != db && da != 1 && db != 1)
-			goto bad;
-		mm->bdims[i] = da == 1 ? db : da;
-		mm->a_st[i] = da == 1 ? 0 : sa;
-		mm->b_st[i] = db == 1 ? 0 : sb;
-		sa *= (size_t)da;
-		sb *= (size_t)db;
-		mm->batch *= (size_t)mm->bdims[i];
-	}
-	mm->a_mats = sa;
-	mm->b_mats = sb;
-	mm->ndim = 0;
-	for (i = 0; i < mm->nb; i++)
-		mm->dims[mm->ndim++] = mm->bdims[i];
-	if (ar >= 2)
-		mm->dims[mm->ndim++] = (int64_t)mm->m;
-	if (br >= 2)
-		mm->dims[mm->ndim++] = (int64_t)mm->n;
-	return QR_OK;
-bad:
-	return qr_op_errorf(c, d, QR_ESHAPE, "inputs %s and %s cannot be "
-			    "multiplied", qr_shape_str(a, b1, sizeof b1),
-			    qr_shape_str(b, b2, sizeof b2));
-}
-
-/* Matrix indices into A and B of output product bi. */
-void
-qr_op_mm_index(const struct qr_op_mm *mm, size_t bi, size_t *ai, size_t *bj)
-{
-	int i;
-
-	*ai = *bj = 0;
-	for (i = mm->nb - 1; i >= 0; i--) {
-		size_t idx = bi % (size_t)mm->bdims[i];
-
-		bi /= (size_t)mm->bdims[i];
-		*ai += idx * mm->a_st[i];
-		*bj += idx * mm->b_st[i];
-	}
-}
-
-/* ---- MatMulInteger ---- */
-
-static enum qr_status
-mmint_check(const struct qr_op_call *c, struct qr_diag *d)
-{
-	enum qr_status st;
-
-	if ((st = qr_op_arity(c, d, 2, 4, 1, 1)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 0, Q8_DTYPES)) != QR_OK ||
-	    (st = qr_op_want_dtype(c, d, 1, Q8_DTYPES)) != QR_OK ||
-	    (st = qr_op_same_dtype(c, d, 0, 2)) != QR_OK ||
-	    (st = qr_op_same_dtype(c, d, 1, 3)) != QR_OK)
-		return st;
-	c->out_dtype[0] = QR_DT_INT32;
-	return QR_OK;
-}
-
-static enum qr_status
-mmint_prepare(struct qr_op_call *c, struct qr_diag *d)
-{
-	struct qr_op_mm_cache *st = xcalloc(1, sizeof *st);
-
-	c->state = st;
-	qr_op_mm_prepack(c, st, 1, 3, 0);
-	return QR_OK;
-}
-
-/* Release function of the integer matmul nodes; NULL does nothing. */
-void
-qr_op_mm_cache_free(void *state)
-{
-	struct qr_op_mm_cache *st = state;
-
-	if (st == NULL)
-		return;
-	qr_qgemm_packed_free(st->pk);
-	free(st->ws);
-	free(st);
-}
-
-static enum qr_status
-mmint_infer(struct qr_op_call *c, struct qr_diag *d)
-{
-	struct qr_op_mm mm;
-	enum qr_status s;
-
-	if ((s = qr_op_mm_shape(c, d, c->in[0], c->in[1], &mm)) != QR_OK)
-		return s;
-	return qr_tensor_set_shape(c->out[0], QR_DT_INT32, mm.ndim, mm.dims,
-				   qr_op_out_name(c, 0), d);
-}
-
-/*
- * B's zero points: 1 or n values (per column), of B's dtype. A zero
- * point per row of a batched B is refused (QR_EUNSUPPORTED).
- */
-static enum qr_status
-mm_bzp(const struct qr_op_call *c, struct qr_diag *d, size_t ib, size_t i,
-       size_t n, int32_t **zp, size_t *nz)
-{
-	const struct qr_tensor *z = qr_op_has_in(c, i) ? c->in[i] : NULL;
-	size_t j;
-
-	*nz = z ? z->n_elem : 1;
-	*zp = NULL;
-	if (z != NULL && (z->dtype != c->in[ib]->dtype ||
-			  (*nz != 1 && (*nz != n || z->ndim != 1))))
-		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "zero point '%s' "
-				    "of B must be one value or one per column "
-				    "(%zu) of B's dtype", qr_op_in_name(c, i),
-				    n);
-	*zp = xmalloc(*nz * sizeof **zp);
-	for (j = 0; j < *nz; j++)
-		(*zp)[j] = z ? (int32_t)qr_op_get(z, j) : 0;
-	return QR_OK;
-}
-
-/* Prepare-time pack of a constant single-matrix B (see op-conv-int.h). */
-void
-qr_op_mm_prepack(const struct qr_op_call *c, struct qr_op_mm_cache *st,
-		 size_t ib, size_t ib_zp, int trans_b)
-{
-	const struct qr_tensor *b = c->in[ib];
-	struct qr_diag quiet = {0};
-	int32_t *zp = NULL;
-	size_t k, n, nz;
-
-	st->b_const = b != NULL &&
-		      (!qr_op_has_in(c, ib_zp) || c->in[ib_zp] != NULL);
-	if (!st->b_const || b->ndim != 2 ||
-	    (b->dtype != QR_DT_INT8 && b->dtype != QR_DT_UINT8))
-		return;
-	k = (size_t)b->dims[trans_b ? 1 : 0];
-	n = (size_t)b->dims[trans_b ? 0 : 1];
-	if (k == 0 || n == 0 ||
-	    mm_bzp(c, &quiet, ib, ib_zp, n, &zp, &nz) != QR_OK) {
-		qr_diag_clear(&quiet);
-		free(zp);
-		return;
-	}
-	st->pk = qr_qgemm_pack_new(b->data, b->dtype == QR_DT_INT8, trans_b,
-				   k, n, zp, nz);
-	st->k = k;
-	st->n = n;
-	free(zp);
-}
-
-/* Exact int32 products of inputs ia and ib into acc (see op-conv-int.h);
- * B is packed into st once when it is a constant single matrix. */
-enum qr_status
-qr_op_mm_int32(struct qr_op_call *c, struct qr_diag *d,
-	       struct qr_op_mm_cache *st, const struct qr_op_mm *mm,
-	       size_t ia, int32_t a_zp, size_t ib, size_t ib_zp, int32_t *acc)
-{
-	const struct qr_tensor *a = c->in[ia], *b = c->in[ib];
-	int a_signed = a->dtype == QR_DT_INT8, b_signed = b->dtype == QR_DT_INT8;
-	size_t bi, ai, bj, nz = 1, last = (size_t)-1;
-	struct qr_qgemm_packed *pk = NULL;
-	int32_t *zp = NULL;
-	enum qr_status s;
-	int cached;
-
-	if (mm->k == 0 || mm->m == 0 || mm->n == 0) {
-		memset(acc, 0, mm->batch * mm->m * mm->n * sizeof *acc);
-		return QR_OK;
-	}
-	cached = mm->b_mats == 1 && st->b_const && st->pk != NULL &&
-		 st->k == mm->k && st->n == mm->n;
-	if (cached)
-		pk = st->pk;
-	else if ((s = mm_bzp(c, d, ib, ib_zp, mm->n, &zp, &nz)) != QR_OK)
-		return s;
-	for (bi = 0; bi < mm->batch; bi++) {
-		qr_op_mm_index(mm, bi, &ai, &bj);
-		if (!cached && bj != last) {
-			qr_qgemm_packed_free(pk);
-			pk = qr_qgemm_pack_new((const uint8_t *)b->data +
-						       bj * mm->k * mm->n,
-					       b_signed, 0, mm->k, mm->n, zp,
-					       nz);
-			last = bj;
-		}
-		qr_qgemm_run(pk, (const uint8_t *)a->data + ai * mm->m * mm->k,
-			     a_signed, a_zp, mm->m, acc + bi * mm->m * mm->n,
-			     mm->n,
-			     qr_op_ws(c, &st->ws, &st->ws_cap,
-					   qr_qgemm_workspace(pk, mm->m,
-							      c->n_threads)),
-			     c->n_threads);
-	}
-	if (!cached) {
-		if (mm->b_mats == 1 && st->b_const) {
-			qr_qgemm_packed_free(st->pk);
-			st->pk = pk;
-			st->k = mm->k;
-			st->n = mm->n;
-		} else {
-			qr_qgemm_packed_free(pk);
-		}
-	}
-	free(zp);
-	return QR_OK;
-}
-
-static enum qr_status
-mmint_run(struct qr_op_call *c, struct qr_diag *d)
-{
-	struct qr_op_mm_cache *st = c->state;
-	struct qr_op_mm mm;
-	enum qr_status s;
-	int32_t a_zp;
-
-	if ((s = qr_op_mm_shape(c, d, c->in[0], c->in[1], &mm)) != QR_OK)
-		return s;
-	if (qr_op_has_in(c, 2) && c->in[2]->n_elem != 1)
-		return qr_op_errorf(c, d, QR_EUNSUPPORTED, "a_zero_point '%s' "
-				    "must be one value (per-row zero points "
-				    "are not supported)", qr_op_in_name(c, 2));
-	if ((s = qr_op_q_zp(c, d, 2, c->in[0]->dtype, &a_zp)) != QR_OK)
-		return s;
-	return qr_op_mm_int32(c, d, st, &mm, 0, a_zp, 1, 3, c->out[0]->data);
-}
-
-const struct qr_op_desc qr_op_matmul_integer = {
-	.domain = "", .name = "MatMulInteger", .since = 10,
-	.check = mmint_check, .prepare = mmint_prepare, .infer = mmint_infer,
-	.run = mmint_run, .release = qr_op_mm_cache_free,
 };

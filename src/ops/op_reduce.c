@@ -78,36 +78,20 @@ reduce_axes(const struct qr_op_call *c, struct qr_diag *d,
 	    const struct qr_tensor *x, int *red, int *noop)
 {
 	int64_t axes[QR_TENSOR_MAX_DIMS];
-	size_t n = 0, k;
+	size_t n;
 	enum qr_status st;
-	int i, ax;
+	int given, i;
 
 	*noop = 0;
-	if (axes_as_input(c)) {
-		if (qr_op_has_in(c, 1)) {
-			st = qr_op_read_ints(c, d, c->in[1], "axes", axes,
-					     QR_TENSOR_MAX_DIMS, &n);
-			if (st != QR_OK)
-				return st;
-		}
-		if (n == 0 && qr_op_attr_int(c, "noop_with_empty_axes", 0))
-			*noop = 1;
-	} else {
-		const int64_t *a = qr_op_attr_ints(c, "axes", &n);
-
-		if (n > QR_TENSOR_MAX_DIMS)
-			return qr_op_errorf(c, d, QR_ESHAPE, "too many axes");
-		for (k = 0; k < n; k++)
-			axes[k] = a[k];
-	}
+	st = qr_op_axes_arg(c, d, axes_as_input(c), 1, axes, &n, &given);
+	if (st != QR_OK)
+		return st;
+	if (axes_as_input(c) && n == 0 &&
+	    qr_op_attr_int(c, "noop_with_empty_axes", 0))
+		*noop = 1;
 	for (i = 0; i < x->ndim; i++)
 		red[i] = n == 0 && !*noop;
-	for (k = 0; k < n; k++) {
-		if ((st = qr_op_axis(c, d, axes[k], x->ndim, 0, &ax)) != QR_OK)
-			return st;
-		red[ax] = 1;
-	}
-	return QR_OK;
+	return qr_op_axes_mark(c, d, axes, n, x->ndim, red);
 }
 
 static enum qr_status
@@ -140,7 +124,6 @@ reduce_walk(const struct qr_tensor *x, const int64_t *ost, enum red_kind kind,
 {
 	int64_t idx[QR_TENSOR_MAX_DIMS] = {0};
 	size_t k, o = 0;
-	int i;
 
 	for (k = 0; k < x->n_elem; k++) {
 		double v = qr_op_get(x, k), *a = &acc[o];
@@ -157,13 +140,7 @@ reduce_walk(const struct qr_tensor *x, const int64_t *ost, enum red_kind kind,
 		case RED_SUM_SQUARE: *a += v * v; break;
 		case RED_LOG_SUM_EXP: *a += exp(v - mx[o]); break;
 		}
-		for (i = x->ndim - 1; i >= 0; i--) {
-			o += (size_t)ost[i];
-			if (++idx[i] < x->dims[i])
-				break;
-			o -= (size_t)(ost[i] * x->dims[i]);
-			idx[i] = 0;
-		}
+		qr_op_next_offset(x->ndim, x->dims, ost, idx, &o);
 	}
 }
 
@@ -209,11 +186,10 @@ reduce_run(struct qr_op_call *c, struct qr_diag *d)
 	const struct qr_tensor *x = c->in[0];
 	struct qr_tensor *y = c->out[0];
 	enum red_kind kind = red_kind(c);
-	int red[QR_TENSOR_MAX_DIMS], noop, i;
+	int red[QR_TENSOR_MAX_DIMS], noop;
 	int64_t ost[QR_TENSOR_MAX_DIMS];
-	size_t k, count = 1;
+	size_t k, count;
 	double *acc, *mx = NULL, init;
-	int64_t s = 1;
 
 	reduce_axes(c, d, x, red, &noop);
 	if (noop) {
@@ -224,16 +200,7 @@ reduce_run(struct qr_op_call *c, struct qr_diag *d)
 	if (x->dtype == QR_DT_FLOAT && (kind == RED_SUM || kind == RED_MEAN) &&
 	    reduce_rows_ort(x, red, kind, y))
 		return QR_OK;
-	/* Output strides over x's axes, 0 on reduced axes. */
-	for (i = x->ndim - 1; i >= 0; i--) {
-		if (red[i]) {
-			ost[i] = 0;
-			count *= (size_t)x->dims[i];
-		} else {
-			ost[i] = s;
-			s *= x->dims[i];
-		}
-	}
+	count = qr_op_reduce_strides(x, red, ost, NULL);
 	init = kind == RED_MAX ? -INFINITY : kind == RED_MIN ? INFINITY :
 		kind == RED_PROD ? 1 : 0;
 	acc = xreallocarray(NULL, y->n_elem + 1, sizeof *acc);

@@ -48,7 +48,6 @@
 #include "kernels/kernels.h"
 #include "ops/op-conv-int.h"
 
-#define Q8_DTYPES (QR_DTM(QR_DT_UINT8) | QR_DTM(QR_DT_INT8))
 #define MAX_ACTS 3
 
 enum kind { K_RNN, K_GRU, K_LSTM };
@@ -197,7 +196,7 @@ rnn_check(const struct qr_op_call *c, struct qr_diag *d)
 		return st;
 	for (i = 1; i < c->n_in && i <= I_P; i++)
 		if (i != I_LENS && (st = qr_op_want_dtype(c, d, i,
-				   q && (i == I_W || i == I_R) ? Q8_DTYPES :
+				   q && (i == I_W || i == I_R) ? QR_DTM_Q8 :
 				   QR_DTM_FLOAT)) != QR_OK)
 			return st;
 	if (q && ((st = qr_op_want_dtype(c, d, I_WS, QR_DTM_FLOAT)) != QR_OK ||
