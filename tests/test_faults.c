@@ -3,6 +3,8 @@
  * what qreport does with them through the real CLI ($QREPORT). Every case
  * runs in a child with a time limit (tests/qrchild.h): a hang is a failed
  * case, never a hung suite. Checks, per case:
+ *   - a float model that fails after the candidates loaded: its error,
+ *     exit 2 (its status is read after its loading thread is joined);
  *   - FIFOs as the model, its external data, --data (given, or inside an
  *     image folder), --config, --compare-to, a template and `qreport run
  *     --input`: refused with exit 2 and one error naming the path (an
@@ -13,7 +15,9 @@
  *   - graphs of 50,000 nodes: a report in bounded time, the graph view
  *     left out with the reason;
  *   - a 3 GB input under a 2 GB address space: exit 2, no abort;
- *   - a report's pages link only to files it holds.
+ *   - a report's pages link only to files it holds;
+ *   - SIGINT and SIGTERM at several points leave the old report whole and
+ *     no temporary folder; what a SIGKILL leaves, the next run removes.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -21,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef QR_SRCDIR
@@ -454,6 +459,175 @@ test_links(void)
 	free(q);
 }
 
+/*
+ * The float model fails late (its last initializer's external data is
+ * missing, after 256 MB of inline weights) while a small candidate loads
+ * at once on the main thread: the float model's error must be the one
+ * reported, read after its loading thread ended (it once was read before,
+ * and the data run then used a model that never loaded).
+ */
+static void
+test_late_failure(void)
+{
+	struct qr_buf g = {0}, node = {0}, model = {0}, t = {0}, e = {0};
+	const int64_t dims[1] = {2};
+	size_t big = (size_t)256 << 20;
+	char *m = in_work("late.onnx"), *out = in_work("out_late");
+	char *q = sample("digits_qdq.onnx"), *raw = xcalloc(big, 1);
+	const char *names[] = {"late.onnx", "missing.bin", NULL};
+	struct result r = {0};
+
+	pb_str(&node, 1, "x");
+	pb_str(&node, 1, "w");
+	pb_str(&node, 2, "y");
+	pb_str(&node, 4, "Add");
+	pb_bytes(&g, 1, node.data, node.len);
+	pb_str(&g, 2, "late");
+	pb_uint(&t, 1, big / 4);                    /* dims */
+	pb_uint(&t, 2, 1);                          /* float */
+	pb_str(&t, 8, "big");
+	pb_bytes(&t, 9, raw, big);                  /* raw_data */
+	pb_bytes(&g, 5, t.data, t.len);             /* initializer */
+	t.len = 0;
+	pb_uint(&t, 1, 2);
+	pb_uint(&t, 2, 1);
+	pb_str(&t, 8, "w");
+	pb_str(&e, 1, "location");
+	pb_str(&e, 2, "missing.bin");
+	pb_bytes(&t, 13, e.data, e.len);            /* external_data */
+	pb_uint(&t, 14, 1);                         /* EXTERNAL */
+	pb_bytes(&g, 5, t.data, t.len);
+	pb_value_info(&g, 11, "x", dims, 1);
+	pb_value_info(&g, 12, "y", dims, 1);
+	pb_model(&model, &g);
+	free(raw);
+	qr_buf_free(&g);
+	if (qr_write_file(m, model.data, model.len, NULL) != QR_OK) {
+		ok(0, "late failure: fixture");
+	} else {
+		qr_buf_free(&model);
+		run_qr(&r, NULL, 60, "--float", m, "--quant", q, "-o", out,
+		       "--quiet", NULL);
+		refused("a float model failing after the candidates loaded",
+			&r, out, names);
+		result_free(&r);
+	}
+	unlink(m);
+	qr_buf_free(&node);
+	qr_buf_free(&model);
+	qr_buf_free(&t);
+	qr_buf_free(&e);
+	free(m);
+	free(out);
+	free(q);
+}
+
+/* Start qreport on argv (qreport's arguments, NULL-ended) with output
+ * dropped, send sig after ms milliseconds (0: none), and wait: the wait
+ * status. */
+static int
+run_and_signal(char *const argv[], int sig, int ms)
+{
+	int status = 0;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		alarm(60);
+		execv(qreport, argv);
+		_exit(127);
+	}
+	if (pid < 0)
+		return -1;
+	if (ms > 0) {
+		struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+		nanosleep(&ts, NULL);
+		kill(pid, sig);
+	}
+	waitpid(pid, &status, 0);
+	return status;
+}
+
+/* The report folder holds a whole report: index.html and a report.json
+ * that parses as an object. */
+static int
+whole_report(const char *out)
+{
+	char *json = qr_path_join(out, "report.json");
+	char *idx = qr_path_join(out, "index.html"), *text = slurp(json);
+	int good = exists(idx) && text[0] == '{' &&
+		   strstr(text, "\"schema_version\"") != NULL;
+
+	free(text);
+	free(json);
+	free(idx);
+	return good;
+}
+
+/*
+ * Interrupted runs: SIGINT and SIGTERM at several points of a run that
+ * replaces an existing report leave that report whole (or the new one,
+ * when the run had finished) and no folder of their own beside it. A
+ * SIGKILL cannot clean up: the next run removes what it left.
+ */
+static void
+test_interrupt(void)
+{
+	static const int delays[] = {20, 150, 500, 850};
+	char *f = sample("digits_float.onnx"), *q = sample("digits_qdq.onnx");
+	char *q2 = sample("digits_qop.onnx"), *out = in_work("out_int");
+	/* about a second: the signals land in loading, the data run and
+	 * the report's writing */
+	char *argv[] = {(char *)qreport, "--float", f, "--quant", q, "--quant",
+			q2, "--samples", "1500", "-o", out, "--quiet", NULL};
+	int st, sig, k, all = 1;
+
+	st = run_and_signal(argv, 0, 0);
+	if (!ok(WIFEXITED(st) && WEXITSTATUS(st) == 0 && whole_report(out),
+		"interrupts: the first report"))
+		goto out;
+	for (sig = 0; sig < 2; sig++)
+		for (k = 0; k < (int)(sizeof delays / sizeof delays[0]); k++) {
+			int s = sig ? SIGTERM : SIGINT;
+
+			st = run_and_signal(argv, s, delays[k]);
+			if (!(WIFSIGNALED(st) && WTERMSIG(st) == s) &&
+			    !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+				diag("signal %d after %d ms: wait status %#x",
+				     s, delays[k], st);
+				all = 0;
+			}
+			if (!whole_report(out) || !no_leftovers(out)) {
+				diag("signal %d after %d ms: report or "
+				     "leftovers", s, delays[k]);
+				all = 0;
+			}
+		}
+	ok(all, "SIGINT and SIGTERM at 4 points each: the report stays "
+	   "whole, no temporary folder left");
+	st = run_and_signal(argv, SIGKILL, 600);
+	ok((WIFSIGNALED(st) || WIFEXITED(st)) && whole_report(out),
+	   "SIGKILL: the old report stays whole");
+	st = run_and_signal(argv, 0, 0);
+	ok(WIFEXITED(st) && WEXITSTATUS(st) == 0 && whole_report(out) &&
+	   no_leftovers(out), "the next run removes what the killed run "
+	   "left");
+out:
+	(void)qr_remove_tree(out);
+	free(f);
+	free(q);
+	free(q2);
+	free(out);
+}
+
 int
 main(void)
 {
@@ -473,11 +647,13 @@ main(void)
 	work = xstrdup(tmpl);
 	hostile = qr_path_join(srcdir, "tests/data/hostile");
 	samples = qr_path_join(srcdir, "samples");
+	test_late_failure();
 	test_fifos();
 	test_unbounded();
 	test_big_graphs();
 	test_oom();
 	test_links();
+	test_interrupt();
 	(void)qr_remove_tree(work);
 	free(work);
 	free(hostile);

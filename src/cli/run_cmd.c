@@ -460,7 +460,7 @@ qr_cli_run(int argc, char **argv)
 	if (st == QR_OK)
 		st = run_main(&o, &d);
 	if (st != QR_OK)
-		fprintf(stderr, "qreport run: error: %s\n", d.msg);
+		qr_diag_print(stderr, "qreport run: error: ", d.msg);
 	rc = st == QR_OK ? RUN_EXIT_OK : st == QR_EUSAGE ? RUN_EXIT_USAGE :
 		RUN_EXIT_INPUT;
 	qr_diag_clear(&d);

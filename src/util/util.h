@@ -18,6 +18,7 @@
 #define QR_UTIL_H
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -65,6 +66,10 @@ enum qr_status qr_errorf(struct qr_diag *d, enum qr_status st,
 void qr_warnf(struct qr_diag *d, const char *fmt, ...) QR_PRINTF(2, 3);
 /* Free the warnings held by d; d itself is caller storage. */
 void qr_diag_clear(struct qr_diag *d);
+/* Write prefix, msg and a newline to f, with msg's control characters
+ * (ESC, BEL, ... from a model's strings) as \xHH: nothing a model names
+ * reaches a terminal raw. */
+void qr_diag_print(FILE *f, const char *prefix, const char *msg);
 /* Move src's warnings into d, in order, before d's warning number at
  * (clamped to d's count); src keeps its error and no warnings. */
 void qr_diag_take_warnings(struct qr_diag *d, size_t at, struct qr_diag *src);
