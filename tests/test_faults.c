@@ -17,7 +17,8 @@
  *   - a 3 GB input under a 2 GB address space: exit 2, no abort;
  *   - a report's pages link only to files it holds;
  *   - SIGINT and SIGTERM at several points leave the old report whole and
- *     no temporary folder; what a SIGKILL leaves, the next run removes.
+ *     no temporary folder; what a SIGKILL leaves, the next run removes;
+ *   - qreport run: bfloat16 outputs as float32, planted links replaced.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -628,6 +629,114 @@ out:
 	free(out);
 }
 
+/* x.npy: float32 [2] = {1.5, -2.25}, written by hand. */
+static int
+write_x_npy(const char *path)
+{
+	static const char head[] = "{'descr': '<f4', 'fortran_order': False, "
+				   "'shape': (2,), }";
+	struct qr_buf b = {0};
+	const float v[2] = {1.5f, -2.25f};
+	size_t hlen = sizeof head - 1;
+	int good;
+
+	while ((10 + hlen + 1) % 64 != 0)
+		hlen++;
+	qr_buf_append(&b, "\x93NUMPY\x01\x00", 8);
+	qr_buf_putc(&b, (char)((hlen + 1) & 0xff));
+	qr_buf_putc(&b, (char)((hlen + 1) >> 8));
+	qr_buf_puts(&b, head);
+	while (b.len < 10 + hlen)
+		qr_buf_putc(&b, ' ');
+	qr_buf_putc(&b, '\n');
+	qr_buf_append(&b, v, sizeof v);
+	good = qr_write_file(path, b.data, b.len, NULL) == QR_OK;
+	qr_buf_free(&b);
+	return good;
+}
+
+/*
+ * qreport run: a bfloat16 output is written as float32 with a warning; a
+ * symlink planted where an output goes is replaced, its target untouched.
+ */
+static void
+test_run_outputs(void)
+{
+	struct qr_buf g = {0}, node = {0}, attr = {0}, model = {0};
+	const int64_t dims[1] = {2};
+	char *m = in_work("bf16.onnx"), *x = in_work("x.npy");
+	char *dir = in_work("run_out"), *y = qr_path_join(dir, "y.npy");
+	char *victim = in_work("victim.txt"), *text, arg[1024];
+	struct result r = {0};
+	struct stat sb;
+
+	pb_str(&attr, 1, "to");
+	pb_uint(&attr, 3, 16);                  /* i: BFLOAT16 */
+	pb_uint(&attr, 20, 2);                  /* type: INT */
+	pb_str(&node, 1, "x");
+	pb_str(&node, 2, "y");
+	pb_str(&node, 4, "Cast");
+	pb_bytes(&node, 5, attr.data, attr.len);
+	pb_bytes(&g, 1, node.data, node.len);
+	pb_str(&g, 2, "bf16");
+	pb_value_info(&g, 11, "x", dims, 1);
+	node.len = 0;
+	{
+		/* y is bfloat16: the value info by hand (elem_type 16) */
+		struct qr_buf vi = {0}, type = {0}, tt = {0}, shape = {0};
+		struct qr_buf dim = {0};
+
+		pb_uint(&dim, 1, 2);
+		pb_bytes(&shape, 1, dim.data, dim.len);
+		pb_uint(&tt, 1, 16);
+		pb_bytes(&tt, 2, shape.data, shape.len);
+		pb_bytes(&type, 1, tt.data, tt.len);
+		pb_str(&vi, 1, "y");
+		pb_bytes(&vi, 2, type.data, type.len);
+		pb_bytes(&g, 12, vi.data, vi.len);
+		qr_buf_free(&vi);
+		qr_buf_free(&type);
+		qr_buf_free(&tt);
+		qr_buf_free(&shape);
+		qr_buf_free(&dim);
+	}
+	pb_model(&model, &g);
+	if (qr_write_file(m, model.data, model.len, NULL) != QR_OK ||
+	    !write_x_npy(x) || qr_mkdirs(dir, NULL) != QR_OK ||
+	    qr_write_file(victim, "victim\n", 7, NULL) != QR_OK ||
+	    symlink(victim, y) != 0) {
+		ok(0, "qreport run outputs: fixture");
+		goto out;
+	}
+	snprintf(arg, sizeof arg, "x=%s", x);
+	run_qr(&r, NULL, CASE_SECONDS, "run", m, "--input", arg, "-o", dir,
+	       NULL);
+	text = slurp(y);
+	/* the header follows the magic and a 0 byte: from byte 10 */
+	ok(exited_with(&r, 0) && strstr(r.err, "bfloat16") != NULL &&
+	   strlen(text) == 7 && strstr(text + 10, "'descr': '<f4'") != NULL,
+	   "qreport run: a bfloat16 output is written as float32, said so");
+	if (!exited_with(&r, 0) || strstr(r.err, "bfloat16") == NULL)
+		diag_result(&r);
+	free(text);
+	text = slurp(victim);
+	ok(strcmp(text, "victim\n") == 0 && lstat(y, &sb) == 0 &&
+	   S_ISREG(sb.st_mode), "qreport run -o: a symlink planted at an "
+	   "output is replaced, its target untouched");
+	free(text);
+	result_free(&r);
+out:
+	qr_buf_free(&g);
+	qr_buf_free(&node);
+	qr_buf_free(&attr);
+	qr_buf_free(&model);
+	free(m);
+	free(x);
+	free(dir);
+	free(y);
+	free(victim);
+}
+
 int
 main(void)
 {
@@ -654,6 +763,7 @@ main(void)
 	test_oom();
 	test_links();
 	test_interrupt();
+	test_run_outputs();
 	(void)qr_remove_tree(work);
 	free(work);
 	free(hostile);

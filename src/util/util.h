@@ -183,7 +183,9 @@ void qr_map_populate(const struct qr_map *m, size_t off, size_t len);
 						  templates */
 enum qr_status qr_read_file(const char *path, char **out, size_t *len,
 			    struct qr_diag *d);
-/* Write n bytes to path (create or truncate). */
+/* Write n bytes to path: into a new file beside it, renamed over it, so
+ * a link at path is replaced, never followed, and path never holds half
+ * the bytes. */
 enum qr_status qr_write_file(const char *path, const void *p, size_t n,
 			     struct qr_diag *d);
 /* mkdir -p; QR_EIO naming the path when it fails. */
