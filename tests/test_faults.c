@@ -3,6 +3,8 @@
  * what qreport does with them through the real CLI ($QREPORT). Every case
  * runs in a child with a time limit (tests/qrchild.h): a hang is a failed
  * case, never a hung suite. Checks, per case:
+ *   - a float model that fails after the candidates loaded: its error,
+ *     exit 2 (its status is read after its loading thread is joined);
  *   - FIFOs as the model, its external data, --data (given, or inside an
  *     image folder), --config, --compare-to, a template and `qreport run
  *     --input`: refused with exit 2 and one error naming the path (an
@@ -13,7 +15,10 @@
  *   - graphs of 50,000 nodes: a report in bounded time, the graph view
  *     left out with the reason;
  *   - a 3 GB input under a 2 GB address space: exit 2, no abort;
- *   - a report's pages link only to files it holds.
+ *   - a report's pages link only to files it holds;
+ *   - SIGINT and SIGTERM at several points leave the old report whole and
+ *     no temporary folder; what a SIGKILL leaves, the next run removes;
+ *   - qreport run: bfloat16 outputs as float32, planted links replaced.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -21,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef QR_SRCDIR
@@ -454,6 +460,283 @@ test_links(void)
 	free(q);
 }
 
+/*
+ * The float model fails late (its last initializer's external data is
+ * missing, after 256 MB of inline weights) while a small candidate loads
+ * at once on the main thread: the float model's error must be the one
+ * reported, read after its loading thread ended (it once was read before,
+ * and the data run then used a model that never loaded).
+ */
+static void
+test_late_failure(void)
+{
+	struct qr_buf g = {0}, node = {0}, model = {0}, t = {0}, e = {0};
+	const int64_t dims[1] = {2};
+	size_t big = (size_t)256 << 20;
+	char *m = in_work("late.onnx"), *out = in_work("out_late");
+	char *q = sample("digits_qdq.onnx"), *raw = xcalloc(big, 1);
+	const char *names[] = {"late.onnx", "missing.bin", NULL};
+	struct result r = {0};
+
+	pb_str(&node, 1, "x");
+	pb_str(&node, 1, "w");
+	pb_str(&node, 2, "y");
+	pb_str(&node, 4, "Add");
+	pb_bytes(&g, 1, node.data, node.len);
+	pb_str(&g, 2, "late");
+	pb_uint(&t, 1, big / 4);                    /* dims */
+	pb_uint(&t, 2, 1);                          /* float */
+	pb_str(&t, 8, "big");
+	pb_bytes(&t, 9, raw, big);                  /* raw_data */
+	pb_bytes(&g, 5, t.data, t.len);             /* initializer */
+	t.len = 0;
+	pb_uint(&t, 1, 2);
+	pb_uint(&t, 2, 1);
+	pb_str(&t, 8, "w");
+	pb_str(&e, 1, "location");
+	pb_str(&e, 2, "missing.bin");
+	pb_bytes(&t, 13, e.data, e.len);            /* external_data */
+	pb_uint(&t, 14, 1);                         /* EXTERNAL */
+	pb_bytes(&g, 5, t.data, t.len);
+	pb_value_info(&g, 11, "x", dims, 1);
+	pb_value_info(&g, 12, "y", dims, 1);
+	pb_model(&model, &g);
+	free(raw);
+	qr_buf_free(&g);
+	if (qr_write_file(m, model.data, model.len, NULL) != QR_OK) {
+		ok(0, "late failure: fixture");
+	} else {
+		qr_buf_free(&model);
+		run_qr(&r, NULL, 60, "--float", m, "--quant", q, "-o", out,
+		       "--quiet", NULL);
+		refused("a float model failing after the candidates loaded",
+			&r, out, names);
+		result_free(&r);
+	}
+	unlink(m);
+	qr_buf_free(&node);
+	qr_buf_free(&model);
+	qr_buf_free(&t);
+	qr_buf_free(&e);
+	free(m);
+	free(out);
+	free(q);
+}
+
+/* Start qreport on argv (qreport's arguments, NULL-ended) with output
+ * dropped, send sig after ms milliseconds (0: none), and wait: the wait
+ * status. */
+static int
+run_and_signal(char *const argv[], int sig, int ms)
+{
+	int status = 0;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		alarm(60);
+		execv(qreport, argv);
+		_exit(127);
+	}
+	if (pid < 0)
+		return -1;
+	if (ms > 0) {
+		struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+		nanosleep(&ts, NULL);
+		kill(pid, sig);
+	}
+	waitpid(pid, &status, 0);
+	return status;
+}
+
+/* The report folder holds a whole report: index.html and a report.json
+ * that parses as an object. */
+static int
+whole_report(const char *out)
+{
+	char *json = qr_path_join(out, "report.json");
+	char *idx = qr_path_join(out, "index.html"), *text = slurp(json);
+	int good = exists(idx) && text[0] == '{' &&
+		   strstr(text, "\"schema_version\"") != NULL;
+
+	free(text);
+	free(json);
+	free(idx);
+	return good;
+}
+
+/*
+ * Interrupted runs: SIGINT and SIGTERM at several points of a run that
+ * replaces an existing report leave that report whole (or the new one,
+ * when the run had finished) and no folder of their own beside it. A
+ * SIGKILL cannot clean up: the next run removes what it left.
+ */
+static void
+test_interrupt(void)
+{
+	static const int delays[] = {20, 150, 500, 850};
+	char *f = sample("digits_float.onnx"), *q = sample("digits_qdq.onnx");
+	char *q2 = sample("digits_qop.onnx"), *out = in_work("out_int");
+	/* about a second: the signals land in loading, the data run and
+	 * the report's writing */
+	char *argv[] = {(char *)qreport, "--float", f, "--quant", q, "--quant",
+			q2, "--samples", "1500", "-o", out, "--quiet", NULL};
+	int st, sig, k, all = 1;
+
+	st = run_and_signal(argv, 0, 0);
+	if (!ok(WIFEXITED(st) && WEXITSTATUS(st) == 0 && whole_report(out),
+		"interrupts: the first report"))
+		goto out;
+	for (sig = 0; sig < 2; sig++)
+		for (k = 0; k < (int)(sizeof delays / sizeof delays[0]); k++) {
+			int s = sig ? SIGTERM : SIGINT;
+
+			st = run_and_signal(argv, s, delays[k]);
+			if (!(WIFSIGNALED(st) && WTERMSIG(st) == s) &&
+			    !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+				diag("signal %d after %d ms: wait status %#x",
+				     s, delays[k], st);
+				all = 0;
+			}
+			if (!whole_report(out) || !no_leftovers(out)) {
+				diag("signal %d after %d ms: report or "
+				     "leftovers", s, delays[k]);
+				all = 0;
+			}
+		}
+	ok(all, "SIGINT and SIGTERM at 4 points each: the report stays "
+	   "whole, no temporary folder left");
+	st = run_and_signal(argv, SIGKILL, 600);
+	ok((WIFSIGNALED(st) || WIFEXITED(st)) && whole_report(out),
+	   "SIGKILL: the old report stays whole");
+	st = run_and_signal(argv, 0, 0);
+	ok(WIFEXITED(st) && WEXITSTATUS(st) == 0 && whole_report(out) &&
+	   no_leftovers(out), "the next run removes what the killed run "
+	   "left");
+out:
+	(void)qr_remove_tree(out);
+	free(f);
+	free(q);
+	free(q2);
+	free(out);
+}
+
+/* x.npy: float32 [2] = {1.5, -2.25}, written by hand. */
+static int
+write_x_npy(const char *path)
+{
+	static const char head[] = "{'descr': '<f4', 'fortran_order': False, "
+				   "'shape': (2,), }";
+	struct qr_buf b = {0};
+	const float v[2] = {1.5f, -2.25f};
+	size_t hlen = sizeof head - 1;
+	int good;
+
+	while ((10 + hlen + 1) % 64 != 0)
+		hlen++;
+	qr_buf_append(&b, "\x93NUMPY\x01\x00", 8);
+	qr_buf_putc(&b, (char)((hlen + 1) & 0xff));
+	qr_buf_putc(&b, (char)((hlen + 1) >> 8));
+	qr_buf_puts(&b, head);
+	while (b.len < 10 + hlen)
+		qr_buf_putc(&b, ' ');
+	qr_buf_putc(&b, '\n');
+	qr_buf_append(&b, v, sizeof v);
+	good = qr_write_file(path, b.data, b.len, NULL) == QR_OK;
+	qr_buf_free(&b);
+	return good;
+}
+
+/*
+ * qreport run: a bfloat16 output is written as float32 with a warning; a
+ * symlink planted where an output goes is replaced, its target untouched.
+ */
+static void
+test_run_outputs(void)
+{
+	struct qr_buf g = {0}, node = {0}, attr = {0}, model = {0};
+	const int64_t dims[1] = {2};
+	char *m = in_work("bf16.onnx"), *x = in_work("x.npy");
+	char *dir = in_work("run_out"), *y = qr_path_join(dir, "y.npy");
+	char *victim = in_work("victim.txt"), *text, arg[1024];
+	struct result r = {0};
+	struct stat sb;
+
+	pb_str(&attr, 1, "to");
+	pb_uint(&attr, 3, 16);                  /* i: BFLOAT16 */
+	pb_uint(&attr, 20, 2);                  /* type: INT */
+	pb_str(&node, 1, "x");
+	pb_str(&node, 2, "y");
+	pb_str(&node, 4, "Cast");
+	pb_bytes(&node, 5, attr.data, attr.len);
+	pb_bytes(&g, 1, node.data, node.len);
+	pb_str(&g, 2, "bf16");
+	pb_value_info(&g, 11, "x", dims, 1);
+	node.len = 0;
+	{
+		/* y is bfloat16: the value info by hand (elem_type 16) */
+		struct qr_buf vi = {0}, type = {0}, tt = {0}, shape = {0};
+		struct qr_buf dim = {0};
+
+		pb_uint(&dim, 1, 2);
+		pb_bytes(&shape, 1, dim.data, dim.len);
+		pb_uint(&tt, 1, 16);
+		pb_bytes(&tt, 2, shape.data, shape.len);
+		pb_bytes(&type, 1, tt.data, tt.len);
+		pb_str(&vi, 1, "y");
+		pb_bytes(&vi, 2, type.data, type.len);
+		pb_bytes(&g, 12, vi.data, vi.len);
+		qr_buf_free(&vi);
+		qr_buf_free(&type);
+		qr_buf_free(&tt);
+		qr_buf_free(&shape);
+		qr_buf_free(&dim);
+	}
+	pb_model(&model, &g);
+	if (qr_write_file(m, model.data, model.len, NULL) != QR_OK ||
+	    !write_x_npy(x) || qr_mkdirs(dir, NULL) != QR_OK ||
+	    qr_write_file(victim, "victim\n", 7, NULL) != QR_OK ||
+	    symlink(victim, y) != 0) {
+		ok(0, "qreport run outputs: fixture");
+		goto out;
+	}
+	snprintf(arg, sizeof arg, "x=%s", x);
+	run_qr(&r, NULL, CASE_SECONDS, "run", m, "--input", arg, "-o", dir,
+	       NULL);
+	text = slurp(y);
+	/* the header follows the magic and a 0 byte: from byte 10 */
+	ok(exited_with(&r, 0) && strstr(r.err, "bfloat16") != NULL &&
+	   strlen(text) == 7 && strstr(text + 10, "'descr': '<f4'") != NULL,
+	   "qreport run: a bfloat16 output is written as float32, said so");
+	if (!exited_with(&r, 0) || strstr(r.err, "bfloat16") == NULL)
+		diag_result(&r);
+	free(text);
+	text = slurp(victim);
+	ok(strcmp(text, "victim\n") == 0 && lstat(y, &sb) == 0 &&
+	   S_ISREG(sb.st_mode), "qreport run -o: a symlink planted at an "
+	   "output is replaced, its target untouched");
+	free(text);
+	result_free(&r);
+out:
+	qr_buf_free(&g);
+	qr_buf_free(&node);
+	qr_buf_free(&attr);
+	qr_buf_free(&model);
+	free(m);
+	free(x);
+	free(dir);
+	free(y);
+	free(victim);
+}
+
 int
 main(void)
 {
@@ -473,11 +756,14 @@ main(void)
 	work = xstrdup(tmpl);
 	hostile = qr_path_join(srcdir, "tests/data/hostile");
 	samples = qr_path_join(srcdir, "samples");
+	test_late_failure();
 	test_fifos();
 	test_unbounded();
 	test_big_graphs();
 	test_oom();
 	test_links();
+	test_interrupt();
+	test_run_outputs();
 	(void)qr_remove_tree(work);
 	free(work);
 	free(hostile);

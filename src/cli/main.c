@@ -245,18 +245,22 @@ job_start(struct job *j, void *(*fn)(void *), void *arg, int thread,
 }
 
 /* Wait for j; its warnings go before the caller's later ones, and its
- * error (jst, message in jd), if any, becomes d's and is returned. */
+ * error (*jst, message in jd), if any, becomes d's and is returned. The
+ * job writes *jst and jd: they are read only once it has been joined. */
 static enum qr_status
 job_end(struct job *j, struct qr_diag *d, struct qr_diag *jd,
-	enum qr_status jst)
+	const enum qr_status *jst)
 {
+	enum qr_status st;
+
 	if (j->threaded)
 		pthread_join(j->th, NULL);
+	st = *jst;
 	qr_diag_take_warnings(d, j->at, jd);
-	if (jst != QR_OK)
-		jst = qr_errorf(d, jst, "%s", jd->msg);
+	if (st != QR_OK)
+		st = qr_errorf(d, st, "%s", jd->msg);
 	qr_diag_clear(jd);
-	return jst;
+	return st;
 }
 
 /* A model loading on a thread of its own. */
@@ -286,6 +290,38 @@ an_job_run(void *arg)
 	return NULL;
 }
 
+/* QR_EIO when the output folder holds an input, or an input holds it:
+ * replacing an earlier report that keeps the run's models or data would
+ * delete them, and a report written inside a data folder would be read
+ * as data by the next run. */
+static enum qr_status
+check_out_vs_inputs(const struct qr_cli_args *o, struct qr_diag *d)
+{
+	const char *in[QR_CLI_MAX_QUANT + 2 * QR_CLI_MAX_DATA + 4];
+	size_t n = 0, i;
+
+	in[n++] = o->float_path;
+	for (i = 0; i < o->n_quant; i++)
+		in[n++] = o->quant_paths[i];
+	for (i = 0; i < o->n_data; i++) {
+		const char *eq = strchr(o->data[i], '=');
+
+		in[n++] = o->data[i];
+		if (eq != NULL) /* NAME=PATH */
+			in[n++] = eq + 1;
+	}
+	in[n++] = o->config;
+	in[n++] = o->templates;
+	in[n++] = o->compare_to;
+	for (i = 0; i < n; i++)
+		if (in[i] != NULL && qr_path_overlap(o->outdir, in[i]))
+			return qr_errorf(d, QR_EIO, "output '%s' and the input "
+					 "'%s' hold one another: the report "
+					 "would replace or mix with it; choose "
+					 "another -o", o->outdir, in[i]);
+	return QR_OK;
+}
+
 static enum qr_status
 run_report(const struct qr_cli_args *o, const char *cmdline,
 	   struct qr_diag *d)
@@ -301,6 +337,8 @@ run_report(const struct qr_cli_args *o, const char *cmdline,
 	size_t i;
 	int partial = 0;
 
+	if ((st = check_out_vs_inputs(o, d)) != QR_OK)
+		goto out;
 	/* a missing old report fails before minutes of analysis */
 	if (o->compare_to != NULL &&
 	    (st = qr_compare_load(o->compare_to, &old, d)) != QR_OK)
@@ -320,7 +358,7 @@ run_report(const struct qr_cli_args *o, const char *cmdline,
 		st = QR_OK;
 		for (i = 0; i < o->n_quant && st == QR_OK; i++)
 			st = qr_onnx_load(o->quant_paths[i], &qmodels[i], d);
-		fst = job_end(&j, d, &fj.d, fj.st);
+		fst = job_end(&j, d, &fj.d, &fj.st);
 		fmodel = fj.m;
 		if (fst != QR_OK)
 			st = fst;
@@ -347,7 +385,7 @@ run_report(const struct qr_cli_args *o, const char *cmdline,
 
 		job_start(&j, an_job_run, &job, 1, d);
 		dst = run_data(o, fmodel, qmodels, act, d);
-		st = job_end(&j, d, &job.d, job.st);
+		st = job_end(&j, d, &job.d, &job.st);
 		an = job.an;
 		if (st == QR_OK && (st = dst) == QR_EPARTIAL)
 			partial = 1;
@@ -398,13 +436,13 @@ run_report(const struct qr_cli_args *o, const char *cmdline,
 		char *line = qr_gate_line(&o->gate, i);
 
 		if (o->gate.checks[i].n_fail > 0)
-			fprintf(stderr, "qreport: check failed: %s\n", line);
+			qr_diag_print(stderr, "qreport: check failed: ", line);
 		else if (o->gate.checks[i].n_items == 0)
 			fprintf(stderr, "qreport: warning: check '%s' had "
 				"nothing to check (no such items in this "
 				"report)\n", o->gate.checks[i].expr);
 		else if (!o->quiet)
-			fprintf(stderr, "qreport: check passed: %s\n", line);
+			qr_diag_print(stderr, "qreport: check passed: ", line);
 		free(line);
 	}
 	if (o->gate.n_failed > 0)
@@ -450,6 +488,8 @@ main(int argc, char **argv)
 	 * OpenBLAS's idle threads go before they spin through loading */
 	qr_kernels_set_blas_threads(1);
 
+	/* interrupted runs remove the folders they were building */
+	qr_cleanup_start();
 	if (argc > 1 && strcmp(argv[1], "run") == 0)
 		return qr_cli_run(argc - 1, argv + 1);
 	cmdline = join_argv(argc, argv);
@@ -458,14 +498,14 @@ main(int argc, char **argv)
 		st = run_report(&o, cmdline, &d);
 	if (!o.quiet)
 		for (i = 0; i < d.n_warnings; i++)
-			fprintf(stderr, "qreport: warning: %s\n",
-				d.warnings[i].msg);
+			qr_diag_print(stderr, "qreport: warning: ",
+				      d.warnings[i].msg);
 	if (st == QR_EPARTIAL)
-		fprintf(stderr, "qreport: partial report: %s\n", d.msg);
+		qr_diag_print(stderr, "qreport: partial report: ", d.msg);
 	else if (st == QR_ETHRESHOLD)
-		fprintf(stderr, "qreport: %s\n", d.msg);
+		qr_diag_print(stderr, "qreport: ", d.msg);
 	else if (st != QR_OK)
-		fprintf(stderr, "qreport: error: %s\n", d.msg);
+		qr_diag_print(stderr, "qreport: error: ", d.msg);
 	rc = exit_code(st);
 	qr_diag_clear(&d);
 	qr_cli_args_free(&o);

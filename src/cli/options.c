@@ -166,9 +166,9 @@ qr_cli_config(const struct qr_cli_cmd *cmd, const char *path, void *opts,
 	cJSON *root = NULL, *it;
 	size_t len, i;
 
-	st = qr_read_file(path, &text, &len, d);
-	if (st != QR_OK)
-		return qr_errorf(d, QR_EUSAGE, "%s", d->msg);
+	/* a file that cannot be read is bad input (exit 2), as a model */
+	if ((st = qr_read_file(path, &text, &len, d)) != QR_OK)
+		return qr_errorf(d, st, "config: %s", d->msg);
 	root = cJSON_ParseWithLength(text, len);
 	if (root == NULL || !cJSON_IsObject(root)) {
 		st = qr_errorf(d, QR_EUSAGE,

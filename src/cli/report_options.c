@@ -424,14 +424,36 @@ conf_quant(const struct qr_cli_opt *e, void *opts, const cJSON *it,
 	return QR_OK;
 }
 
+/* A config number that must be a whole number in [lo, hi]: 20.5 samples
+ * is refused, not truncated. */
+static enum qr_status
+conf_whole(const cJSON *it, const char *key, double lo, double hi,
+	   double *out, const struct qr_cli_conf *c, struct qr_diag *d)
+{
+	double v = it->valuedouble;
+
+	if (!(v >= lo && v <= hi) || v != floor(v))
+		return qr_errorf(d, QR_EUSAGE, "config '%s': %s must be a "
+				 "whole number %.0f..%.0f", c->path, key, lo,
+				 hi);
+	*out = v;
+	return QR_OK;
+}
+
 static enum qr_status
 conf_bits(const struct qr_cli_opt *e, void *opts, const cJSON *it,
 	  const struct qr_cli_conf *c, struct qr_diag *d)
 {
 	struct qr_cli_args *o = opts;
 
-	if (o->bits == 0)
-		o->bits = it->valueint;
+	double v = 0;
+	enum qr_status st;
+
+	if (o->bits == 0) {
+		if ((st = conf_whole(it, "bits", 2, 16, &v, c, d)) != QR_OK)
+			return st;
+		o->bits = (int)v;
+	}
 	return QR_OK;
 }
 
@@ -506,11 +528,14 @@ conf_samples(const struct qr_cli_opt *e, void *opts, const cJSON *it,
 {
 	struct qr_cli_args *o = opts;
 
+	double v = 0;
+	enum qr_status st;
+
 	if (o->samples == 0) {
-		if (it->valuedouble < 1 || it->valuedouble > 1e9)
-			return qr_errorf(d, QR_EUSAGE, "config '%s': samples "
-					 "must be 1..1000000000", c->path);
-		o->samples = (long)it->valuedouble;
+		if ((st = conf_whole(it, "samples", 1, 1e9, &v, c, d)) !=
+		    QR_OK)
+			return st;
+		o->samples = (long)v;
 	}
 	return QR_OK;
 }
@@ -521,8 +546,15 @@ conf_seed(const struct qr_cli_opt *e, void *opts, const cJSON *it,
 {
 	struct qr_cli_args *o = opts;
 
+	double v = 0;
+	enum qr_status st;
+
 	if (!o->have_seed) {
-		o->seed = (uint64_t)it->valuedouble;
+		/* 2^53: every whole number up to it is exact in JSON's double */
+		if ((st = conf_whole(it, "seed", 0, 9007199254740992.0, &v, c,
+				     d)) != QR_OK)
+			return st;
+		o->seed = (uint64_t)v;
 		o->have_seed = 1;
 	}
 	return QR_OK;
@@ -1035,6 +1067,8 @@ qr_cli_args_parse(int argc, char **argv, struct qr_cli_args *o,
 	if (o->outdir == NULL)
 		return qr_errorf(d, QR_EUSAGE,
 				 "missing -o DIR (see qreport --help)");
+	if (o->outdir[0] == '\0')
+		return qr_errorf(d, QR_EUSAGE, "-o '': name a report folder");
 	if (o->bits == 0)
 		o->bits = 8;
 	if (isnan(o->cos_threshold))

@@ -115,8 +115,23 @@ write_tensor(const char *outdir, struct file_names *names,
 	     const char *name, const struct qr_tensor *t, struct qr_diag *d)
 {
 	char *path = qr_path_join(outdir, file_for(names, name));
-	enum qr_status st = qr_npy_write(path, t, d);
+	struct qr_tensor *f = NULL;
+	enum qr_status st = QR_OK;
+	size_t i;
 
+	/* .npy has no bfloat16: its values are written as float32, exactly */
+	if (t->dtype == QR_DT_BFLOAT16 &&
+	    (st = qr_tensor_new(QR_DT_FLOAT, t->ndim, t->dims, &f, d)) ==
+	    QR_OK) {
+		for (i = 0; i < t->n_elem; i++)
+			((float *)f->data)[i] =
+				qr_bf16_to_f32(((const uint16_t *)t->data)[i]);
+		qr_warnf(d, "'%s' is bfloat16: written as float32 to '%s' "
+			 "(.npy has no bfloat16)", name, path);
+	}
+	if (st == QR_OK)
+		st = qr_npy_write(path, f != NULL ? f : t, d);
+	qr_tensor_free(f);
 	free(path);
 	return st;
 }
@@ -447,6 +462,7 @@ qr_cli_run(int argc, char **argv)
 	struct qr_diag d = {0};
 	enum qr_status st;
 	int help = 0, rc;
+	size_t i;
 
 	/* Accept a full argv ("qreport run ...") as well as ("run ..."). */
 	if (argc > 1 && strcmp(argv[0], "run") != 0 &&
@@ -459,8 +475,11 @@ qr_cli_run(int argc, char **argv)
 		return RUN_EXIT_OK;
 	if (st == QR_OK)
 		st = run_main(&o, &d);
+	for (i = 0; i < d.n_warnings; i++)
+		qr_diag_print(stderr, "qreport run: warning: ",
+			      d.warnings[i].msg);
 	if (st != QR_OK)
-		fprintf(stderr, "qreport run: error: %s\n", d.msg);
+		qr_diag_print(stderr, "qreport run: error: ", d.msg);
 	rc = st == QR_OK ? RUN_EXIT_OK : st == QR_EUSAGE ? RUN_EXIT_USAGE :
 		RUN_EXIT_INPUT;
 	qr_diag_clear(&d);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -35,6 +36,29 @@ block_signals(sigset_t *set)
 	sigaddset(set, SIGHUP);
 }
 
+/*
+ * Remove a folder other threads may still be writing into (charts are
+ * drawn on the other cores): renamed first, so that no file opened by its
+ * old path lands in it from then on, then removed until it is gone (a
+ * file opened just before the rename may still appear once).
+ */
+static void
+remove_now(const char *path)
+{
+	char *trash = xasprintf("%s-gone", path);
+	const char *p = rename(path, trash) == 0 ? trash : path;
+	struct timespec ts = {0, 5000000}; /* 5 ms */
+	struct stat sb;
+	int k;
+
+	for (k = 0; k < 100 && lstat(p, &sb) == 0; k++) {
+		if (qr_remove_tree(p) == 0 && lstat(p, &sb) != 0)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	free(trash);
+}
+
 void
 qr_cleanup_now(void)
 {
@@ -44,7 +68,7 @@ qr_cleanup_now(void)
 	if (pthread_mutex_trylock(&lock) != 0)
 		return;
 	for (i = 0; i < n_paths; i++)
-		qr_remove_tree(paths[i]);
+		remove_now(paths[i]);
 	n_paths = 0;
 	/* kept locked: nobody registers any more */
 }

@@ -165,21 +165,59 @@ out:
 	return st;
 }
 
+/*
+ * Written into a fresh file beside path (O_CREAT | O_EXCL | O_NOFOLLOW:
+ * never an existing file, never through a link) and renamed over path,
+ * which replaces a link planted at path instead of writing where it
+ * points, and never leaves half a file under path's name.
+ */
 enum qr_status
 qr_write_file(const char *path, const void *p, size_t n, struct qr_diag *d)
 {
 	enum qr_status st = QR_OK;
-	FILE *f = fopen(path, "wb");
+	char *tmp = NULL;
+	const char *at = p;
+	size_t left = n;
+	unsigned k;
+	int fd = -1;
 
-	if (f == NULL)
-		return qr_errorf(d, QR_EIO, "cannot create '%s': %s", path,
-				 strerror(errno));
-	if (n > 0 && fwrite(p, 1, n, f) != n)
+	for (k = 0; fd < 0 && k < 100; k++) {
+		free(tmp);
+		tmp = xasprintf("%s.part-%ld-%u", path, (long)getpid(), k);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+			  O_CLOEXEC, 0666);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (fd < 0) {
+		st = qr_errorf(d, QR_EIO, "cannot create '%s': %s", path,
+			       strerror(errno));
+		goto out;
+	}
+	while (left > 0) {
+		ssize_t w = write(fd, at, left);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			st = qr_errorf(d, QR_EIO, "cannot write '%s': %s",
+				       path, w < 0 ? strerror(errno) :
+				       "no space written");
+			break;
+		}
+		at += w;
+		left -= (size_t)w;
+	}
+	if (close(fd) != 0 && st == QR_OK)
 		st = qr_errorf(d, QR_EIO, "cannot write '%s': %s", path,
 			       strerror(errno));
-	if (fclose(f) != 0 && st == QR_OK)
+	if (st == QR_OK && rename(tmp, path) != 0)
 		st = qr_errorf(d, QR_EIO, "cannot write '%s': %s", path,
 			       strerror(errno));
+	if (st != QR_OK)
+		unlink(tmp);
+out:
+	free(tmp);
 	return st;
 }
 

@@ -247,10 +247,13 @@ qr_add_overflow(size_t a, size_t b, size_t *out)
 static void
 diag_vset(struct qr_diag *d, enum qr_status st, const char *fmt, va_list ap)
 {
-	char *nl;
+	char msg[QR_DIAG_MSG_MAX], *nl;
 
+	/* formatted apart first: the arguments may be d->msg itself, as
+	 * when a caller puts a prefix before the message it was given */
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	memcpy(d->msg, msg, sizeof msg);
 	d->status = st;
-	vsnprintf(d->msg, sizeof d->msg, fmt, ap);
 	/* Messages are one line, whatever a model's strings contain. */
 	while ((nl = strpbrk(d->msg, "\r\n")) != NULL)
 		*nl = ' ';
@@ -287,6 +290,20 @@ qr_warnf(struct qr_diag *d, const char *fmt, ...)
 	while ((nl = strpbrk(d->warnings[d->n_warnings].msg, "\r\n")) != NULL)
 		*nl = ' ';
 	d->n_warnings++;
+}
+
+void
+qr_diag_print(FILE *f, const char *prefix, const char *msg)
+{
+	const unsigned char *p;
+
+	fputs(prefix, f);
+	for (p = (const unsigned char *)msg; *p != '\0'; p++)
+		if (*p < 0x20 || *p == 0x7f)
+			fprintf(f, "\\x%02x", *p);
+		else
+			fputc(*p, f);
+	fputc('\n', f);
 }
 
 void

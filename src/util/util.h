@@ -18,6 +18,7 @@
 #define QR_UTIL_H
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -65,6 +66,10 @@ enum qr_status qr_errorf(struct qr_diag *d, enum qr_status st,
 void qr_warnf(struct qr_diag *d, const char *fmt, ...) QR_PRINTF(2, 3);
 /* Free the warnings held by d; d itself is caller storage. */
 void qr_diag_clear(struct qr_diag *d);
+/* Write prefix, msg and a newline to f, with msg's control characters
+ * (ESC, BEL, ... from a model's strings) as \xHH: nothing a model names
+ * reaches a terminal raw. */
+void qr_diag_print(FILE *f, const char *prefix, const char *msg);
 /* Move src's warnings into d, in order, before d's warning number at
  * (clamped to d's count); src keeps its error and no warnings. */
 void qr_diag_take_warnings(struct qr_diag *d, size_t at, struct qr_diag *src);
@@ -178,7 +183,9 @@ void qr_map_populate(const struct qr_map *m, size_t off, size_t len);
 						  templates */
 enum qr_status qr_read_file(const char *path, char **out, size_t *len,
 			    struct qr_diag *d);
-/* Write n bytes to path (create or truncate). */
+/* Write n bytes to path: into a new file beside it, renamed over it, so
+ * a link at path is replaced, never followed, and path never holds half
+ * the bytes. */
 enum qr_status qr_write_file(const char *path, const void *p, size_t n,
 			     struct qr_diag *d);
 /* mkdir -p; QR_EIO naming the path when it fails. */
