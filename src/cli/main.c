@@ -22,7 +22,7 @@
 #include "run/dataset.h"
 #include "util/util.h"
 
-/* Exit codes (DESIGN.md); keep --help, qreport.1 and README in step. */
+/* Exit codes; keep --help, qreport.1 and README.md's table in step. */
 enum {
 	EXIT_REPORT = 0,   /* report written */
 	EXIT_USAGE = 1,    /* usage error */
@@ -48,6 +48,7 @@ exit_code(enum qr_status st)
 	case QR_EUNSUPPORTED:
 	case QR_ESHAPE:
 	case QR_EGRAPH:
+	case QR_ENOMEM:
 		break;
 	}
 	return EXIT_INPUT;

@@ -59,6 +59,17 @@ qr_tensor_set_shape(struct qr_tensor *t, int dtype, int ndim,
 		return qr_errorf(d, QR_ESHAPE, "%s: %zu elements (%zu MiB) "
 				 "exceed the %zu MiB tensor limit", what, n,
 				 bytes >> 20, max_bytes >> 20);
+	if (bytes >= QR_MEM_CHECK_MIN && !(t->owned && t->cap >= bytes)) {
+		size_t held = qr_mem_in_use(), budget = qr_mem_budget();
+
+		if (held > budget || bytes > budget - held)
+			return qr_errorf(d, QR_ENOMEM, "%s: %zu MiB more, on top "
+					 "of the %zu MiB held, is more than the "
+					 "%zu MiB this run may use (--max-memory;"
+					 " by default what the machine has "
+					 "available)", what, bytes >> 20,
+					 held >> 20, budget >> 20);
+	}
 	t->dtype = dtype;
 	t->ndim = ndim;
 	for (i = 0; i < ndim; i++)

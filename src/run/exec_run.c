@@ -246,7 +246,7 @@ qr_exec_run(struct qr_exec *e, struct qr_tensor *const *inputs,
 				      user);
 
 			if (rc != 0) {
-				st = rc > 0 && rc <= QR_ETHRESHOLD ?
+				st = rc > 0 && rc <= QR_ENOMEM ?
 					(enum qr_status)rc : QR_EPARTIAL;
 				qr_errorf(d, st, "model '%s': run stopped "
 					  "after node '%s'", e->m->path,

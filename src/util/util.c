@@ -116,6 +116,7 @@ xpages(size_t size)
 #ifdef MADV_HUGEPAGE
 		madvise(p, len, MADV_HUGEPAGE); /* a hint: may be refused */
 #endif
+		qr_mem_mapped(len, 1);
 		return p;
 	}
 	/* smaller: the heap's recycled pages beat pages of its own */
@@ -132,10 +133,14 @@ xpages_free(void *p, size_t size)
 
 	if (p == NULL)
 		return;
-	if (len >= HUGE_PAGE)
+	if (len >= HUGE_PAGE) {
+		len = (len + qr_page_size() - 1) / qr_page_size() *
+		      qr_page_size();
 		munmap(p, len);
-	else
+		qr_mem_mapped(len, 0);
+	} else {
 		free(p);
+	}
 }
 
 #define BULK_CHUNK ((size_t)4 << 20) /* two huge pages */
@@ -355,6 +360,7 @@ qr_status_name(enum qr_status st)
 	case QR_EGRAPH: return "bad graph";
 	case QR_EPARTIAL: return "partial";
 	case QR_ETHRESHOLD: return "threshold crossed";
+	case QR_ENOMEM: return "not enough memory";
 	}
 	return "unknown";
 }

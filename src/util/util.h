@@ -41,6 +41,7 @@ enum qr_status {
 	QR_EGRAPH,       /* malformed graph: cycle, undefined input */
 	QR_EPARTIAL,     /* part of the analysis could not be done */
 	QR_ETHRESHOLD,   /* a --fail-if check was crossed */
+	QR_ENOMEM,       /* the run would need more memory than it may use */
 };
 
 #define QR_DIAG_MSG_MAX 1024
@@ -223,6 +224,18 @@ void qr_cleanup_now(void);
  * qr_cleanup_del. */
 enum qr_status qr_tmpdir_make(const char *target, char **out,
 			      struct qr_diag *d);
+
+/* Memory the run holds and may hold (membudget.c): bytes malloc holds
+ * plus xpages' own mappings; the budget is qr_mem_set_budget's, or else
+ * what the machine has available when first asked (MemAvailable, and
+ * `ulimit -v` when set). Tensors of QR_MEM_CHECK_MIN bytes and more are
+ * checked against it before they get memory (qr_tensor_set_shape). */
+#define QR_MEM_CHECK_MIN ((size_t)16 << 20)
+size_t qr_mem_in_use(void);
+size_t qr_mem_budget(void);
+void qr_mem_set_budget(size_t bytes);
+/* xpages' accounting: bytes mapped (add 1) or unmapped (add 0). */
+void qr_mem_mapped(size_t bytes, int add);
 
 /* Strings (borrowed, they must outlive the map) to indices: open
  * addressing, linear probing, doubled when half full. A zeroed struct is
