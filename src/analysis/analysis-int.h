@@ -2,16 +2,18 @@
  * analysis-int: what the files of src/analysis/ share with each other and
  * nobody else.
  *
- *   maths.c    plain array maths (no model types)
- *   shapes.c   declared tensor shapes and shape strings
- *   summary.c  model summaries, quant format, quantized layers, coverage
- *   weights.c  weighted-layer discovery and per-channel weight statistics
- *   qmatch.c   float <-> quant weight pairing and dequantized SQNR
- *   cle.c      cross-layer-equalization sets and blockers
- *   analysis.c qr_analysis_new/free, the order of the steps above
- *   astats.c   streaming activation statistics, (de)quantization
- *   amatch.c   float <-> quant activation matching (names, structure)
- *   activations.c  qr_analysis_run_data: samples through every model
+ *   maths.c         plain array maths (no model types)
+ *   shapes.c        declared tensor shapes and shape strings
+ *   summary.c       model summaries, quant format, quantized layers,
+ *                   coverage
+ *   weights.c       weighted-layer discovery and per-channel weight
+ *                   statistics
+ *   weight_match.c  float <-> quant weight pairing and dequantized SQNR
+ *   cle.c           cross-layer-equalization sets and blockers
+ *   analysis.c      qr_analysis_new/free, the order of the steps above
+ *   act_stats.c     streaming activation statistics, (de)quantization
+ *   act_match.c     float <-> quant activation matching (names, structure)
+ *   activations.c   qr_analysis_run_data: samples through every model
  *
  * Ownership: qr_an_* functions that return heap memory say so; everything
  * else is borrowed from the model or the graph index.
@@ -148,7 +150,7 @@ void qr_an_quant_summary(const struct qr_graph *g, const char *path,
 void qr_an_qlayers_free(struct qr_an_qlayer *ql, size_t n_ql);
 void qr_an_quant_summary_free(struct qr_quant_summary *qs);
 
-/* ---- qmatch.c ---- */
+/* ---- weight_match.c ---- */
 
 /* Pair the float layers with candidate ci's quantized layers and append to
  * a->qweights / a->unmatched. */
@@ -169,7 +171,7 @@ void qr_an_cle(struct qr_analysis *a, const struct qr_graph *g,
 	       const struct qr_analysis_opts *o);
 void qr_an_cle_free(struct qr_analysis *a);
 
-/* ---- astats.c ---- */
+/* ---- act_stats.c ---- */
 
 /* A quantized tensor's parameters, read from the graph. */
 struct qr_as_qparams {
@@ -220,7 +222,7 @@ void qr_as_chan_free(struct qr_as_chan *c);
 /* Free the activation fields of a (qr_analysis_free calls it). */
 void qr_an_act_free(struct qr_analysis *a);
 
-/* ---- amatch.c ---- */
+/* ---- act_match.c ---- */
 
 /* A float tensor and the candidate tensor that holds the same value. */
 struct qr_am_pair {

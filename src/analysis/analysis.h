@@ -14,8 +14,8 @@
  *   - memory and compression per layer.
  * qr_analysis_run_data (issue 4) then runs representative data through
  * the float model and every candidate, one sample at a time, and adds the
- * activation comparison: matched tensors (amatch.c), streaming statistics
- * (astats.c), local vs cumulative error (activations.c).
+ * activation comparison: matched tensors (act_match.c), streaming statistics
+ * (act_stats.c), local vs cumulative error (activations.c).
  *
  * Ownership: qr_analysis_new returns a result the caller frees with
  * qr_analysis_free. Strings in it are copies owned by the result (so the
@@ -470,7 +470,7 @@ enum qr_status qr_analysis_run_data(struct qr_analysis *a,
 				    const struct qr_act_opts *o,
 				    struct qr_diag *d);
 
-/* Float <-> quantized activation matching for one candidate (amatch.c). */
+/* Float <-> quantized activation matching for one candidate (act_match.c). */
 struct qr_act_match_pair {
 	char *ftensor;           /* float tensor */
 	char *qtensor;           /* candidate tensor compared with it */
@@ -514,7 +514,7 @@ double qr_sqnr_sym(const float *w, const int64_t *dims, int ndim, int axis,
 double qr_cosine(const float *x, const float *y, size_t n);
 
 /* Streaming comparison of a float tensor x with its counterpart y, one
- * sample at a time (astats.c). Zero-initialise, then add samples. */
+ * sample at a time (act_stats.c). Zero-initialise, then add samples. */
 struct qr_cmp_acc {
 	size_t samples;          /* samples added */
 	uint64_t n;              /* finite element pairs summed */

@@ -1,5 +1,5 @@
 /*
- * astats: streaming statistics of activations, updated one sample at a
+ * act_stats: streaming statistics of activations, updated one sample at a
  * time with O(tensor) work and O(1) (or O(channels)) memory per tensor:
  * float-vs-quant comparison sums, shared histograms, per-channel ranges,
  * and int8/uint8 (de)quantization with a tensor's scale and zero point.

@@ -1,7 +1,8 @@
 /*
- * qmatch: pair each float weighted layer with its quantized counterpart in
- * a candidate (by name, then by structure), dequantize the quantized
- * weight and measure it against the float one: SQNR, clipping, bytes.
+ * weight_match: pair each float weighted layer with its quantized
+ * counterpart in a candidate (by name, then by structure), dequantize the
+ * quantized weight and measure it against the float one: SQNR, clipping,
+ * bytes.
  */
 #include "analysis/analysis-int.h"
 
