@@ -173,7 +173,7 @@ qr_channel_stats(const float *w, const int64_t *dims, int ndim, int axis,
 }
 
 /*
- * AIMET's relative weight range (DESIGN.md): rel_c = range_c / min_k
+ * AIMET's relative weight range: rel_c = range_c / min_k
  * range_k where range = max - min and the minimum is taken over channels
  * with a non-zero range. A zero-range channel gets 0 rather than a
  * division by zero; when every range is 0 all rel are 0.
