@@ -62,12 +62,9 @@ qr_ar_map_free(struct qr_ar_hook_map *m)
 size_t
 qr_ar_ft_find(const struct qr_ar_ctx *c, const char *name)
 {
-	size_t i;
+	size_t i = qr_strmap_get(&c->ft_idx, name);
 
-	for (i = 0; i < c->n_ft; i++)
-		if (strcmp(c->ft[i].name, name) == 0)
-			return i;
-	return QR_AR_NONE;
+	return i == QR_STRMAP_NONE ? QR_AR_NONE : i;
 }
 
 /* The output slot of name in node n. */
@@ -235,7 +232,7 @@ qr_ar_collect_ftens(struct qr_ar_ctx *c)
 			const char *nm = c->c[k].am.pairs[i].f;
 			struct qr_ar_ftens *f;
 
-			if (qr_ar_ft_find(c, nm) != QR_AR_NONE)
+			if (qr_strmap_put(&c->ft_idx, nm, c->n_ft) != c->n_ft)
 				continue;
 			c->ft = xreallocarray(c->ft, c->n_ft + 1, sizeof *c->ft);
 			f = &c->ft[c->n_ft++];
@@ -256,6 +253,9 @@ qr_ar_collect_ftens(struct qr_ar_ctx *c)
 			c->ft[j] = c->ft[j - 1];
 			c->ft[j - 1] = x;
 		}
+	qr_strmap_free(&c->ft_idx); /* indexed again in the new order */
+	for (i = 0; i < c->n_ft; i++)
+		qr_strmap_put(&c->ft_idx, c->ft[i].name, i);
 	{
 		size_t *node = xcalloc(c->n_ft + 1, sizeof *node), n = 0;
 		struct qr_ar_hook_ent *ent = xcalloc(c->n_ft + 1, sizeof *ent);

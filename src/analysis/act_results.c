@@ -194,19 +194,6 @@ is_cancellation(const struct qr_ar_ctx *c, const double *rms, size_t ft)
 	return in > 0 && rms[ft] < CANCEL_RATIO * in;
 }
 
-/* Name -> float tensor index, sorted for bsearch. */
-struct ft_name {
-	const char *name;
-	size_t ft;
-};
-
-static int
-cmp_ft_name(const void *a, const void *b)
-{
-	return strcmp(((const struct ft_name *)a)->name,
-		      ((const struct ft_name *)b)->name);
-}
-
 #define BORN_WALK 256            /* float nodes visited looking upward */
 
 /*
@@ -230,16 +217,10 @@ born(const struct qr_ar_ctx *c, const double *sq, const unsigned char *own,
      const size_t *at, struct qr_act_run *r)
 {
 	size_t nn = qr_graph_n_nodes(c->fg), i, j;
-	struct ft_name *ix = xcalloc(c->n_ft + 1, sizeof *ix);
 	unsigned char *seen = xcalloc(nn + 1, 1);
 	size_t *stack = xcalloc(BORN_WALK + 1, sizeof *stack);
 	size_t *visited = xcalloc(BORN_WALK + 1, sizeof *visited);
 
-	for (i = 0; i < c->n_ft; i++) {
-		ix[i].name = c->ft[i].name;
-		ix[i].ft = i;
-	}
-	qsort(ix, c->n_ft, sizeof *ix, cmp_ft_name);
 	for (i = 0; i < c->n_ft; i++) {
 		size_t sp = 0, nv = 0;
 		double in = INFINITY;
@@ -252,19 +233,18 @@ born(const struct qr_ar_ctx *c, const double *sq, const unsigned char *own,
 								stack[--sp]);
 
 			for (j = 0; j < n->n_in; j++) {
-				struct ft_name key = { n->in[j], 0 }, *hit;
+				size_t hit;
 				long p;
 
 				if (n->in[j] == NULL || n->in[j][0] == '\0')
 					continue;
-				hit = bsearch(&key, ix, c->n_ft, sizeof *ix,
-					      cmp_ft_name);
-				if (hit != NULL && !isnan(sq[hit->ft])) {
-					if (sq[hit->ft] < in)
-						in = sq[hit->ft];
+				hit = qr_ar_ft_find(c, n->in[j]);
+				if (hit != QR_AR_NONE && !isnan(sq[hit])) {
+					if (sq[hit] < in)
+						in = sq[hit];
 					continue;
 				}
-				if (hit != NULL && c->ft[hit->ft].node < 0)
+				if (hit != QR_AR_NONE && c->ft[hit].node < 0)
 					continue;
 				p = qr_graph_producer(c->fg, n->in[j]);
 				if (p < 0 || seen[p] || nv == BORN_WALK)
@@ -285,7 +265,6 @@ born(const struct qr_ar_ctx *c, const double *sq, const unsigned char *own,
 	free(visited);
 	free(stack);
 	free(seen);
-	free(ix);
 }
 
 static void

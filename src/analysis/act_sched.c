@@ -928,6 +928,7 @@ out:
 		qr_as_chan_free(&c.ft[i].chan);
 	}
 	free(c.ft);
+	qr_strmap_free(&c.ft_idx);
 	qr_bulk_free(&c.bulk);
 	free(c.refs);
 	for (s = 0; s < QR_AR_SLOTS; s++)

@@ -375,6 +375,7 @@ struct qr_ar_ctx {
 	struct qr_ar_ftens *ft;  /* n_ft compared float tensors, in
 				  * topological order */
 	size_t n_ft;
+	struct qr_strmap ft_idx; /* name -> index in ft */
 	struct qr_ar_hook_map fmap; /* float node -> ftens */
 	struct qr_ar_cand *c;    /* n_c candidates */
 	size_t n_c;
