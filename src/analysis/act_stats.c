@@ -2,7 +2,8 @@
  * act_stats: streaming statistics of activations, updated one sample at a
  * time with O(tensor) work and O(1) (or O(channels)) memory per tensor:
  * float-vs-quant comparison sums, shared histograms, per-channel ranges,
- * and int8/uint8 (de)quantization with a tensor's scale and zero point.
+ * and (de)quantization with a tensor's scale and zero point (through
+ * kernels/quant.c where it computes the same bits).
  *
  * Formulas:
  *   cosine  = sum xy / (||x|| ||y||), per sample (MCT's similarity)
@@ -814,6 +815,81 @@ qp_inner(const struct qr_as_qparams *p, const int64_t *dims, int ndim)
 	return inner ? inner : 1;
 }
 
+/*
+ * The kernels' element type for a tensor of dtype under p, or -1 where
+ * kernels/quant.c does not compute what the formulas above give. It does
+ * for 8- and 16-bit integers both ways and for int32 when quantizing
+ * (tests/test_kernels.c holds qr_quantize_f32_nan_zp to the formula on
+ * all five), not for int32 when dequantizing (see qr_as_to_float); and
+ * only while every zero point lies in the dtype's range, as it does in a
+ * model that loads (a zero point has its tensor's dtype; the ops check
+ * it).
+ */
+static int
+kernel_qtype(int dtype, const struct qr_as_qparams *p, int quantize)
+{
+	double lo, hi;
+	size_t c;
+	int qt;
+
+	switch (dtype) {
+	case QR_DT_UINT8:
+		qt = QR_QT_U8;
+		break;
+	case QR_DT_INT8:
+		qt = QR_QT_S8;
+		break;
+	case QR_DT_UINT16:
+		qt = QR_QT_U16;
+		break;
+	case QR_DT_INT16:
+		qt = QR_QT_S16;
+		break;
+	case QR_DT_INT32:
+		if (!quantize)
+			return -1;
+		qt = QR_QT_S32;
+		break;
+	default:
+		return -1;
+	}
+	qr_as_qrange(dtype, &lo, &hi);
+	for (c = 0; c < p->n; c++)
+		if (p->zp[c] < lo || p->zp[c] > hi)
+			return -1;
+	return qt;
+}
+
+/* A piece of a tensor in the kernels' [outer][axis_len][inner] layout. */
+struct qp_part {
+	size_t at;               /* first element */
+	size_t outer, axis_len, inner;
+	size_t ch;               /* first scale and zero point it uses */
+};
+
+/*
+ * Element i of n under p (inner elements per step of its axis) takes
+ * scale and zero point qp_index(p, i, inner): whole blocks of p->n runs
+ * of inner elements, and, when n does not divide (a shape that disagrees
+ * with p), the first channels of one more block and part of a run.
+ */
+static void
+qp_parts(const struct qr_as_qparams *p, size_t n, size_t inner,
+	 struct qp_part part[3])
+{
+	size_t blk, rem, whole;
+
+	if (p->n <= 1)
+		inner = n; /* one scale for all */
+	blk = (p->n > 1 ? p->n : 1) * inner;
+	rem = n % blk;
+	whole = rem / inner;
+	part[0] = (struct qp_part){ 0, n / blk, p->n > 1 ? p->n : 1, inner, 0 };
+	part[1] = (struct qp_part){ n - rem, 1, whole, inner, 0 };
+	part[2] = (struct qp_part){ n - rem + whole * inner, 1, 1,
+				    rem % inner, whole };
+}
+
 /* t's elements as floats into out (n_elem entries), dequantized with p
  * when t is an integer tensor and p has a scale. Returns 0 for dtypes it
  * cannot read (strings). */
@@ -821,41 +897,51 @@ int
 qr_as_to_float(const struct qr_tensor *t, const struct qr_as_qparams *p,
 	       float *out)
 {
-	size_t n = t->n_elem, i, inner;
+	size_t n = t->n_elem, i, inner, k;
 	int deq = p != NULL && p->n > 0 && t->dtype != QR_DT_FLOAT &&
 		  t->dtype != QR_DT_DOUBLE && t->dtype != QR_DT_FLOAT16 &&
 		  t->dtype != QR_DT_BFLOAT16;
+	float one = 1.0f;
+	int32_t zero = 0;
+	struct qr_as_qparams unit = { .n = 1, .scale = &one, .zp = &zero };
+	const struct qr_as_qparams *kp = deq ? p : &unit;
+	struct qr_tensor_data v = {0};
+	struct qp_part pt[3];
+	int qt;
 
 	if (t->dtype == QR_DT_FLOAT) {
 		if (n)
 			memcpy(out, t->data, n * sizeof *out);
 		return 1;
 	}
-	if (t->dtype == QR_DT_UINT8) {
-		const uint8_t *q = t->data;
-
-		for (i = 0; i < n; i++)
-			out[i] = q[i];
-	} else if (t->dtype == QR_DT_INT8) {
-		const int8_t *q = t->data;
-
-		for (i = 0; i < n; i++)
-			out[i] = q[i];
-	} else {
-		struct qr_tensor_data v = {0};
-
-		v.name = t->name;
-		v.dtype = t->dtype;
-		v.ndim = t->ndim;
-		memcpy(v.dims, t->dims, sizeof v.dims);
-		v.n_elem = n;
-		v.data = t->data;
-		v.nbytes = t->nbytes;
-		if (qr_tensor_to_f32(&v, out, NULL) != QR_OK)
-			return 0;
+	if ((qt = kernel_qtype(t->dtype, kp, 0)) >= 0) {
+		/* y = (float)(q - zp) * s, the integer difference exact in
+		 * float for these widths */
+		if (n == 0)
+			return 1;
+		qp_parts(kp, n, qp_inner(kp, t->dims, t->ndim), pt);
+		for (k = 0; k < 3; k++)
+			qr_dequantize_f32((const char *)t->data + pt[k].at *
+					  qr_qtype_size(qt), qt, pt[k].outer,
+					  pt[k].axis_len, pt[k].inner,
+					  kp->scale + pt[k].ch,
+					  kp->zp + pt[k].ch, out + pt[k].at);
+		return 1;
 	}
+	v.name = t->name;
+	v.dtype = t->dtype;
+	v.ndim = t->ndim;
+	memcpy(v.dims, t->dims, sizeof v.dims);
+	v.n_elem = n;
+	v.data = t->data;
+	v.nbytes = t->nbytes;
+	if (qr_tensor_to_f32(&v, out, NULL) != QR_OK)
+		return 0;
 	if (!deq)
 		return 1;
+	/* int32 and the other widths: (float)q - (float)zp, then times s.
+	 * The kernels subtract in integers first, which differs from this
+	 * once |q| or |zp| passes 2^24. */
 	inner = qp_inner(p, t->dims, t->ndim);
 	if (p->n == 1) {
 		float s = p->scale[0], z = (float)p->zp[0];
@@ -872,68 +958,40 @@ qr_as_to_float(const struct qr_tensor *t, const struct qr_as_qparams *p,
 	return 1;
 }
 
-/* Round half to even, as ONNX QuantizeLinear does. */
-static double
-rne(double v)
-{
-	double r = floor(v), f = v - r;
-
-	if (f > 0.5 || (f == 0.5 && fmod(r, 2.0) != 0))
-		r += 1;
-	return r;
-}
-
 /* Write x (t->n_elem floats) into t in t's own domain: a float tensor
  * gets the values, an integer tensor q = saturate(rne(x / s) + zp) with
- * p (without p: rne(x), saturated). Other dtypes are left alone (0). */
+ * p (without p: rne(x), saturated), a NaN quotient the zero point (0
+ * without p), through qr_quantize_f32_nan_zp. Other dtypes, and zero
+ * points outside t's range (see kernel_qtype), are left alone (0). */
 int
 qr_as_from_float(struct qr_tensor *t, const struct qr_as_qparams *p,
 		 const float *x)
 {
-	size_t n = t->n_elem, i, inner;
-	double lo, hi;
+	size_t n = t->n_elem, k;
+	float one = 1.0f;
+	int32_t zero = 0;
+	struct qr_as_qparams unit = { .n = 1, .scale = &one, .zp = &zero };
+	struct qp_part pt[3];
+	int qt;
 
 	if (t->dtype == QR_DT_FLOAT) {
 		if (n && t->data != x)
 			memcpy(t->data, x, n * sizeof *x);
 		return 1;
 	}
-	if (t->dtype != QR_DT_UINT8 && t->dtype != QR_DT_INT8 &&
-	    t->dtype != QR_DT_UINT16 && t->dtype != QR_DT_INT16 &&
-	    t->dtype != QR_DT_INT32)
+	if (p == NULL || p->n == 0)
+		p = &unit;
+	if ((qt = kernel_qtype(t->dtype, p, 1)) < 0)
 		return 0;
-	qr_as_qrange(t->dtype, &lo, &hi);
-	inner = p != NULL ? qp_inner(p, t->dims, t->ndim) : 1;
-	for (i = 0; i < n; i++) {
-		double v = x[i], q;
-
-		if (p != NULL && p->n > 0) {
-			size_t c = qp_index(p, i, inner);
-
-			v = (float)(x[i] / p->scale[c]);
-			q = isnan(v) ? (double)p->zp[c] : rne(v) + p->zp[c];
-		} else {
-			q = isnan(v) ? 0 : rne(v);
-		}
-		q = q < lo ? lo : q > hi ? hi : q;
-		switch (t->dtype) {
-		case QR_DT_UINT8:
-			((uint8_t *)t->data)[i] = (uint8_t)q;
-			break;
-		case QR_DT_INT8:
-			((int8_t *)t->data)[i] = (int8_t)q;
-			break;
-		case QR_DT_UINT16:
-			((uint16_t *)t->data)[i] = (uint16_t)q;
-			break;
-		case QR_DT_INT16:
-			((int16_t *)t->data)[i] = (int16_t)q;
-			break;
-		default:
-			((int32_t *)t->data)[i] = (int32_t)q;
-			break;
-		}
-	}
+	if (n == 0)
+		return 1;
+	qp_parts(p, n, qp_inner(p, t->dims, t->ndim), pt);
+	for (k = 0; k < 3; k++)
+		qr_quantize_f32_nan_zp(x + pt[k].at, pt[k].outer,
+				       pt[k].axis_len, pt[k].inner,
+				       p->scale + pt[k].ch, p->zp + pt[k].ch,
+				       qt, (char *)t->data + pt[k].at *
+				       qr_qtype_size(qt));
 	return 1;
 }
 

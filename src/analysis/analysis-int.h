@@ -198,7 +198,7 @@ void qr_as_qrange(int dtype, double *lo, double *hi);
 int qr_as_to_float(const struct qr_tensor *t, const struct qr_as_qparams *p,
 		   float *out);
 /* x written into t in t's domain (float copy, or quantized with p). 0 for
- * dtypes it cannot write. */
+ * dtypes it cannot write (and zero points outside t's range). */
 int qr_as_from_float(struct qr_tensor *t, const struct qr_as_qparams *p,
 		     const float *x);
 /* Float values outside the range p represents (half a step of slack). */
