@@ -29,6 +29,18 @@
 #define QR_AS_AVX2 __attribute__((target("avx2,fma")))
 #endif
 
+/* sxy / (sqrt(sxx) sqrt(syy)); 1 when both vectors are zero, 0 when one
+ * is. */
+static double
+cosine_of(double sxy, double sxx, double syy)
+{
+	if (sxx == 0 && syy == 0)
+		return 1.0;
+	if (sxx == 0 || syy == 0)
+		return 0.0;
+	return sxy / (sqrt(sxx) * sqrt(syy));
+}
+
 double
 qr_cosine(const float *x, const float *y, size_t n)
 {
@@ -44,11 +56,7 @@ qr_cosine(const float *x, const float *y, size_t n)
 		sxx += a * a;
 		syy += b * b;
 	}
-	if (sxx == 0 && syy == 0)
-		return 1.0;
-	if (sxx == 0 || syy == 0)
-		return 0.0;
-	return sxy / (sqrt(sxx) * sqrt(syy));
+	return cosine_of(sxy, sxx, syy);
 }
 
 #define CMP_BLOCK 1024             /* elements checked for finiteness at once */
@@ -299,12 +307,7 @@ qr_cmp_add(struct qr_cmp_acc *a, const float *x, const float *y, size_t n)
 			good++;
 		}
 	}
-	if (sxx == 0 && syy == 0)
-		cs = 1.0;
-	else if (sxx == 0 || syy == 0)
-		cs = 0.0;
-	else
-		cs = sxy / (sqrt(sxx) * sqrt(syy));
+	cs = cosine_of(sxy, sxx, syy);
 	a->sxx += sxx;
 	a->see += see;
 	a->max_abs = mx;
