@@ -1908,18 +1908,6 @@ quant_ref(float x, float s, int32_t zp, enum qr_qtype t)
 	return (int64_t)(r < lo[t] ? lo[t] : r > hi[t] ? hi[t] : r);
 }
 
-static int64_t
-qload(const void *y, size_t i, enum qr_qtype t)
-{
-	switch (t) {
-	case QR_QT_U8: return ((const uint8_t *)y)[i];
-	case QR_QT_S8: return ((const int8_t *)y)[i];
-	case QR_QT_U16: return ((const uint16_t *)y)[i];
-	case QR_QT_S16: return ((const int16_t *)y)[i];
-	default: return ((const int32_t *)y)[i];
-	}
-}
-
 /* qr_quantize_f32_nan_zp on every element type, per axis, SIMD and
  * portable, against quant_ref: halves on both sides of zero, values just
  * past each end of the range, infinities, NaN, 0 / 0 (a zero scale),
@@ -1934,8 +1922,8 @@ test_quantize_nan_zp(void)
 					    {-7, 0, 32767, -32768}};
 	static const int32_t zp32[AX] = {5, -1, 0, 1 << 30};
 	static float x[N];
-	static int32_t y[N];
-	size_t i, bad = 0, n_nan = 0;
+	static uint8_t y[N * 4];
+	size_t i, sz, bad = 0, n_nan = 0;
 	int t, pass;
 
 	for (i = 0; i < N; i++) {
@@ -1964,12 +1952,15 @@ test_quantize_nan_zp(void)
 			/* [5][AX][N / AX / 5]: each scale on N / AX / 5 in a row */
 			qr_quantize_f32_nan_zp(x, 5, AX, N / AX / 5, sc, zp,
 					       (enum qr_qtype)t, y);
+			sz = qr_qtype_size((enum qr_qtype)t);
 			for (i = 0; i < N; i++) {
 				size_t a = (i / (N / AX / 5)) % AX;
 				int64_t want = quant_ref(x[i], sc[a], zp[a],
 							 (enum qr_qtype)t);
 
-				bad += qload(y, i, (enum qr_qtype)t) != want;
+				/* want's low sz bytes (little-endian) are its
+				 * value in t */
+				bad += memcmp(y + i * sz, &want, sz) != 0;
 				n_nan += isnan(x[i] / sc[a]);
 			}
 		}
