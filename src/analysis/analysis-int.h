@@ -11,7 +11,10 @@
  *   weight_match.c  float <-> quant weight pairing and dequantized SQNR
  *   cle.c           cross-layer-equalization sets and blockers
  *   analysis.c      qr_analysis_new/free, the order of the steps above
- *   act_stats.c     streaming activation statistics, (de)quantization
+ *   act_stats.c     streaming activation statistics: sums, histograms,
+ *                   per-channel ranges
+ *   act_quant.c     an activation's scale and zero point: to float and
+ *                   back, saturation
  *   act_match.c     float <-> quant activation matching (names, structure)
  *   act_sched.c     qr_analysis_run_data: samples through every model;
  *                   sample slots, lanes, the step mode, threads
@@ -179,7 +182,7 @@ void qr_an_cle(struct qr_analysis *a, const struct qr_graph *g,
 	       const struct qr_analysis_opts *o);
 void qr_an_cle_free(struct qr_analysis *a);
 
-/* ---- act_stats.c ---- */
+/* ---- act_quant.c ---- */
 
 /* A quantized tensor's parameters, read from the graph. */
 struct qr_as_qparams {
@@ -204,6 +207,8 @@ int qr_as_from_float(struct qr_tensor *t, const struct qr_as_qparams *p,
 /* Float values outside the range p represents (half a step of slack). */
 uint64_t qr_as_saturated(const struct qr_as_qparams *p, const float *x,
 			 size_t n, const int64_t *dims, int ndim);
+
+/* ---- act_stats.c ---- */
 
 /* Shared histogram range of x and y (y may be NULL), padded by 5%. */
 void qr_as_hist_range(const float *x, const float *y, size_t n, double *lo,

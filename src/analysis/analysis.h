@@ -15,8 +15,8 @@
  * qr_analysis_run_data then runs representative data through the float
  * model and every candidate, one sample at a time, and adds the
  * activation comparison: matched tensors (act_match.c), streaming
- * statistics (act_stats.c), local vs cumulative error (act_sched.c,
- * act_hook.c, act_results.c).
+ * statistics (act_stats.c, act_quant.c), local vs cumulative error
+ * (act_sched.c, act_hook.c, act_results.c).
  *
  * Ownership: qr_analysis_new returns a result the caller frees with
  * qr_analysis_free. Strings in it are copies owned by the result (so the
