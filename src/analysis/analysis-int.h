@@ -430,9 +430,11 @@ struct qr_ar_hctx {
 float *qr_ar_grow(float **buf, size_t *cap, size_t n);
 /* The float tensor named name, QR_AR_NONE when it is not compared. */
 size_t qr_ar_ft_find(const struct qr_ar_ctx *c, const char *name);
-/* c->ft (every candidate's compared float tensors, sorted) and c->fmap;
- * then qr_ar_cand_setup for each candidate. */
+/* c->ft (every candidate's compared float tensors, sorted), c->ft_idx
+ * and c->fmap, from the candidates' matches. */
 void qr_ar_collect_ftens(struct qr_ar_ctx *c);
+/* q's pairs, hook map and output accumulators (after
+ * qr_ar_collect_ftens). */
 void qr_ar_cand_setup(struct qr_ar_ctx *c, struct qr_ar_cand *q);
 /* Free what q owns (its executors and graph index included). */
 void qr_ar_cand_free(struct qr_ar_cand *q);
