@@ -1889,6 +1889,88 @@ test_quantize(void)
 	ok(good, "dequantize u8 zp 128");
 }
 
+/* q = saturate(round_half_even(x / s) + zp), rounded in double, NaN
+ * quotient -> zp: what qr_quantize_f32_nan_zp must give. */
+static int64_t
+quant_ref(float x, float s, int32_t zp, enum qr_qtype t)
+{
+	static const double lo[] = {0, -128, 0, -32768, -2147483648.0};
+	static const double hi[] = {255, 127, 65535, 32767, 2147483647.0};
+	double v = (float)(x / s), r, f;
+
+	if (isnan(v))
+		return zp;
+	r = floor(v);
+	f = v - r;
+	if (f > 0.5 || (f == 0.5 && fmod(r, 2.0) != 0))
+		r += 1;
+	r += zp;
+	return (int64_t)(r < lo[t] ? lo[t] : r > hi[t] ? hi[t] : r);
+}
+
+/* qr_quantize_f32_nan_zp on every element type, per axis, SIMD and
+ * portable, against quant_ref: halves on both sides of zero, values just
+ * past each end of the range, infinities, NaN, 0 / 0 (a zero scale),
+ * and int32 beyond float's 24 bits. */
+static void
+test_quantize_nan_zp(void)
+{
+	enum { N = 1000, AX = 4 };
+	static const float sc[AX] = {0.037f, 1.0f, 0.0f, 3e-3f};
+	static const int32_t zp8[2][AX] = {{3, 128, 255, 0}, {-7, 0, 127, -128}};
+	static const int32_t zp16[2][AX] = {{3, 32768, 65535, 0},
+					    {-7, 0, 32767, -32768}};
+	static const int32_t zp32[AX] = {5, -1, 0, 1 << 30};
+	static float x[N];
+	static uint8_t y[N * 4];
+	size_t i, sz, bad = 0, n_nan = 0;
+	int t, pass;
+
+	for (i = 0; i < N; i++) {
+		float s = sc[(i / (N / AX / 5)) % AX];
+
+		switch (i % 5) {
+		case 0: x[i] = ((float)rnd_int(-70000, 70000) + 0.5f) * s; break;
+		case 1: x[i] = (float)rnd_int(-70000, 70000) / 8.0f; break;
+		case 2: x[i] = rnd_f() * 3e9f; break;
+		case 3: x[i] = (float)rnd_int(-40, 40) * 0.25f; break;
+		default: x[i] = rnd_f() * 300.0f; break;
+		}
+	}
+	x[3] = NAN;
+	x[7] = INFINITY;
+	x[11] = -INFINITY;
+	x[13] = 16777217.0f;
+	x[60] = 0.0f; /* a zero scale there: 0 / 0 */
+	for (t = QR_QT_U8; t <= QR_QT_S32; t++)
+		for (pass = 0; pass < 2; pass++) {
+			const int32_t *zp = t == QR_QT_S32 ? zp32 :
+				t <= QR_QT_S8 ? zp8[t == QR_QT_S8] :
+				zp16[t == QR_QT_S16];
+
+			qr_kernels_force_portable(pass);
+			/* [5][AX][N / AX / 5]: each scale on N / AX / 5 in a row */
+			qr_quantize_f32_nan_zp(x, 5, AX, N / AX / 5, sc, zp,
+					       (enum qr_qtype)t, y);
+			sz = qr_qtype_size((enum qr_qtype)t);
+			for (i = 0; i < N; i++) {
+				size_t a = (i / (N / AX / 5)) % AX;
+				int64_t want = quant_ref(x[i], sc[a], zp[a],
+							 (enum qr_qtype)t);
+
+				/* want's low sz bytes (little-endian) are its
+				 * value in t */
+				bad += memcmp(y + i * sz, &want, sz) != 0;
+				n_nan += isnan(x[i] / sc[a]);
+			}
+		}
+	qr_kernels_force_portable(0);
+	ok(bad == 0 && n_nan > 0,
+	   "quantize, NaN -> zero point: u8 s8 u16 s16 s32 per axis, simd and "
+	   "portable = saturate(round_half_even(x / s) + zp) in double "
+	   "(%zu differ; %zu NaN quotients)", bad, n_nan);
+}
+
 static size_t float_bits_differ(const float *a, const float *b, size_t n);
 
 /* QuantizeLinear and DequantizeLinear rows of 8-bit codes: the SIMD
@@ -3060,6 +3142,7 @@ main(void)
 	   n_sat);
 	test_requant();
 	test_quantize();
+	test_quantize_nan_zp();
 	test_dynamic_quant();
 	test_qlinear_eltwise();
 	test_simd_matches_portable();

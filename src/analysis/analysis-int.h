@@ -2,16 +2,26 @@
  * analysis-int: what the files of src/analysis/ share with each other and
  * nobody else.
  *
- *   maths.c    plain array maths (no model types)
- *   shapes.c   declared tensor shapes and shape strings
- *   summary.c  model summaries, quant format, quantized layers, coverage
- *   weights.c  weighted-layer discovery and per-channel weight statistics
- *   qmatch.c   float <-> quant weight pairing and dequantized SQNR
- *   cle.c      cross-layer-equalization sets and blockers
- *   analysis.c qr_analysis_new/free, the order of the steps above
- *   astats.c   streaming activation statistics, (de)quantization
- *   amatch.c   float <-> quant activation matching (names, structure)
- *   activations.c  qr_analysis_run_data: samples through every model
+ *   maths.c         plain array maths (no model types)
+ *   shapes.c        declared tensor shapes and shape strings
+ *   summary.c       model summaries, quant format, quantized layers,
+ *                   coverage
+ *   weights.c       weighted-layer discovery and per-channel weight
+ *                   statistics
+ *   weight_match.c  float <-> quant weight pairing and dequantized SQNR
+ *   cle.c           cross-layer-equalization sets and blockers
+ *   analysis.c      qr_analysis_new/free, the order of the steps above
+ *   act_stats.c     streaming activation statistics: sums, histograms,
+ *                   per-channel ranges
+ *   act_quant.c     an activation's scale and zero point: to float and
+ *                   back, saturation
+ *   act_match.c     float <-> quant activation matching (names, structure)
+ *   act_sched.c     qr_analysis_run_data: samples through every model;
+ *                   sample slots, lanes, the step mode, threads
+ *   act_hook.c      the runs' per-node hooks: comparison, and the local
+ *                   run's float values put in the candidate's tensors
+ *   act_results.c   running sums into the per-activation, per-pair and
+ *                   per-output results
  *
  * Ownership: qr_an_* functions that return heap memory say so; everything
  * else is borrowed from the model or the graph index.
@@ -19,11 +29,14 @@
 #ifndef QR_ANALYSIS_INT_H
 #define QR_ANALYSIS_INT_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "analysis/analysis.h"
+#include "graph/tensor.h"
 
+struct qr_exec;
 struct qr_graph;
 struct qr_node;
 struct qr_tensor;
@@ -148,7 +161,7 @@ void qr_an_quant_summary(const struct qr_graph *g, const char *path,
 void qr_an_qlayers_free(struct qr_an_qlayer *ql, size_t n_ql);
 void qr_an_quant_summary_free(struct qr_quant_summary *qs);
 
-/* ---- qmatch.c ---- */
+/* ---- weight_match.c ---- */
 
 /* Pair the float layers with candidate ci's quantized layers and append to
  * a->qweights / a->unmatched. */
@@ -169,7 +182,7 @@ void qr_an_cle(struct qr_analysis *a, const struct qr_graph *g,
 	       const struct qr_analysis_opts *o);
 void qr_an_cle_free(struct qr_analysis *a);
 
-/* ---- astats.c ---- */
+/* ---- act_quant.c ---- */
 
 /* A quantized tensor's parameters, read from the graph. */
 struct qr_as_qparams {
@@ -188,12 +201,14 @@ void qr_as_qrange(int dtype, double *lo, double *hi);
 int qr_as_to_float(const struct qr_tensor *t, const struct qr_as_qparams *p,
 		   float *out);
 /* x written into t in t's domain (float copy, or quantized with p). 0 for
- * dtypes it cannot write. */
+ * dtypes it cannot write (and zero points outside t's range). */
 int qr_as_from_float(struct qr_tensor *t, const struct qr_as_qparams *p,
 		     const float *x);
 /* Float values outside the range p represents (half a step of slack). */
 uint64_t qr_as_saturated(const struct qr_as_qparams *p, const float *x,
 			 size_t n, const int64_t *dims, int ndim);
+
+/* ---- act_stats.c ---- */
 
 /* Shared histogram range of x and y (y may be NULL), padded by 5%. */
 void qr_as_hist_range(const float *x, const float *y, size_t n, double *lo,
@@ -215,12 +230,7 @@ int qr_as_chan_add(struct qr_as_chan *c, const float *x, const int64_t *dims,
 		   int ndim);
 void qr_as_chan_free(struct qr_as_chan *c);
 
-/* ---- activations.c ---- */
-
-/* Free the activation fields of a (qr_analysis_free calls it). */
-void qr_an_act_free(struct qr_analysis *a);
-
-/* ---- amatch.c ---- */
+/* ---- act_match.c ---- */
 
 /* A float tensor and the candidate tensor that holds the same value. */
 struct qr_am_pair {
@@ -251,5 +261,216 @@ void qr_am_free(struct qr_am *m);
  * through pass-through ops, or from a Q/DQ consumer). 0 when none. */
 int qr_am_qparams(const struct qr_graph *g, const char *name,
 		  struct qr_as_qparams *p);
+
+/* ---- act_sched.c, act_hook.c, act_results.c: the activation run ---- */
+
+#define QR_AR_SLOTS 2            /* samples in flight (double buffer) */
+#define QR_AR_NONE ((size_t)-1)  /* no such tensor, pair or slot */
+
+/* A float tensor compared by some candidate. */
+struct qr_ar_ftens {
+	const char *name;        /* borrowed from the float model */
+	long node;               /* producer node index, -1 for an input */
+	long pos;                /* topological position, -1 for an input */
+	float *buf[QR_AR_SLOTS]; /* values of the sample in each slot */
+	size_t cap[QR_AR_SLOTS]; /* floats allocated in buf */
+	size_t n[QR_AR_SLOTS];   /* elements of that sample */
+	int ndim[QR_AR_SLOTS];   /* its rank */
+	int64_t dims[QR_AR_SLOTS][QR_TENSOR_MAX_DIMS]; /* its shape */
+	int have[QR_AR_SLOTS];   /* 1 once seen in that sample */
+	int heap[QR_AR_SLOTS];   /* buf is from the heap (qr_ar_grow), not
+				  * carved from ctx.bulk */
+	int seen;                /* 1 once seen in any sample */
+	char *shape;             /* of the first sample */
+	struct qr_as_chan chan;  /* per-channel statistics */
+	uint64_t n_values;       /* elements over every sample */
+	size_t out;              /* index in a->act_tensors */
+};
+
+/* A matched pair of one candidate, with its running sums. The cumulative
+ * run's task alone writes cum, the histograms, saturation, qdtype and
+ * shape_bad; the local run's task alone writes loc. */
+struct qr_ar_pair {
+	size_t ft;               /* index into the ftens array */
+	const struct qr_am_pair *am; /* borrowed from cand.am */
+	struct qr_as_qparams qp; /* of the compared tensor */
+	struct qr_as_qparams *also_qp; /* per am->also */
+	int qdtype;              /* dtype seen at run time */
+	struct qr_cmp_acc cum, loc; /* cumulative and local run's sums */
+	int hist_set;            /* hlo, hhi set (by the first sample) */
+	double hlo, hhi;         /* the histograms' shared range */
+	uint64_t hf[QR_ACT_HIST_BINS], hq[QR_ACT_HIST_BINS]; /* float and
+				  * candidate values' histograms */
+	uint64_t uf, of, uq, oq; /* values below / above the range: float,
+				  * candidate */
+	uint64_t sat, sat_n;     /* saturated float values, values seen */
+	int shape_bad;           /* the two tensors' layouts disagreed */
+};
+
+/* What the hook does at one output of one node. */
+struct qr_ar_hook_ent {
+	size_t slot;             /* output index of the node */
+	size_t pair;             /* index into cand.pairs (or ftens) */
+	long also;               /* -1: the compared tensor; k: also[k] */
+};
+
+/* Entries per node, CSR style. */
+struct qr_ar_hook_map {
+	size_t *start;           /* n_nodes + 1 offsets into ent */
+	struct qr_ar_hook_ent *ent; /* n_ent entries, by node */
+	size_t n_ent;
+};
+
+/* The comparison of one graph output of a candidate. */
+struct qr_ar_outacc {
+	size_t samples, cap;     /* entries used and allocated in cos, sqnr */
+	double *cos, *sqnr;      /* per sample: cosine, SQNR (dB) */
+	struct qr_cmp_acc total; /* over every sample */
+	int classifier;          /* the output is [rows, classes] */
+	size_t rows, agree, labeled, fcorrect, qcorrect; /* rows compared,
+				  * same argmax, rows with a label, float
+				  * and candidate argmax equal to it */
+	struct qr_as_qparams qp; /* for an integer output */
+};
+
+/* A candidate: its executors, pairs and hook map, and the state of its
+ * two tasks. */
+struct qr_ar_cand {
+	const struct qr_model *m; /* borrowed */
+	struct qr_graph *g;      /* index of m */
+	struct qr_exec *e;       /* the cumulative run's executor */
+	struct qr_exec *el;      /* the local run's: its own when two lanes
+				  * run them at once, else e */
+	struct qr_am am;         /* the matched tensors */
+	struct qr_ar_pair *pairs; /* am.n */
+	struct qr_ar_hook_map map; /* node -> pairs */
+	size_t *pre;             /* pairs on graph inputs (compared before) */
+	size_t n_pre;
+	struct qr_ar_outacc *outs; /* n_outs graph outputs */
+	size_t n_outs;
+	int ran;                 /* runs (0: failed or cannot run) */
+	char *why;               /* why it did not run (heap) */
+	double seconds;          /* time in its runs */
+	size_t next[2];          /* next sample of the cumulative / local
+				  * task */
+	int busy[2];             /* that task is running */
+	unsigned *uses;          /* per ftens: reads by one run (hook
+				  * entries and compared inputs) */
+};
+
+/* One sample in flight: the inputs (copied, the feed reuses its own)
+ * and the float model's outputs, kept until every candidate task of the
+ * sample has read them. */
+struct qr_ar_slot {
+	struct qr_tensor **ins;  /* n_ins owned copies */
+	size_t n_ins;
+	struct qr_tensor **fouts; /* the float outputs (owned copies) */
+	size_t n_fouts;
+	int label;               /* the sample's class, -1 if none */
+	size_t pending;          /* candidate tasks of this sample left */
+};
+
+/* A whole activation run. */
+struct qr_ar_ctx {
+	struct qr_analysis *a;   /* the result */
+	const struct qr_act_opts *o; /* the caller's */
+	const struct qr_model *fm; /* the float model */
+	struct qr_graph *fg;     /* its index */
+	struct qr_exec *fe;      /* its executor */
+	struct qr_ar_ftens *ft;  /* n_ft compared float tensors, in
+				  * topological order */
+	size_t n_ft;
+	struct qr_strmap ft_idx; /* name -> index in ft */
+	struct qr_ar_hook_map fmap; /* float node -> ftens */
+	struct qr_ar_cand *c;    /* n_c candidates */
+	size_t n_c;
+	struct qr_ar_slot slot[QR_AR_SLOTS]; /* samples in flight */
+	struct qr_bulk bulk;     /* the slots' float tensors in the
+				  * pipeline (float task only) */
+	/* scheduling, under mu */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;       /* broadcast on every change below */
+	size_t next_f;           /* next sample the float task reads */
+	size_t f_done;           /* samples whose float task finished */
+	int f_busy;              /* a float task runs */
+	int eof;                 /* the feed is exhausted at next_f */
+	enum qr_status stop;     /* QR_OK, or why every lane stops */
+	enum qr_status partial;  /* QR_EPARTIAL once a candidate failed */
+	size_t done, running;    /* progress: runs done, models running */
+	struct qr_diag *d;       /* the caller's; the float task's only */
+	/* in step (slot 0 only), under mu */
+	int step;                /* this sample goes in step */
+	unsigned *refs;          /* per ftens: runs yet to read it */
+	size_t held;             /* bytes of float tensors held */
+	size_t sample_bytes;     /* bytes of this sample's float tensors */
+	int f_end;               /* the float run of the sample has ended */
+	int waiting;             /* runs waiting for a float tensor */
+	int active;              /* candidate threads still running */
+	int lanes_free;          /* threads that may compute now */
+};
+
+/* What one run's hook works with (one per task: lanes run at once). */
+struct qr_ar_hctx {
+	struct qr_ar_ctx *c;     /* the run it is part of */
+	struct qr_ar_cand *q;    /* NULL for the float run */
+	int local;               /* the local run */
+	size_t s;                /* slot */
+	float *scratch;          /* quant values of one tensor */
+	size_t scratch_cap;      /* floats allocated in scratch */
+	unsigned *left;          /* in step: per ftens, reads left in this
+				  * run; NULL in the pipeline */
+	double waited;           /* in step: seconds spent waiting for the
+				  * float run */
+};
+
+/* act_hook.c */
+
+/* *buf with room for n floats (a new buffer, contents lost, when it had
+ * less); *cap follows. */
+float *qr_ar_grow(float **buf, size_t *cap, size_t n);
+/* The float tensor named name, QR_AR_NONE when it is not compared. */
+size_t qr_ar_ft_find(const struct qr_ar_ctx *c, const char *name);
+/* c->ft (every candidate's compared float tensors, sorted), c->ft_idx
+ * and c->fmap, from the candidates' matches. */
+void qr_ar_collect_ftens(struct qr_ar_ctx *c);
+/* q's pairs, hook map and output accumulators (after
+ * qr_ar_collect_ftens). */
+void qr_ar_cand_setup(struct qr_ar_ctx *c, struct qr_ar_cand *q);
+/* Free what q owns (its executors and graph index included). */
+void qr_ar_cand_free(struct qr_ar_cand *q);
+void qr_ar_map_free(struct qr_ar_hook_map *m);
+/* The float run's and a candidate run's hooks (qr_hook_fn; user is a
+ * struct qr_ar_hctx). */
+int qr_ar_float_hook(const struct qr_node *node,
+		     struct qr_tensor *const *outs, size_t n_outs,
+		     void *user);
+int qr_ar_cand_hook(const struct qr_node *node,
+		    struct qr_tensor *const *outs, size_t n_outs, void *user);
+/* Compare candidate tensor t with pair p's float tensor in h's run. */
+void qr_ar_compare(struct qr_ar_hctx *h, struct qr_ar_pair *p,
+		   struct qr_tensor *t);
+/* Compare q's graph outputs with the float ones kept in sl. */
+void qr_ar_compare_outputs(struct qr_ar_cand *q,
+			   const struct qr_ar_slot *sl);
+
+/* act_sched.c */
+
+/* Float tensor t into f's buffer of slot s, and its statistics; 1 when
+ * taken, then shown to the candidate runs with qr_ar_ft_ready. */
+int qr_ar_ft_take(struct qr_ar_ctx *c, struct qr_ar_ftens *f, size_t s,
+		  const struct qr_tensor *t);
+void qr_ar_ft_ready(struct qr_ar_ctx *c, size_t s, size_t i);
+/* In step: wait for float tensor i (nonzero: the sample is given up);
+ * one read of it done. Nothing in the pipeline. */
+int qr_ar_step_wait(struct qr_ar_hctx *h, size_t i);
+void qr_ar_step_read(struct qr_ar_hctx *h, size_t i);
+
+/* act_results.c */
+
+/* The result of a finished run into c->a: act_tensors, act_pairs,
+ * act_outputs, act_unmatched and act_runs. */
+void qr_ar_results(struct qr_ar_ctx *c);
+/* Free the activation fields of a (qr_analysis_free calls it). */
+void qr_an_act_free(struct qr_analysis *a);
 
 #endif

@@ -1,8 +1,8 @@
 /*
  * analysis: what the report says about the models, computed from them.
  *
- * This stage (issue 2: weights only) reads the float model and each
- * quantized candidate and produces a struct qr_analysis:
+ * qr_analysis_new reads the float model and each quantized candidate
+ * and produces a struct qr_analysis from their weights:
  *   - model summaries (producer, opsets, I/O, op histogram, parameters);
  *   - the quantization summary of each candidate (format, per-layer
  *     weight dtype/bits/granularity/scales, coverage);
@@ -12,10 +12,11 @@
  *     dequantized weights' SQNR and clipping;
  *   - cross-layer-equalization sets and blockers;
  *   - memory and compression per layer.
- * qr_analysis_run_data (issue 4) then runs representative data through
- * the float model and every candidate, one sample at a time, and adds the
- * activation comparison: matched tensors (amatch.c), streaming statistics
- * (astats.c), local vs cumulative error (activations.c).
+ * qr_analysis_run_data then runs representative data through the float
+ * model and every candidate, one sample at a time, and adds the
+ * activation comparison: matched tensors (act_match.c), streaming
+ * statistics (act_stats.c, act_quant.c), local vs cumulative error
+ * (act_sched.c, act_hook.c, act_results.c).
  *
  * Ownership: qr_analysis_new returns a result the caller frees with
  * qr_analysis_free. Strings in it are copies owned by the result (so the
@@ -35,7 +36,7 @@
 struct qr_model;
 struct qr_tensor;
 
-/* Quantization format of a model (DESIGN.md report.json models[].format). */
+/* Quantization format of a model (report.json models[].format). */
 enum qr_qformat {
 	QR_QFMT_FLOAT = 0,   /* no quantization ops */
 	QR_QFMT_QDQ,         /* QuantizeLinear/DequantizeLinear pairs */
@@ -470,7 +471,7 @@ enum qr_status qr_analysis_run_data(struct qr_analysis *a,
 				    const struct qr_act_opts *o,
 				    struct qr_diag *d);
 
-/* Float <-> quantized activation matching for one candidate (amatch.c). */
+/* Float <-> quantized activation matching for one candidate (act_match.c). */
 struct qr_act_match_pair {
 	char *ftensor;           /* float tensor */
 	char *qtensor;           /* candidate tensor compared with it */
@@ -514,7 +515,7 @@ double qr_sqnr_sym(const float *w, const int64_t *dims, int ndim, int axis,
 double qr_cosine(const float *x, const float *y, size_t n);
 
 /* Streaming comparison of a float tensor x with its counterpart y, one
- * sample at a time (astats.c). Zero-initialise, then add samples. */
+ * sample at a time (act_stats.c). Zero-initialise, then add samples. */
 struct qr_cmp_acc {
 	size_t samples;          /* samples added */
 	uint64_t n;              /* finite element pairs summed */

@@ -173,7 +173,7 @@ qr_channel_stats(const float *w, const int64_t *dims, int ndim, int axis,
 }
 
 /*
- * AIMET's relative weight range (DESIGN.md): rel_c = range_c / min_k
+ * AIMET's relative weight range: rel_c = range_c / min_k
  * range_k where range = max - min and the minimum is taken over channels
  * with a non-zero range. A zero-range channel gets 0 rather than a
  * division by zero; when every range is 0 all rel are 0.
@@ -268,6 +268,17 @@ round_even(float x)
 	return (x + big) - big;
 }
 
+/* v less its symmetric quantization with scale s (inv = 1 / s):
+ * q = clamp(round_half_even(v * inv), -qmax, qmax), then v - q s. */
+static inline float
+sym_err(float v, float inv, float s, float qmax)
+{
+	float q = round_even(v * inv);
+
+	q = q > qmax ? qmax : (q < -qmax ? -qmax : q);
+	return v - q * s;
+}
+
 void
 qr_an_channel_absmax(const float *w, const int64_t *dims, int ndim, int axis,
 		     float *mx)
@@ -321,28 +332,20 @@ run_sqnr(const float *p, size_t n, float ti, float ts, float ci, float cs,
 			s[l] = a[l] = b[l] = 0;
 		for (; i + LANES <= end; i += LANES)
 			for (l = 0; l < LANES; l++) {
-				float v = p[i + l], q, d;
+				float v = p[i + l], d;
 
-				q = round_even(v * ti);
-				q = q > qmax ? qmax : (q < -qmax ? -qmax : q);
-				d = v - q * ts;
+				d = sym_err(v, ti, ts, qmax);
 				a[l] += d * d;
-				q = round_even(v * ci);
-				q = q > qmax ? qmax : (q < -qmax ? -qmax : q);
-				d = v - q * cs;
+				d = sym_err(v, ci, cs, qmax);
 				b[l] += d * d;
 				s[l] += v * v;
 			}
 		for (; i < end; i++) {
-			float v = p[i], q, d;
+			float v = p[i], d;
 
-			q = round_even(v * ti);
-			q = q > qmax ? qmax : (q < -qmax ? -qmax : q);
-			d = v - q * ts;
+			d = sym_err(v, ti, ts, qmax);
 			a[0] += d * d;
-			q = round_even(v * ci);
-			q = q > qmax ? qmax : (q < -qmax ? -qmax : q);
-			d = v - q * cs;
+			d = sym_err(v, ci, cs, qmax);
 			b[0] += d * d;
 			s[0] += v * v;
 		}
@@ -361,15 +364,11 @@ row_sqnr(const float *p, size_t C, float ti, float ts, const float *ci,
 	size_t c;
 
 	for (c = 0; c < C; c++) {
-		float v = p[c], q, d;
+		float v = p[c], d;
 
-		q = round_even(v * ti);
-		q = q > qmax ? qmax : (q < -qmax ? -qmax : q);
-		d = v - q * ts;
+		d = sym_err(v, ti, ts, qmax);
 		a += (double)d * d;
-		q = round_even(v * ci[c]);
-		q = q > qmax ? qmax : (q < -qmax ? -qmax : q);
-		d = v - q * cs[c];
+		d = sym_err(v, ci[c], cs[c], qmax);
 		b += (double)d * d;
 		s += (double)v * v;
 	}
@@ -447,20 +446,16 @@ qr_an_sqnr_sym_tensor(const float *w, size_t n, float amax, int bits)
 			s[l] = a[l] = 0;
 		for (; i + LANES <= end; i += LANES)
 			for (l = 0; l < LANES; l++) {
-				float v = w[i + l], q, d;
+				float v = w[i + l], d;
 
-				q = round_even(v * ti);
-				q = q > qmax ? qmax : (q < -qmax ? -qmax : q);
-				d = v - q * ts;
+				d = sym_err(v, ti, ts, qmax);
 				a[l] += d * d;
 				s[l] += v * v;
 			}
 		for (; i < end; i++) {
-			float v = w[i], q, d;
+			float v = w[i], d;
 
-			q = round_even(v * ti);
-			q = q > qmax ? qmax : (q < -qmax ? -qmax : q);
-			d = v - q * ts;
+			d = sym_err(v, ti, ts, qmax);
 			a[0] += d * d;
 			s[0] += v * v;
 		}

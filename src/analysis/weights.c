@@ -227,8 +227,8 @@ out:
 }
 
 /*
- * AIMET's weight view of one layer (DESIGN.md, "Qualcomm AIMET
- * visualization"): per output channel min/max/mean/std, relative range
+ * AIMET's weight view of one layer (Qualcomm AIMET's visualization):
+ * per output channel min/max/mean/std, relative range
  * range_c / min_k range_k (qr_rel_range), Tukey fence Q3 + k IQR over the
  * relative ranges (qr_tukey_fence; zero-range channels take part with 0),
  * outliers = channels strictly above the fence, and the predicted

@@ -389,6 +389,12 @@ void qr_qconv_packed_free(struct qr_qconv_packed *pk);
 void qr_quantize_f32(const float *x, size_t outer, size_t axis_len,
 		     size_t inner, const float *scale, const int32_t *zp,
 		     enum qr_qtype t, void *y);
+/* qr_quantize_f32, but where v = x / scale is NaN (x NaN, 0 / 0, inf /
+ * inf) y gets the zero point, the code of 0, rather than qmin: for a NaN
+ * that should read back as 0, not as the range's end. */
+void qr_quantize_f32_nan_zp(const float *x, size_t outer, size_t axis_len,
+			    size_t inner, const float *scale,
+			    const int32_t *zp, enum qr_qtype t, void *y);
 /* Code j of a run of bits-bit codes (1 to 8) packed low bits first, as
  * com.microsoft MatMulNBits stores its weights and zero points. */
 static inline unsigned

@@ -253,6 +253,24 @@ qr_quantize_f32(const float *x, size_t outer, size_t axis_len, size_t inner,
 }
 
 void
+qr_quantize_f32_nan_zp(const float *x, size_t outer, size_t axis_len,
+		       size_t inner, const float *scale, const int32_t *zp,
+		       enum qr_qtype t, void *y)
+{
+	size_t o, a, i, at = 0;
+
+	qr_quantize_f32(x, outer, axis_len, inner, scale, zp, t, y);
+	for (o = 0; o < outer; o++)
+		for (a = 0; a < axis_len; a++) {
+			float s = scale[a];
+
+			for (i = 0; i < inner; i++, at++)
+				if (isnan(x[at] / s))
+					store(y, at, t, zp ? zp[a] : 0);
+		}
+}
+
+void
 qr_dequantize_f32(const void *x, enum qr_qtype t, size_t outer,
 		  size_t axis_len, size_t inner, const float *scale,
 		  const int32_t *zp, float *y)

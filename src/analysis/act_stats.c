@@ -1,16 +1,13 @@
 /*
- * astats: streaming statistics of activations, updated one sample at a
+ * act_stats: streaming statistics of activations, updated one sample at a
  * time with O(tensor) work and O(1) (or O(channels)) memory per tensor:
- * float-vs-quant comparison sums, shared histograms, per-channel ranges,
- * and int8/uint8 (de)quantization with a tensor's scale and zero point.
+ * float-vs-quant comparison sums, shared histograms, per-channel ranges.
  *
  * Formulas:
  *   cosine  = sum xy / (||x|| ||y||), per sample (MCT's similarity)
  *   SQNR    = 10 log10(sum x^2 / sum (x-y)^2) with all samples
  *             concatenated, i.e. 20 log10(||x|| / ||x-y||) (ONNX Runtime's
  *             qdq_loss_debug compute_signal_to_quantization_noice_ratio)
- *   quantize   q = saturate(round_half_even(x / s) + zp)   (ONNX
- *   dequantize x = (q - zp) s                               QuantizeLinear)
  */
 #include "analysis/analysis-int.h"
 
@@ -18,15 +15,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph/tensor.h"
 #include "kernels/kernels.h"
-#include "onnx/onnx.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define QR_AS_AVX512 __attribute__((target("avx512f,avx512vl,fma")))
 #define QR_AS_AVX2 __attribute__((target("avx2,fma")))
 #endif
+
+/* sxy / (sqrt(sxx) sqrt(syy)); 1 when both vectors are zero, 0 when one
+ * is. */
+static double
+cosine_of(double sxy, double sxx, double syy)
+{
+	if (sxx == 0 && syy == 0)
+		return 1.0;
+	if (sxx == 0 || syy == 0)
+		return 0.0;
+	return sxy / (sqrt(sxx) * sqrt(syy));
+}
 
 double
 qr_cosine(const float *x, const float *y, size_t n)
@@ -43,11 +50,7 @@ qr_cosine(const float *x, const float *y, size_t n)
 		sxx += a * a;
 		syy += b * b;
 	}
-	if (sxx == 0 && syy == 0)
-		return 1.0;
-	if (sxx == 0 || syy == 0)
-		return 0.0;
-	return sxy / (sqrt(sxx) * sqrt(syy));
+	return cosine_of(sxy, sxx, syy);
 }
 
 #define CMP_BLOCK 1024             /* elements checked for finiteness at once */
@@ -298,12 +301,7 @@ qr_cmp_add(struct qr_cmp_acc *a, const float *x, const float *y, size_t n)
 			good++;
 		}
 	}
-	if (sxx == 0 && syy == 0)
-		cs = 1.0;
-	else if (sxx == 0 || syy == 0)
-		cs = 0.0;
-	else
-		cs = sxy / (sqrt(sxx) * sqrt(syy));
+	cs = cosine_of(sxy, sxx, syy);
 	a->sxx += sxx;
 	a->see += see;
 	a->max_abs = mx;
@@ -660,32 +658,6 @@ chan_run_avx2(const float *p, size_t n, float *mn, float *mx, double *s,
 	*m += c;
 	return i;
 }
-
-/* outside_avx512 on 4 double lanes, two vectors a step. */
-static QR_AS_AVX2 size_t
-outside_avx2(const float *x, size_t n, double lo, double hi, uint64_t *cnt)
-{
-	const __m256d vlo = _mm256_set1_pd(lo), vhi = _mm256_set1_pd(hi);
-	const __m256d inf = _mm256_set1_pd(INFINITY), sign = _mm256_set1_pd(-0.0);
-	uint64_t c = 0;
-	size_t i;
-	int h;
-
-	for (i = 0; i + 8 <= n; i += 8)
-		for (h = 0; h < 2; h++) {
-			__m256d t = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4 * h));
-			__m256d out = _mm256_or_pd(
-				_mm256_cmp_pd(t, vlo, _CMP_LT_OQ),
-				_mm256_cmp_pd(t, vhi, _CMP_GT_OQ));
-
-			out = _mm256_and_pd(out, _mm256_cmp_pd(
-				_mm256_andnot_pd(sign, t), inf, _CMP_LT_OQ));
-			c += (uint64_t)__builtin_popcount(
-				(unsigned)_mm256_movemask_pd(out));
-		}
-	*cnt += c;
-	return i;
-}
 #endif
 
 int
@@ -761,246 +733,4 @@ qr_as_chan_free(struct qr_as_chan *c)
 	free(c->sum);
 	free(c->cnt);
 	memset(c, 0, sizeof *c);
-}
-
-/* Integer range of dtype (int8, uint8, int16, uint16, int32, 4-bit). */
-void
-qr_as_qrange(int dtype, double *lo, double *hi)
-{
-	switch (dtype) {
-	case QR_DT_UINT8:
-		*lo = 0, *hi = 255;
-		break;
-	case QR_DT_INT8:
-		*lo = -128, *hi = 127;
-		break;
-	case QR_DT_UINT16:
-		*lo = 0, *hi = 65535;
-		break;
-	case QR_DT_INT16:
-		*lo = -32768, *hi = 32767;
-		break;
-	case QR_DT_UINT4:
-		*lo = 0, *hi = 15;
-		break;
-	case QR_DT_INT4:
-		*lo = -8, *hi = 7;
-		break;
-	case QR_DT_INT32:
-		*lo = -2147483648.0, *hi = 2147483647.0;
-		break;
-	default:
-		*lo = -INFINITY, *hi = INFINITY;
-		break;
-	}
-}
-
-/* Index of the scale/zero point that element i uses. */
-static size_t
-qp_index(const struct qr_as_qparams *p, size_t i, size_t inner)
-{
-	return p->n > 1 ? (i / inner) % p->n : 0;
-}
-
-/* Elements per step of the quantization axis for a tensor of dims. */
-static size_t
-qp_inner(const struct qr_as_qparams *p, const int64_t *dims, int ndim)
-{
-	size_t inner = 1;
-	int k, axis = p->axis < 0 ? p->axis + ndim : p->axis;
-
-	for (k = axis + 1; k < ndim; k++)
-		inner *= (size_t)dims[k];
-	return inner ? inner : 1;
-}
-
-/* t's elements as floats into out (n_elem entries), dequantized with p
- * when t is an integer tensor and p has a scale. Returns 0 for dtypes it
- * cannot read (strings). */
-int
-qr_as_to_float(const struct qr_tensor *t, const struct qr_as_qparams *p,
-	       float *out)
-{
-	size_t n = t->n_elem, i, inner;
-	int deq = p != NULL && p->n > 0 && t->dtype != QR_DT_FLOAT &&
-		  t->dtype != QR_DT_DOUBLE && t->dtype != QR_DT_FLOAT16 &&
-		  t->dtype != QR_DT_BFLOAT16;
-
-	if (t->dtype == QR_DT_FLOAT) {
-		if (n)
-			memcpy(out, t->data, n * sizeof *out);
-		return 1;
-	}
-	if (t->dtype == QR_DT_UINT8) {
-		const uint8_t *q = t->data;
-
-		for (i = 0; i < n; i++)
-			out[i] = q[i];
-	} else if (t->dtype == QR_DT_INT8) {
-		const int8_t *q = t->data;
-
-		for (i = 0; i < n; i++)
-			out[i] = q[i];
-	} else {
-		struct qr_tensor_data v = {0};
-
-		v.name = t->name;
-		v.dtype = t->dtype;
-		v.ndim = t->ndim;
-		memcpy(v.dims, t->dims, sizeof v.dims);
-		v.n_elem = n;
-		v.data = t->data;
-		v.nbytes = t->nbytes;
-		if (qr_tensor_to_f32(&v, out, NULL) != QR_OK)
-			return 0;
-	}
-	if (!deq)
-		return 1;
-	inner = qp_inner(p, t->dims, t->ndim);
-	if (p->n == 1) {
-		float s = p->scale[0], z = (float)p->zp[0];
-
-		for (i = 0; i < n; i++)
-			out[i] = (out[i] - z) * s;
-	} else {
-		for (i = 0; i < n; i++) {
-			size_t c = qp_index(p, i, inner);
-
-			out[i] = (out[i] - (float)p->zp[c]) * p->scale[c];
-		}
-	}
-	return 1;
-}
-
-/* Round half to even, as ONNX QuantizeLinear does. */
-static double
-rne(double v)
-{
-	double r = floor(v), f = v - r;
-
-	if (f > 0.5 || (f == 0.5 && fmod(r, 2.0) != 0))
-		r += 1;
-	return r;
-}
-
-/* Write x (t->n_elem floats) into t in t's own domain: a float tensor
- * gets the values, an integer tensor q = saturate(rne(x / s) + zp) with
- * p (without p: rne(x), saturated). Other dtypes are left alone (0). */
-int
-qr_as_from_float(struct qr_tensor *t, const struct qr_as_qparams *p,
-		 const float *x)
-{
-	size_t n = t->n_elem, i, inner;
-	double lo, hi;
-
-	if (t->dtype == QR_DT_FLOAT) {
-		if (n && t->data != x)
-			memcpy(t->data, x, n * sizeof *x);
-		return 1;
-	}
-	if (t->dtype != QR_DT_UINT8 && t->dtype != QR_DT_INT8 &&
-	    t->dtype != QR_DT_UINT16 && t->dtype != QR_DT_INT16 &&
-	    t->dtype != QR_DT_INT32)
-		return 0;
-	qr_as_qrange(t->dtype, &lo, &hi);
-	inner = p != NULL ? qp_inner(p, t->dims, t->ndim) : 1;
-	for (i = 0; i < n; i++) {
-		double v = x[i], q;
-
-		if (p != NULL && p->n > 0) {
-			size_t c = qp_index(p, i, inner);
-
-			v = (float)(x[i] / p->scale[c]);
-			q = isnan(v) ? (double)p->zp[c] : rne(v) + p->zp[c];
-		} else {
-			q = isnan(v) ? 0 : rne(v);
-		}
-		q = q < lo ? lo : q > hi ? hi : q;
-		switch (t->dtype) {
-		case QR_DT_UINT8:
-			((uint8_t *)t->data)[i] = (uint8_t)q;
-			break;
-		case QR_DT_INT8:
-			((int8_t *)t->data)[i] = (int8_t)q;
-			break;
-		case QR_DT_UINT16:
-			((uint16_t *)t->data)[i] = (uint16_t)q;
-			break;
-		case QR_DT_INT16:
-			((int16_t *)t->data)[i] = (int16_t)q;
-			break;
-		default:
-			((int32_t *)t->data)[i] = (int32_t)q;
-			break;
-		}
-	}
-	return 1;
-}
-
-/* Float values of x (n, shaped dims) more than half a step outside the
- * range p can represent: [(qmin - zp) s - s/2, (qmax - zp) s + s/2]. */
-#ifdef QR_AS_AVX512
-/* Values of x[0..n) below lo or above hi (compared in double, as the
- * scalar loop; NaN compares false both ways), 8 at a time; *cnt grows by
- * that count. Returns the elements done (a multiple of 8). */
-static QR_AS_AVX512 size_t
-outside_avx512(const float *x, size_t n, double lo, double hi, uint64_t *cnt)
-{
-	const __m512d vlo = _mm512_set1_pd(lo), vhi = _mm512_set1_pd(hi);
-	const __m512d inf = _mm512_set1_pd(INFINITY);
-	uint64_t c = 0;
-	size_t i;
-
-	for (i = 0; i + 8 <= n; i += 8) {
-		__m512d t = _mm512_cvtps_pd(_mm256_loadu_ps(x + i));
-		__mmask8 out = _mm512_cmp_pd_mask(t, vlo, _CMP_LT_OQ) |
-			       _mm512_cmp_pd_mask(t, vhi, _CMP_GT_OQ);
-
-		out &= _mm512_cmp_pd_mask(_mm512_abs_pd(t), inf, _CMP_LT_OQ);
-		c += (uint64_t)__builtin_popcount(out);
-	}
-	*cnt += c;
-	return i;
-}
-#endif
-
-uint64_t
-qr_as_saturated(const struct qr_as_qparams *p, const float *x, size_t n,
-		const int64_t *dims, int ndim)
-{
-	size_t inner = qp_inner(p, dims, ndim), i, c, run;
-	uint64_t cnt = 0;
-
-	/* one channel's bounds per run of `inner` elements (the whole
-	 * tensor for a per-tensor scale) */
-	for (i = 0; i < n; i += run) {
-		double s, lo, hi;
-		size_t j;
-
-		c = qp_index(p, i, inner);
-		run = p->n > 1 ? inner - i % inner : n - i;
-		if (run > n - i)
-			run = n - i;
-		s = p->scale[c];
-		lo = (p->qmin - p->zp[c]) * s - s / 2;
-		hi = (p->qmax - p->zp[c]) * s + s / 2;
-		j = i;
-#ifdef QR_AS_AVX512
-		if (qr_kernels_cpu_features() & QR_CPU_AVX512BW)
-			j += outside_avx512(x + i, run, lo, hi, &cnt);
-		else if (qr_kernels_cpu_features() & QR_CPU_AVX2)
-			j += outside_avx2(x + i, run, lo, hi, &cnt);
-#endif
-		for (; j < i + run; j++)
-			cnt += (x[j] < lo || x[j] > hi) && isfinite(x[j]);
-	}
-	return cnt;
-}
-
-void
-qr_as_qparams_free(struct qr_as_qparams *p)
-{
-	free(p->scale);
-	free(p->zp);
-	memset(p, 0, sizeof *p);
 }

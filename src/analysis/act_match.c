@@ -1,5 +1,5 @@
 /*
- * amatch: which tensor of a quantized candidate holds the value of each
+ * act_match: which tensor of a quantized candidate holds the value of each
  * float activation.
  *
  * A candidate computes one value under several names: in QDQ the conv

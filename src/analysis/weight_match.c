@@ -1,7 +1,8 @@
 /*
- * qmatch: pair each float weighted layer with its quantized counterpart in
- * a candidate (by name, then by structure), dequantize the quantized
- * weight and measure it against the float one: SQNR, clipping, bytes.
+ * weight_match: pair each float weighted layer with its quantized
+ * counterpart in a candidate (by name, then by structure), dequantize the
+ * quantized weight and measure it against the float one: SQNR, clipping,
+ * bytes.
  */
 #include "analysis/analysis-int.h"
 
@@ -466,6 +467,7 @@ add_pair(struct qr_analysis *a, size_t ci, const struct qr_graph *fg,
 	const char *path = qr_graph_model(qg)->path;
 	char why[256], shp[128];
 	const char *bn_name = NULL;
+	char *fold;
 	int folded;
 
 	memset(&qw, 0, sizeof qw);
@@ -483,22 +485,18 @@ add_pair(struct qr_analysis *a, size_t ci, const struct qr_graph *fg,
 	qw.quant_weight = xstrdup(ql->q->name);
 	qw.match = how;
 	qr_an_dims_buf(fl->w->dims, fl->w->ndim, shp, sizeof shp);
+	fold = folded ? xasprintf("; float weight folded with "
+				  "BatchNormalization '%s' first", bn_name)
+		      : xstrdup("");
 	if (how == QR_MATCH_NAME)
-		qw.match_reason = xasprintf("name (%s): %s -> %s%s%s%s", rule,
-					    fl->w->name, ql->q->name,
-					    folded ? "; float weight folded "
-					    "with BatchNormalization '" : "",
-					    folded ? bn_name : "",
-					    folded ? "' first" : "");
+		qw.match_reason = xasprintf("name (%s): %s -> %s%s", rule,
+					    fl->w->name, ql->q->name, fold);
 	else
 		qw.match_reason = xasprintf("structure: %s layer with weight "
 					    "%s aligned in topological order"
-					    "%s%s%s",
-					    qr_an_family_name(fl->family), shp,
-					    folded ? "; float weight folded "
-					    "with BatchNormalization '" : "",
-					    folded ? bn_name : "",
-					    folded ? "' first" : "");
+					    "%s", qr_an_family_name(fl->family),
+					    shp, fold);
+	free(fold);
 	a->qweights = xreallocarray(a->qweights, a->n_qweights + 1,
 				    sizeof *a->qweights);
 	a->qweights[a->n_qweights++] = qw;
