@@ -337,6 +337,7 @@ test_oom(void)
 	const int64_t dims[4] = {1, 3, 16000, 16000};
 	char *m = in_work("big_input.onnx"), *out = in_work("out_oom");
 	const char *names[] = {"memory", NULL};
+	const char *mnames[] = {"1024 MiB", "--max-memory", NULL};
 	struct result r = {0};
 
 	pb_str(&node, 1, "x");
@@ -360,6 +361,10 @@ test_oom(void)
 		refused("a 3 GB input under a 2 GB address space", &r, out,
 			names);
 #endif
+		result_free(&r);
+		run_qr(&r, NULL, 60, "--float", m, "--quant", m, "--samples",
+		       "1", "--max-memory", "1G", "-o", out, "--quiet", NULL);
+		refused("a 3 GB input with --max-memory 1G", &r, out, mnames);
 		result_free(&r);
 	}
 	unlink(m);

@@ -80,12 +80,15 @@ step_map(size_t n, size_t *cap)
 	size_t want = n > 0 ? n : 1;
 	size_t bytes = want > (SIZE_MAX - page) / sizeof(float) ? 0
 		: (want * sizeof(float) + page - 1) / page * page;
-	void *p = bytes ? mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-			: MAP_FAILED;
+	void *p;
+
+	qr_mem_need(bytes);
+	p = bytes ? mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
 
 	if (p == MAP_FAILED)
 		qr_fatal("out of memory mapping %zu floats", n);
+	qr_mem_mapped(bytes, 1);
 	*cap = bytes / sizeof(float);
 	return p;
 }
@@ -93,8 +96,10 @@ step_map(size_t n, size_t *cap)
 static void
 step_unmap(float *p, size_t cap)
 {
-	if (p != NULL)
+	if (p != NULL) {
 		munmap(p, cap * sizeof *p);
+		qr_mem_mapped(cap * sizeof *p, 0);
+	}
 }
 
 /*

@@ -174,6 +174,7 @@ struct qr_cli_args {
 	char *dims[QR_CLI_MAX_DATA]; /* --input NAME:DIMS, as given */
 	size_t n_dims;
 	long samples;               /* --samples; 0: unset (20) */
+	size_t max_memory;          /* --max-memory, bytes; 0: unset */
 	int input_h, input_w;       /* --input-size; 0: unset */
 	int n_mean, n_std;          /* values given (0: unset, 1 or 3) */
 	float mean[3], std[3];      /* --mean, --std */

@@ -340,6 +340,8 @@ run_report(const struct qr_cli_args *o, const char *cmdline,
 
 	if ((st = check_out_vs_inputs(o, d)) != QR_OK)
 		goto out;
+	if (o->max_memory > 0)
+		qr_mem_set_budget(o->max_memory);
 	/* a missing old report fails before minutes of analysis */
 	if (o->compare_to != NULL &&
 	    (st = qr_compare_load(o->compare_to, &old, d)) != QR_OK)

@@ -316,6 +316,64 @@ set_order(const struct qr_cli_opt *e, void *opts, const char *val,
 	return parse_order(val, &o->order, d);
 }
 
+/* "8G", "512M", "1.5G", "4096" (MiB) into bytes; 0 when not a size. */
+static size_t
+parse_size(const char *v)
+{
+	char *end;
+	double x, unit = 1 << 20;
+
+	errno = 0;
+	x = strtod(v, &end);
+	if (errno || end == v || !(x > 0))
+		return 0;
+	switch (*end) {
+	case 'K': case 'k': unit = 1 << 10; end++; break;
+	case 'M': case 'm': unit = 1 << 20; end++; break;
+	case 'G': case 'g': unit = (double)(1 << 30); end++; break;
+	case 'T': case 't': unit = (double)(1 << 30) * 1024; end++; break;
+	}
+	if (*end == 'i' || *end == 'B')
+		end += *end == 'i' ? 1 : 0;
+	if (*end == 'B')
+		end++;
+	if (*end != '\0' || x * unit >= (double)SIZE_MAX || x * unit < 1)
+		return 0;
+	return (size_t)(x * unit);
+}
+
+static enum qr_status
+set_max_memory(const struct qr_cli_opt *e, void *opts, const char *val,
+	       struct qr_diag *d)
+{
+	struct qr_cli_args *o = opts;
+
+	(void)e;
+	if ((o->max_memory = parse_size(val)) == 0)
+		return qr_errorf(d, QR_EUSAGE, "--max-memory '%s': expected a "
+				 "size such as 8G, 512M or 4096 (MiB)", val);
+	return QR_OK;
+}
+
+static enum qr_status
+conf_max_memory(const struct qr_cli_opt *e, void *opts, const cJSON *it,
+		const struct qr_cli_conf *c, struct qr_diag *d)
+{
+	struct qr_cli_args *o = opts;
+	char buf[64];
+
+	(void)e;
+	if (cJSON_IsNumber(it))
+		snprintf(buf, sizeof buf, "%.17g", it->valuedouble);
+	else
+		snprintf(buf, sizeof buf, "%.60s", it->valuestring);
+	if ((o->max_memory = parse_size(buf)) == 0)
+		return qr_errorf(d, QR_EUSAGE, "config '%s': max_memory: "
+				 "expected a size such as \"8G\" or 4096 (MiB)",
+				 c->path);
+	return QR_OK;
+}
+
 static enum qr_status
 set_seed(const struct qr_cli_opt *e, void *opts, const char *val,
 	 struct qr_diag *d)
@@ -885,6 +943,21 @@ static const struct qr_cli_opt report_opts[] = {
 		"channel order the model expects (rgb)",
 	  .man =
 		"Channel order the model expects (default rgb)." },
+	{ .name = "max-memory", .arg = "SIZE",
+	  .set = set_max_memory,
+	  .json = QR_CLI_JSTR | QR_CLI_JNUM, .conf = conf_max_memory,
+	  .help =
+		"memory the run may use, e.g. 8G or 512M (a bare number is "
+		"MiB; default: what the machine has available, and the "
+		"ulimit -v limit); a model that would need more is refused "
+		"(exit 2)",
+	  .man =
+		"Memory the run may use, as 8G, 512M or a number of MiB "
+		"(default: what the machine has available when the run "
+		"starts, and the address-space limit of ulimit -v). "
+		"Tensors and large buffers are checked before they get "
+		"memory; a model that would need more is refused with the "
+		"numbers (exit 2) instead of being killed by the system." },
 	{ .name = "seed", .arg = "N",
 	  .set = set_seed,
 	  .json = QR_CLI_JNUM, .conf = conf_seed,

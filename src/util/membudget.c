@@ -102,3 +102,19 @@ qr_mem_set_budget(size_t bytes)
 	budget = bytes;
 	pthread_mutex_unlock(&lock);
 }
+
+void
+qr_mem_need(size_t bytes)
+{
+	size_t held, b;
+
+	if (bytes < QR_MEM_CHECK_MIN)
+		return;
+	held = qr_mem_in_use();
+	b = qr_mem_budget();
+	if (held > b || bytes > b - held)
+		qr_fatal("the run needs %zu MiB more, on top of the %zu MiB "
+			 "it holds: more than the %zu MiB it may use "
+			 "(--max-memory; by default what the machine has "
+			 "available)", bytes >> 20, held >> 20, b >> 20);
+}

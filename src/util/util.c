@@ -39,7 +39,10 @@ qr_assert_fail(const char *what, const char *file, int line)
 void *
 xmalloc(size_t size)
 {
-	void *p = malloc(size ? size : 1);
+	void *p;
+
+	qr_mem_need(size);
+	p = malloc(size ? size : 1);
 
 	if (p == NULL)
 		qr_fatal("out of memory allocating %zu bytes", size);
@@ -53,6 +56,8 @@ xcalloc(size_t n, size_t size)
 
 	if (n == 0 || size == 0)
 		n = size = 1;
+	if (n <= SIZE_MAX / size)
+		qr_mem_need(n * size);
 	p = calloc(n, size);
 	if (p == NULL)
 		qr_fatal("out of memory allocating %zu x %zu bytes", n, size);
@@ -62,7 +67,10 @@ xcalloc(size_t n, size_t size)
 void *
 xrealloc(void *p, size_t size)
 {
-	void *q = realloc(p, size ? size : 1);
+	void *q;
+
+	qr_mem_need(size); /* a growth is rarely in place at that size */
+	q = realloc(p, size ? size : 1);
 
 	if (q == NULL)
 		qr_fatal("out of memory reallocating %zu bytes", size);
@@ -96,6 +104,7 @@ xpages(size_t size)
 	uintptr_t a, b;
 	char *p;
 
+	qr_mem_need(len);
 	if (len >= HUGE_PAGE) {
 		/* a 2 MiB-aligned range inside a larger mapping: huge pages
 		 * need the alignment; the ends are given back at once */

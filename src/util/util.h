@@ -234,6 +234,9 @@ enum qr_status qr_tmpdir_make(const char *target, char **out,
 size_t qr_mem_in_use(void);
 size_t qr_mem_budget(void);
 void qr_mem_set_budget(size_t bytes);
+/* End the run (qr_fatal: exit 2) when bytes more would exceed the
+ * budget; nothing below QR_MEM_CHECK_MIN. x*alloc and xpages call it. */
+void qr_mem_need(size_t bytes);
 /* xpages' accounting: bytes mapped (add 1) or unmapped (add 0). */
 void qr_mem_mapped(size_t bytes, int add);
 
