@@ -5,6 +5,10 @@
  *
  *   plan_no_plan();          ... ok(cond, "name %d", i); ... return done();
  *   skip_all("reason");      prints "1..0 # SKIP reason" and exits 0
+ *   RUN(test_fn);            runs test_fn() unless QR_TEST_FILTER is set
+ *                            and "test_fn" does not contain it, so that
+ *                            QR_TEST_FILTER=strmap tests/test_util runs
+ *                            one case (tap_want(name) for other calls)
  */
 #ifndef QR_TAP_H
 #define QR_TAP_H
@@ -13,6 +17,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int tap_n;      /* tests run so far */
 static int tap_failed; /* tests that failed */
@@ -63,6 +68,18 @@ diag(const char *fmt, ...)
 	va_end(ap);
 	printf("\n");
 }
+
+/* Whether the test named name runs: QR_TEST_FILTER unset or empty, or a
+ * substring of name. */
+static inline int
+tap_want(const char *name)
+{
+	const char *f = getenv("QR_TEST_FILTER");
+
+	return f == NULL || *f == '\0' || strstr(name, f) != NULL;
+}
+
+#define RUN(fn) do { if (tap_want(#fn)) fn(); } while (0)
 
 static inline void
 skip_all(const char *why)

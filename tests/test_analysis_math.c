@@ -194,11 +194,11 @@ main(void)
 	plan_no_plan();
 	(void)skip_all;
 	diag("analysis maths on literal arrays");
-	test_channel_stats();
-	test_rel_range();
-	test_tukey();
-	test_sqnr();
-	test_cle();
+	RUN(test_channel_stats);
+	RUN(test_rel_range);
+	RUN(test_tukey);
+	RUN(test_sqnr);
+	RUN(test_cle);
 	ok(strcmp(qr_qformat_name(QR_QFMT_WEIGHT_ONLY), "weight-only") == 0 &&
 	   strcmp(qr_qformat_name(QR_QFMT_QDQ), "qdq") == 0,
 	   "format names follow report.json");

@@ -532,15 +532,15 @@ main(void)
 {
 	plan_no_plan();
 	(void)skip_all;
-	test_pair();
-	test_triplet();
-	test_chain();
-	test_relu6();
-	test_const_weight();
-	test_net();
-	test_fake_quant();
-	test_matmul();
-	test_weight_only();
-	test_bad_shape();
+	RUN(test_pair);
+	RUN(test_triplet);
+	RUN(test_chain);
+	RUN(test_relu6);
+	RUN(test_const_weight);
+	RUN(test_net);
+	RUN(test_fake_quant);
+	RUN(test_matmul);
+	RUN(test_weight_only);
+	RUN(test_bad_shape);
 	return done();
 }

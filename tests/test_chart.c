@@ -930,22 +930,22 @@ main(void)
 	plan_no_plan();
 	if (mkdtemp(dir) == NULL)
 		skip_all("cannot make a temporary folder");
-	test_line();
-	test_band();
-	test_bars();
-	test_markers();
-	test_horizontal();
-	test_log();
-	test_many_labels();
-	test_odd_values();
-	test_errors();
-	test_heatmap();
-	test_heatmap_colors();
-	test_pool();
-	test_png_rgba();
-	test_png_argb32();
-	test_areas_only();
-	test_speed();
+	RUN(test_line);
+	RUN(test_band);
+	RUN(test_bars);
+	RUN(test_markers);
+	RUN(test_horizontal);
+	RUN(test_log);
+	RUN(test_many_labels);
+	RUN(test_odd_values);
+	RUN(test_errors);
+	RUN(test_heatmap);
+	RUN(test_heatmap_colors);
+	RUN(test_pool);
+	RUN(test_png_rgba);
+	RUN(test_png_argb32);
+	RUN(test_areas_only);
+	RUN(test_speed);
 	if (getenv("QR_TEST_KEEP") != NULL)
 		diag("charts kept in %s", dir);
 	else

@@ -1055,13 +1055,13 @@ main(void)
 	out = tmp("report");
 	index = tmp("report/index.html");
 
-	check_man();
+	RUN(check_man);
 	rc = run((const char *[]){"--float", fmodel, "--quant", qmodel, "-o",
 				  out, "--quiet", NULL});
 	ok(rc == 0, "sample report: exit 0 (got %d: %s)", rc, last_err);
 	ok(exists(index), "index.html written");
 	check_report(out);
-	check_run_profile();
+	RUN(check_run_profile);
 
 	/* Real data: labelled images through float and QDQ. */
 	{
@@ -1234,7 +1234,7 @@ main(void)
 		free(pjson);
 	}
 	check_ci(fmodel, qmodel);
-	check_ort_cpu();
+	RUN(check_ort_cpu);
 	outfile = tmp("a-file");
 	qr_write_file(outfile, "keep me", 7, NULL);
 	check_bad("output is a file",

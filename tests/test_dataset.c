@@ -1230,15 +1230,15 @@ main(void)
 	plan_no_plan();
 	if (mkdtemp(tmpdir) == NULL)
 		skip_all("cannot create a temporary folder");
-	test_decode();
-	test_preprocess();
-	test_digits();
-	test_folders();
-	test_npy();
-	test_pb();
-	test_random();
-	test_random_ints();
-	test_inputs();
+	RUN(test_decode);
+	RUN(test_preprocess);
+	RUN(test_digits);
+	RUN(test_folders);
+	RUN(test_npy);
+	RUN(test_pb);
+	RUN(test_random);
+	RUN(test_random_ints);
+	RUN(test_inputs);
 	if (getenv("QR_TEST_KEEP") == NULL)
 		qr_remove_tree(tmpdir);
 	return done();

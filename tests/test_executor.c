@@ -875,13 +875,13 @@ main(void)
 	struct qr_tensor *data;
 
 	plan_no_plan();
-	test_memory_plan();
-	test_unsupported();
+	RUN(test_memory_plan);
+	RUN(test_unsupported);
 	data = digits_data();
 	if (data != NULL)
 		test_fold_share(data);
 	qr_tensor_free(data);
-	test_fold_trim();
-	test_views();
+	RUN(test_fold_trim);
+	RUN(test_views);
 	return done();
 }

@@ -241,11 +241,11 @@ int
 main(void)
 {
 	plan_no_plan();
-	check_take_warnings();
+	RUN(check_take_warnings);
 	if (access(DATA "order.onnx", R_OK) != 0)
 		skip_all("fixtures not found in " DATA);
-	check_order();
-	check_const();
+	RUN(check_order);
+	RUN(check_const);
 	/* The cycle is loop_add -> t1 -> loop_relu -> t2 -> loop_add. */
 	check_error("cycle.onnx", "'loop_", "cycle");
 	check_error("undef.onnx", "'haunted'", "'ghost'");

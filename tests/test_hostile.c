@@ -1074,15 +1074,15 @@ main(void)
 	samples = xasprintf("%s/samples", QR_SRCDIR);
 	good = fixture("good.onnx");
 
-	test_bad_models();
-	test_ext_symlink();
-	test_accept_or_refuse();
-	test_run_cmd();
-	test_strings();
-	test_100k();
-	test_values();
-	test_outdirs();
-	test_dataset();
+	RUN(test_bad_models);
+	RUN(test_ext_symlink);
+	RUN(test_accept_or_refuse);
+	RUN(test_run_cmd);
+	RUN(test_strings);
+	RUN(test_100k);
+	RUN(test_values);
+	RUN(test_outdirs);
+	RUN(test_dataset);
 
 	if (getenv("QR_KEEP_WORK") == NULL)
 		qr_remove_tree(work);

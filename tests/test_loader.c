@@ -304,7 +304,7 @@ main(void)
 	plan_no_plan();
 	if (stat(QR_TESTDATA, &sb) != 0 || !S_ISDIR(sb.st_mode))
 		skip_all("libonnx-testdata not installed");
-	check_known();
+	RUN(check_known);
 	for (i = 0; i < sizeof suites / sizeof *suites; i++) {
 		char *sdir = qr_path_join(QR_TESTDATA, suites[i]);
 		char **cases = list_dir(sdir, &n);

@@ -485,12 +485,12 @@ main(void)
 		expect_refusal(path, bad[i].st, bad[i].names);
 		free(path);
 	}
-	check_external();
-	check_symlink();
-	check_typed();
-	check_const();
-	check_buffers();
-	check_float_formats();
-	check_lean();
+	RUN(check_external);
+	RUN(check_symlink);
+	RUN(check_typed);
+	RUN(check_const);
+	RUN(check_buffers);
+	RUN(check_float_formats);
+	RUN(check_lean);
 	return done();
 }

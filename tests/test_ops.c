@@ -685,14 +685,14 @@ int
 main(void)
 {
 	plan_no_plan();
-	test_registry();
-	test_broadcast();
-	test_slice();
-	test_tile();
-	test_softmax();
-	test_dropout_training();
-	test_einsum();
-	test_roi_empty_plane();
-	test_npy();
+	RUN(test_registry);
+	RUN(test_broadcast);
+	RUN(test_slice);
+	RUN(test_tile);
+	RUN(test_softmax);
+	RUN(test_dropout_training);
+	RUN(test_einsum);
+	RUN(test_roi_empty_plane);
+	RUN(test_npy);
 	return done();
 }

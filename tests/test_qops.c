@@ -775,19 +775,19 @@ int
 main(void)
 {
 	plan_no_plan();
-	test_qlinear_add();
-	test_qlinear_add_fma();
-	test_qlinear_mul();
-	test_qlinear_sigmoid();
-	test_qlinear_softmax();
-	test_qlinear_leaky_relu();
-	test_qlinear_concat();
-	test_qlinear_global_average_pool();
-	test_qlinear_average_pool();
-	test_qgemm();
-	test_qlinear_conv();
-	test_dequantize_blocked();
-	test_matmul_nbits();
-	test_matmul_integer_to_float();
+	RUN(test_qlinear_add);
+	RUN(test_qlinear_add_fma);
+	RUN(test_qlinear_mul);
+	RUN(test_qlinear_sigmoid);
+	RUN(test_qlinear_softmax);
+	RUN(test_qlinear_leaky_relu);
+	RUN(test_qlinear_concat);
+	RUN(test_qlinear_global_average_pool);
+	RUN(test_qlinear_average_pool);
+	RUN(test_qgemm);
+	RUN(test_qlinear_conv);
+	RUN(test_dequantize_blocked);
+	RUN(test_matmul_nbits);
+	RUN(test_matmul_integer_to_float);
 	return done();
 }

@@ -868,11 +868,11 @@ main(void)
 	if (mkdtemp(root) == NULL)
 		skip_all("cannot create a temporary folder");
 	build_fake();
-	test_escape();
-	test_template();
+	RUN(test_escape);
+	RUN(test_template);
 	test_report(root);
 	test_graph(root);
-	test_gate();
+	RUN(test_gate);
 	test_replace(root);
 	test_templates_dir(root);
 	if (getenv("QR_KEEP") == NULL)

@@ -165,10 +165,10 @@ int
 main(void)
 {
 	plan_no_plan();
-	test_bulk();
-	test_xpages();
-	test_strmap();
-	test_half();
-	test_path_overlap();
+	RUN(test_bulk);
+	RUN(test_xpages);
+	RUN(test_strmap);
+	RUN(test_half);
+	RUN(test_path_overlap);
 	return done();
 }

@@ -276,8 +276,8 @@ main(void)
 	if (!(qr_kernels_cpu_features() & (QR_CPU_AVX512BW | QR_CPU_AVX2)))
 		diag("no AVX-512 or AVX2 here: both runs take the portable "
 		     "path");
-	test_ok();
-	test_bytes();
+	RUN(test_ok);
+	RUN(test_bytes);
 	for (i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
 		struct qr_conv_params p;
 		const size_t *f = fixed[i];
