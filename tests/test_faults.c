@@ -18,7 +18,9 @@
  *   - a report's pages link only to files it holds;
  *   - SIGINT and SIGTERM at several points leave the old report whole and
  *     no temporary folder; what a SIGKILL leaves, the next run removes;
- *   - qreport run: bfloat16 outputs as float32, planted links replaced.
+ *   - qreport run: bfloat16 outputs as float32, planted links replaced;
+ *   - bad options and config values: one clear line, the right exit
+ *     code; control characters from model names escaped on stderr.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -742,6 +744,81 @@ out:
 	free(victim);
 }
 
+/* Messages of bad options and config files: one clear line, the right
+ * exit code, no prefix said twice; control characters from a model's
+ * names never reach the terminal raw. */
+static void
+test_messages(void)
+{
+	char *f = sample("digits_float.onnx"), *out = in_work("out_msg");
+	char *c1 = in_work("c1.json"), *c2 = in_work("c2.json");
+	char *m = in_work("esc.onnx"), *p;
+	struct qr_buf g = {0}, node = {0}, model = {0};
+	const int64_t dims[1] = {2};
+	const char *dot[] = {"'.'", NULL};
+	struct result r = {0};
+
+	run_qr(&r, NULL, CASE_SECONDS, "--float", f, "--config", ".", "-o",
+	       out, "--quiet", NULL);
+	refused("--config .: refused, naming it", &r, out, dot);
+	result_free(&r);
+
+	qr_write_file(c1, "{\"fail_if\": [3]}", 16, NULL);
+	run_qr(&r, NULL, CASE_SECONDS, "--float", f, "--config", c1, "-o",
+	       out, "--quiet", NULL);
+	p = strstr(r.err, "config '");
+	ok(exited_with(&r, 1) && p != NULL && strstr(p + 1, "config '") ==
+	   NULL && strstr(r.err, "\"fail_if\" must hold strings") != NULL,
+	   "a bad fail_if in a config: its prefix once, the message whole");
+	if (!exited_with(&r, 1))
+		diag_result(&r);
+	result_free(&r);
+
+	qr_write_file(c2, "{\"samples\": 20.5}", 17, NULL);
+	run_qr(&r, NULL, CASE_SECONDS, "--float", f, "--config", c2, "-o",
+	       out, "--quiet", NULL);
+	ok(exited_with(&r, 1) && strstr(r.err, "whole number") != NULL,
+	   "samples: 20.5 in a config is refused, not truncated");
+	result_free(&r);
+
+	run_qr(&r, NULL, CASE_SECONDS, "--float", f, "-o", "", NULL);
+	ok(exited_with(&r, 1) && error_lines(r.err) == 1,
+	   "-o '': a usage error (exit 1)");
+	result_free(&r);
+
+	/* a node named with ESC and BEL, of an op qreport does not run */
+	pb_str(&node, 1, "x");
+	pb_str(&node, 2, "y");
+	pb_str(&node, 3, "evil\033[31m\007");
+	pb_str(&node, 4, "NoSuchOp");
+	pb_bytes(&g, 1, node.data, node.len);
+	pb_str(&g, 2, "esc");
+	pb_value_info(&g, 11, "x", dims, 1);
+	pb_value_info(&g, 12, "y", dims, 1);
+	pb_model(&model, &g);
+	if (qr_write_file(m, model.data, model.len, NULL) == QR_OK) {
+		run_qr(&r, NULL, CASE_SECONDS, "--float", m, "--quant", m,
+		       "-o", out, NULL);
+		ok(strchr(r.err, '\033') == NULL && strchr(r.err, '\007') ==
+		   NULL && strstr(r.err, "evil\\x1b[31m\\x07") != NULL,
+		   "ESC and BEL from a node's name reach stderr escaped");
+		if (strstr(r.err, "evil") == NULL)
+			diag_result(&r);
+		result_free(&r);
+	} else {
+		ok(0, "control characters: fixture");
+	}
+	(void)qr_remove_tree(out);
+	qr_buf_free(&g);
+	qr_buf_free(&node);
+	qr_buf_free(&model);
+	free(f);
+	free(out);
+	free(c1);
+	free(c2);
+	free(m);
+}
+
 int
 main(void)
 {
@@ -769,6 +846,7 @@ main(void)
 	RUN(test_links);
 	RUN(test_interrupt);
 	RUN(test_run_outputs);
+	RUN(test_messages);
 	(void)qr_remove_tree(work);
 	free(work);
 	free(hostile);

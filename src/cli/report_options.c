@@ -741,7 +741,9 @@ conf_fail_if(const struct qr_cli_opt *e, void *opts, const cJSON *it,
 	const cJSON *x;
 
 	if (cJSON_IsString(it)) {
-		st = qr_gate_add(&o->gate, it->valuestring, d);
+		if ((st = qr_gate_add(&o->gate, it->valuestring, d)) != QR_OK)
+			st = qr_errorf(d, QR_EUSAGE, "config '%s': %s",
+				       c->path, d->msg);
 	} else {
 		cJSON_ArrayForEach(x, it) {
 			if (!cJSON_IsString(x)) {
@@ -751,13 +753,13 @@ conf_fail_if(const struct qr_cli_opt *e, void *opts, const cJSON *it,
 				break;
 			}
 			if ((st = qr_gate_add(&o->gate, x->valuestring, d)) !=
-			    QR_OK)
+			    QR_OK) {
+				st = qr_errorf(d, QR_EUSAGE, "config '%s': %s",
+					       c->path, d->msg);
 				break;
+			}
 		}
 	}
-	if (st != QR_OK)
-		st = qr_errorf(d, QR_EUSAGE, "config '%s': %s", c->path,
-			       d->msg);
 	return st;
 }
 
