@@ -20,7 +20,8 @@
  *     no temporary folder; what a SIGKILL leaves, the next run removes;
  *   - qreport run: bfloat16 outputs as float32, planted links replaced;
  *   - bad options and config values: one clear line, the right exit
- *     code; control characters from model names escaped on stderr.
+ *     code; control characters from model names escaped on stderr;
+ *   - an output folder that holds an input, or lies in one: refused.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -819,6 +820,52 @@ test_messages(void)
 	free(m);
 }
 
+/* An output folder that holds an input, or lies inside one, is refused
+ * and the input is left as it was: replacing an earlier report that keeps
+ * the run's own model would delete it. */
+static void
+test_out_holds_input(void)
+{
+	char *f = sample("digits_float.onnx"), *q = sample("digits_qdq.onnx");
+	char *rep = in_work("rep_inputs"), *kept = qr_path_join(rep, "f.onnx");
+	char *inner = qr_path_join(rep, "sub"), *before, *after, arg[2048];
+	const char *names[] = {"f.onnx", NULL};
+	struct result r = {0};
+
+	run_qr(&r, NULL, 60, "--float", f, "-o", rep, "--quiet", NULL);
+	result_free(&r);
+	snprintf(arg, sizeof arg, "cp '%s' '%s'", f, kept);
+	if (system(arg) != 0) {
+		ok(0, "output holds input: fixture");
+		goto out;
+	}
+	before = slurp(kept);
+	run_qr(&r, NULL, 60, "--float", kept, "--quant", q, "-o", rep,
+	       "--quiet", NULL);
+	after = slurp(kept);
+	ok(exited_with(&r, 2) && error_lines(r.err) == 1 &&
+	   strstr(r.err, "f.onnx") != NULL && exists(kept) &&
+	   strlen(before) > 0 && memcmp(before, after, 8) == 0,
+	   "-o an earlier report holding the run's model: refused, the "
+	   "model kept");
+	if (!exited_with(&r, 2))
+		diag_result(&r);
+	result_free(&r);
+	free(before);
+	free(after);
+	run_qr(&r, NULL, 60, "--float", f, "--data", rep, "-o", inner,
+	       "--quiet", NULL);
+	refused("-o inside the --data folder", &r, inner, names + 1);
+	result_free(&r);
+out:
+	(void)qr_remove_tree(rep);
+	free(f);
+	free(q);
+	free(rep);
+	free(kept);
+	free(inner);
+}
+
 int
 main(void)
 {
@@ -847,6 +894,7 @@ main(void)
 	RUN(test_interrupt);
 	RUN(test_run_outputs);
 	RUN(test_messages);
+	RUN(test_out_holds_input);
 	(void)qr_remove_tree(work);
 	free(work);
 	free(hostile);
