@@ -455,6 +455,12 @@ test_weight_only(void)
 		   3456 + 288 * 4 + 144 &&
 	   qweight(a, 1, "/fc1/MatMul")->quant_bytes ==
 		   3456 + 288 * 4 + 144, "4-bit bytes counted packed");
+	/* the model's parameters as stored: wo_dq4's uint4 initializers two
+	 * codes to a byte (its initializers' raw bytes, three float
+	 * Constants) */
+	ok(a->models[2].param_bytes == 10963 + 3 * 4,
+	   "wo_dq4: parameters counted as stored, 4-bit packed (%zu bytes)",
+	   a->models[2].param_bytes);
 	/* symmetric as ORT writes it: no zero points stored (8 implied),
 	 * about half the scales negative */
 	ok(qweight(a, 3, "/fc1/MatMul") &&

@@ -87,7 +87,8 @@ constant_size(const struct qr_node *n, size_t *elems, size_t *bytes)
 		case QR_ATTR_TENSOR:
 			if (a->t) {
 				*elems += a->t->n_elem;
-				*bytes += a->t->nbytes;
+				*bytes += qr_dtype_stored_bytes(a->t->dtype,
+								a->t->n_elem);
 			}
 			break;
 		case QR_ATTR_FLOAT:
@@ -187,7 +188,8 @@ qr_an_summary(const struct qr_graph *g, const char *role,
 
 	for (i = 0; i < gd->n_init; i++) {
 		s->n_params += gd->inits[i].n_elem;
-		s->param_bytes += gd->inits[i].nbytes;
+		s->param_bytes += qr_dtype_stored_bytes(gd->inits[i].dtype,
+							gd->inits[i].n_elem);
 	}
 	for (i = 0; i < gd->n_node; i++) {
 		size_t e, by;

@@ -59,6 +59,9 @@ size_t qr_dtype_size(int dtype);
 int qr_dtype_valid(int dtype);
 /* Bits of an integer dtype (8 for int8, 4 for int4), 0 otherwise. */
 int qr_dtype_bits(int dtype);
+/* Bytes n_elem elements of dtype take as stored: 4-bit types two to a
+ * byte (qr_dtype_size counts them unpacked, a byte each). */
+size_t qr_dtype_stored_bytes(int dtype, size_t n_elem);
 
 #define QR_MAX_DIMS 16
 

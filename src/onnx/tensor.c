@@ -56,6 +56,16 @@ qr_dtype_size(int dtype)
 	return qr_dtype_valid(dtype) ? dtypes[dtype].size : 0;
 }
 
+/* Bytes n_elem elements take in a file: 4-bit types two to a byte, the
+ * others qr_dtype_size each. */
+size_t
+qr_dtype_stored_bytes(int dtype, size_t n_elem)
+{
+	if (dtype == QR_DT_UINT4 || dtype == QR_DT_INT4)
+		return n_elem / 2 + n_elem % 2;
+	return n_elem * qr_dtype_size(dtype);
+}
+
 /* Width of an integer dtype, 0 for others (bool included). */
 int
 qr_dtype_bits(int dtype)
