@@ -569,6 +569,11 @@ void qr_softmax_f32(const float *x, size_t rows, size_t n, float *y);
 /* One row of n in ONNX Runtime's arithmetic and order (MLAS's exp and
  * lane sums), bit for bit; x and y may be the same array. */
 void qr_softmax_row_ort_f32(const float *x, size_t n, float *y);
+/* The exp-sum of ONNX Runtime's softmax (MLAS's ComputeSumExp kernel, as
+ * qr_softmax_row_ort_f32 uses it): y_i = exp(x_i + negmax) with MLAS's
+ * exp, and their sum in its lanes' order is returned. Attention kernels
+ * that normalize later (the flash attentions) use it. x may be y. */
+float qr_sumexp_ort_f32(const float *x, size_t n, float negmax, float *y);
 /* Sum of n contiguous floats in ONNX Runtime's reduction order (Eigen's
  * SSE redux, which depends on x's 16-byte alignment), bit for bit. */
 float qr_sum_ort_f32(const float *x, size_t n);
