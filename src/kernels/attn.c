@@ -5,7 +5,8 @@
  *
  *   qr_rope_row_f32    one row of rotary embedding (MLAS's AVX2 RoPE
  *                      kernel: a fused multiply-add against a rounded
- *                      product)
+ *                      product; the interleaved kernel's last partial
+ *                      step rounds both products after its first pair)
  *   qr_sgemm_alpha     C = alpha * A op(B) as MlasSgemmOperation sums it
  *                      when alpha is not 1
  *   qr_attn_flash_f32  MLAS's flash attention of GroupQueryAttention
@@ -24,13 +25,18 @@ void
 qr_rope_row_f32(const float *x, const float *sin, const float *cos,
 		size_t dim, int interleaved, float *y)
 {
-	size_t half = dim / 2, i;
+	size_t half = dim / 2, tail = dim / 16 * 8, i;
 
 	for (i = 0; i < half; i++) {
 		size_t r = interleaved ? 2 * i : i;
 		size_t m = interleaved ? 2 * i + 1 : i + half;
 		float re = x[r], im = x[m];
 
+		if (interleaved && i > tail) {
+			y[r] = re * cos[i] - im * sin[i];
+			y[m] = re * sin[i] + im * cos[i];
+			continue;
+		}
 		y[r] = fmaf(re, cos[i], -(im * sin[i]));
 		y[m] = fmaf(re, sin[i], im * cos[i]);
 	}

@@ -187,7 +187,11 @@ void qr_sgemm_q(const struct qr_sgemm_plan *pl, size_t m, size_t n,
  * (re, im) and its cos c and sin s (i < dim / 2),
  *   re' = fma(re, c, -(im * s)),  im' = fma(re, s, im * c)
  * with the pairs (x[i], x[i + dim/2]), or (x[2i], x[2i + 1]) when
- * interleaved. x and y may be the same array.
+ * interleaved. Interleaved, the kernel's last step (the pairs past the
+ * last whole 8, when dim is not a multiple of 16) fuses its first pair
+ * only: the next ones are re c - im s and re s + im c with both products
+ * rounded (as onnxruntime-node 1.30 computes them on x86-64, measured
+ * for dims 2 to 64). x and y may be the same array.
  */
 void qr_rope_row_f32(const float *x, const float *sin, const float *cos,
 		     size_t dim, int interleaved, float *y);

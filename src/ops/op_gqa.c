@@ -226,6 +226,10 @@ gqa_dims(const struct qr_op_call *c, struct qr_diag *d, struct gqa *g)
 	if (qr_op_attr_int(c, "do_rotary", 0) != 0) {
 		const struct qr_tensor *cs = c->in[G_COS], *sn = c->in[G_SIN];
 
+		if (g->h % 16 != 0)
+			return qr_op_errorf(c, d, QR_ESHAPE, "do_rotary needs "
+					    "a head size multiple of 16, not "
+					    "%zu", g->h);
 		if (cs->ndim != 2 || !qr_op_same_shape(sn, 2, cs->dims) ||
 		    cs->dims[0] < (int64_t)g->t ||
 		    2 * (size_t)cs->dims[1] > g->h || cs->dims[1] == 0)

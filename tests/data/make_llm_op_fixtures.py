@@ -202,6 +202,8 @@ def rope_cases():
     rope("rope_partial_il", rdim=8, interleaved=True, seed=7)
     rope("rope_4d_partial", shape4=True, rdim=8, seed=8)
     rope("rope_long", b=1, s=4, heads=3, hs=40, seed=9)
+    rope("rope_long_il", b=1, s=4, heads=3, hs=40, interleaved=True,
+         seed=10)
 
 
 # ---- GatherBlockQuantized ----
