@@ -9,9 +9,9 @@
  *                      step rounds both products after its first pair)
  *   qr_sgemm_alpha     C = alpha * A op(B) as MlasSgemmOperation sums it
  *                      when alpha is not 1
- *   qr_attn_flash_f32  MLAS's flash attention of GroupQueryAttention
+ *   qr_attn_flash_f32  MLAS's flash attentions of GroupQueryAttention
  *                      (tiled online softmax for a prompt, two GEMVs for
- *                      one new token)
+ *                      one new token) and of MultiHeadAttention
  */
 #include "kernels/kernels-int.h"
 #include "util/util.h"
@@ -159,7 +159,7 @@ flash_block(const struct qr_attn_flash *p, size_t q0, size_t rows,
 {
 	size_t hs = p->hs, kvb = p->kv_block, ir, i, j;
 	float *l = buf, *m = l + rows, *sc = m + rows, *acc = sc + rows * kvb;
-	size_t limit = p->past + q0 + rows;
+	size_t limit = p->mha ? p->total : p->past + q0 + rows;
 	struct qr_sgemm_plan pv;
 
 	for (i = 0; i < rows; i++) {
@@ -178,7 +178,8 @@ flash_block(const struct qr_attn_flash *p, size_t q0, size_t rows,
 							  p->bias_ld + ir + j];
 		for (i = 0; i < rows; i++) {
 			float *r = sc + i * nk, mx = -FLT_MAX, old, sum;
-			size_t causal = p->past + q0 + i + 1, start = 0;
+			size_t causal = p->mha ? p->total : p->past + q0 + i + 1;
+			size_t start = 0;
 
 			if (p->window >= 0 && causal > (size_t)p->window)
 				start = causal - (size_t)p->window;
@@ -212,7 +213,8 @@ flash_block(const struct qr_attn_flash *p, size_t q0, size_t rows,
 		float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
 
 		for (j = 0; j < hs; j++)
-			out[(q0 + i) * ldo + j] = acc[i * hs + j] * inv;
+			out[(q0 + i) * ldo + j] = p->mha ? acc[i * hs + j] / l[i] :
+						  acc[i * hs + j] * inv;
 	}
 }
 
@@ -224,7 +226,7 @@ qr_attn_flash_f32(const struct qr_attn_flash *p, const float *q,
 	size_t qb = p->q_block, q0;
 	float *buf;
 
-	if (p->s == 1) {
+	if (p->s == 1 && !p->mha) {
 		flash_decode(p, q, k, v, out);
 		return;
 	}

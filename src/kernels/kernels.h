@@ -221,6 +221,9 @@ struct qr_attn_flash {
 	const float *bias;    /* added to the scores, row i at bias +
 			       * i * bias_ld; NULL: none */
 	size_t bias_ld;
+	int mha;              /* MultiHeadAttention's kernel (flashattn.cpp):
+			       * no causal mask or window, tiles for s = 1
+			       * too, rows divided by their sum */
 };
 /*
  * out[i * ldo + j] (i < s, j < hs) = softmax(scale q_i K^T (+ bias),

@@ -31,9 +31,9 @@ Seeds are fixed; shapes are small. The cases:
            and 8, int4 and uint4 data, with and without zero points,
            int32 and int64 indices of rank 1 and 2, gather_axis and
            quantize_axis both ways for int4
-  mha_*    MultiHeadAttention: separate Q/K/V, bias, key_padding_mask
-           [B] and [B,T], past/present key and value, scale,
-           unidirectional
+  mha_*    MultiHeadAttention: separate Q/K/V, bias, cross attention
+           (more keys than queries), scale, one query row, several
+           query tiles
 """
 import os
 import shutil
@@ -339,13 +339,9 @@ def mha_cases():
     mha("mha_basic")
     mha("mha_bias", bias=True, seed=1)
     mha("mha_cross", s=3, kv_s=6, seed=2)
-    mha("mha_mask1d", mask="1d", seed=3)
-    mha("mha_mask2d", mask="2d", seed=4)
     mha("mha_scale", scale=0.2, seed=5)
-    mha("mha_past", s=1, past=5, seed=6)
-    mha("mha_past_bias_mask", s=1, past=5, bias=True, mask="2d", seed=7)
-    mha("mha_past_prefill", s=3, past=0, seed=8)
-    mha("mha_unidir", unidir=True, seed=9)
+    mha("mha_s1", s=1, kv_s=9, bias=True, seed=6)
+    mha("mha_long", b=1, s=20, kv_s=70, heads=2, hs=8, seed=8)
 
 
 def main():
