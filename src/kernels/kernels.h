@@ -180,6 +180,67 @@ void qr_sgemm_q(const struct qr_sgemm_plan *pl, size_t m, size_t n,
 		const struct qr_sgemm_qb *b, size_t ldb, int trans_b,
 		float *c, size_t ldc, int accumulate, void *ws);
 
+/* ---- LLM attention (attn.c) ---- */
+
+/*
+ * One row of rotary embedding, as MLAS's AVX2 kernel: for each pair
+ * (re, im) and its cos c and sin s (i < dim / 2),
+ *   re' = fma(re, c, -(im * s)),  im' = fma(re, s, im * c)
+ * with the pairs (x[i], x[i + dim/2]), or (x[2i], x[2i + 1]) when
+ * interleaved. Interleaved, the kernel's last step (the pairs past the
+ * last whole 8, when dim is not a multiple of 16) fuses its first pair
+ * only: the next ones are re c - im s and re s + im c with both products
+ * rounded (as onnxruntime-node 1.30 computes them on x86-64, measured
+ * for dims 2 to 64). x and y may be the same array.
+ */
+void qr_rope_row_f32(const float *x, const float *sin, const float *cos,
+		     size_t dim, int interleaved, float *y);
+/*
+ * C[m][n] = alpha * A[m][k] op(B) (ldb as qr_sgemm's) as ONNX Runtime's
+ * MlasSgemmOperation sums it: with alpha 1, as qr_sgemm; otherwise
+ * always the packed order (MLAS's M = 1 and N = 1 kernels take alpha 1
+ * only), each K slice's chain times alpha, the first slice stored and
+ * the next ones added by a fused multiply-add. ws: qr_sgemm_workspace()
+ * bytes.
+ */
+void qr_sgemm_alpha(size_t m, size_t n, size_t k, float alpha,
+		    const float *a, size_t lda, const float *b, size_t ldb,
+		    int trans_b, float *c, size_t ldc, void *ws);
+
+/* One head of ONNX Runtime's flash attention (GroupQueryAttention). */
+struct qr_attn_flash {
+	size_t s;             /* query rows */
+	size_t total;         /* key rows attended (positions 0..total-1) */
+	size_t hs;            /* head size */
+	size_t past;          /* position of query row 0 */
+	long window;          /* local_window_size: a query sees that many
+			       * keys up to itself; < 0: no limit */
+	size_t q_block;       /* query rows a tile (s > 1) */
+	size_t kv_block;      /* keys a tile (s > 1) */
+	float scale;          /* on Q K^T */
+	const float *bias;    /* added to the scores, row i at bias +
+			       * i * bias_ld; NULL: none */
+	size_t bias_ld;
+	int mha;              /* MultiHeadAttention's kernel (flashattn.cpp):
+			       * no causal mask or window, tiles for s = 1
+			       * too, rows divided by their sum */
+};
+/*
+ * out[i * ldo + j] (i < s, j < hs) = softmax(scale q_i K^T (+ bias),
+ * causal, windowed) V, q [s][hs], k and v [total][hs], in MLAS's order
+ * (flashattn_gqa.cpp): for s > 1 tiles of q_block rows, each over
+ * kv_block keys at a time: scores by qr_sgemm_alpha, masked keys set to
+ * -FLT_MAX, e = exp(score - running max) with its sum
+ * (qr_sumexp_ort_f32), earlier tiles rescaled by expf of the max's
+ * change, e V added (qr_sgemm), and each row times 1 / its sum at the
+ * end; for s = 1 one pass over all keys with MLAS's GEMVs (8 lanes of
+ * rounded products for q . k, rounded products added in key order for
+ * e V). A row that sees no key is 0. ws: qr_sgemm_workspace() bytes.
+ */
+void qr_attn_flash_f32(const struct qr_attn_flash *p, const float *q,
+		       const float *k, const float *v, float *out,
+		       size_t ldo, void *ws);
+
 /* ---- Float convolution (conv.c) ---- */
 
 /* One 2-D convolution (Conv, ConvTranspose; 1-D uses h = kh = 1). */
@@ -575,6 +636,11 @@ void qr_softmax_f32(const float *x, size_t rows, size_t n, float *y);
 /* One row of n in ONNX Runtime's arithmetic and order (MLAS's exp and
  * lane sums), bit for bit; x and y may be the same array. */
 void qr_softmax_row_ort_f32(const float *x, size_t n, float *y);
+/* The exp-sum of ONNX Runtime's softmax (MLAS's ComputeSumExp kernel, as
+ * qr_softmax_row_ort_f32 uses it): y_i = exp(x_i + negmax) with MLAS's
+ * exp, and their sum in its lanes' order is returned. Attention kernels
+ * that normalize later (the flash attentions) use it. x may be y. */
+float qr_sumexp_ort_f32(const float *x, size_t n, float negmax, float *y);
 /* Sum of n contiguous floats in ONNX Runtime's reduction order (Eigen's
  * SSE redux, which depends on x's 16-byte alignment), bit for bit. */
 float qr_sum_ort_f32(const float *x, size_t n);

@@ -116,14 +116,45 @@ mlas_exp16(__m512 v)
 	return _mm512_scalef_ps(p, m);
 }
 
-/* qr_softmax_row_ort_f32 on 16 lanes: the two 8-lane accumulators are
- * the low and high halves of one 16-lane sum (a masked-off lane adds
- * nothing, and +0 added to a sum of exps changes no bit). */
+/* e_i = exp(x_i + negmax) into y and their sum, as MLAS's AVX-512F
+ * MlasComputeSumExpF32Kernel: the two 8-lane accumulators of
+ * qr_softmax_row_ort_f32 are the low and high halves of one 16-lane sum
+ * (a masked-off lane adds nothing, and +0 added to a sum of exps changes
+ * no bit). */
+static AVX512 float
+sumexp_avx512(const float *x, size_t n, float negmax, float *y)
+{
+	__m512 nm = _mm512_set1_ps(negmax), acc = _mm512_setzero_ps();
+	float a[16];
+	size_t i, l;
+
+	for (i = 0; i + 16 <= n; i += 16) {
+		__m512 e = mlas_exp16(_mm512_add_ps(_mm512_loadu_ps(x + i),
+						    nm));
+
+		_mm512_storeu_ps(y + i, e);
+		acc = _mm512_add_ps(acc, e);
+	}
+	if (i < n) {
+		__mmask16 k = (__mmask16)((1u << (n - i)) - 1);
+		__m512 e = mlas_exp16(_mm512_add_ps(_mm512_maskz_loadu_ps(
+			k, x + i), nm));
+
+		_mm512_mask_storeu_ps(y + i, k, e);
+		acc = _mm512_mask_add_ps(acc, k, acc, e);
+	}
+	_mm512_storeu_ps(a, acc);
+	for (l = 0; l < 8; l++)
+		a[l] += a[8 + l];
+	return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+/* qr_softmax_row_ort_f32 on 16 lanes. */
 static AVX512 void
 softmax_row_avx512(const float *x, size_t n, float *y)
 {
-	__m512 mx16 = _mm512_set1_ps(-FLT_MAX), acc = _mm512_setzero_ps();
-	float mx, a[16], s, rc;
+	__m512 mx16 = _mm512_set1_ps(-FLT_MAX);
+	float mx, a[16], rc;
 	size_t i, l;
 
 	for (i = 0; i + 16 <= n; i += 16)
@@ -133,27 +164,7 @@ softmax_row_avx512(const float *x, size_t n, float *y)
 		mx = a[l] > mx ? a[l] : mx;
 	for (; i < n; i++)
 		mx = x[i] > mx ? x[i] : mx;
-	mx16 = _mm512_set1_ps(-mx);
-	for (i = 0; i + 16 <= n; i += 16) {
-		__m512 e = mlas_exp16(_mm512_add_ps(_mm512_loadu_ps(x + i),
-						    mx16));
-
-		_mm512_storeu_ps(y + i, e);
-		acc = _mm512_add_ps(acc, e);
-	}
-	if (i < n) {
-		__mmask16 k = (__mmask16)((1u << (n - i)) - 1);
-		__m512 e = mlas_exp16(_mm512_add_ps(_mm512_maskz_loadu_ps(
-			k, x + i), mx16));
-
-		_mm512_mask_storeu_ps(y + i, k, e);
-		acc = _mm512_mask_add_ps(acc, k, acc, e);
-	}
-	_mm512_storeu_ps(a, acc);
-	for (l = 0; l < 8; l++)
-		a[l] += a[8 + l];
-	s = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-	rc = 1.0f / s;
+	rc = 1.0f / sumexp_avx512(x, n, -mx, y);
 	mx16 = _mm512_set1_ps(rc);
 	for (i = 0; i + 16 <= n; i += 16)
 		_mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(y + i),
@@ -191,13 +202,36 @@ mlas_exp_fma3_8(__m256 v)
 	return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
-/* softmax_row_fma3 on 8 lanes; the last partial step goes lane by lane
- * into the first lanes (MLAS's masked step adds +0 to the others, which
- * changes no bit of a sum of exps). */
+/* sumexp as MLAS's AVX2/FMA3 kernel on 8 lanes: the last partial step
+ * goes lane by lane into the first lanes (MLAS's masked step adds +0 to
+ * the others, which changes no bit of a sum of exps). */
+static AVX2 float
+sumexp_avx2(const float *x, size_t n, float negmax, float *y)
+{
+	__m256 nm = _mm256_set1_ps(negmax), acc = _mm256_setzero_ps();
+	float a[8];
+	size_t i, l;
+
+	for (i = 0; i + 8 <= n; i += 8) {
+		__m256 e = mlas_exp_fma3_8(_mm256_add_ps(_mm256_loadu_ps(x + i),
+							 nm));
+
+		_mm256_storeu_ps(y + i, e);
+		acc = _mm256_add_ps(acc, e);
+	}
+	_mm256_storeu_ps(a, acc);
+	for (l = 0; i + l < n; l++) {
+		y[i + l] = mlas_exp_fma3(x[i + l] + negmax);
+		a[l] += y[i + l];
+	}
+	return ((a[4] + a[5]) + (a[6] + a[7])) + ((a[0] + a[1]) + (a[2] + a[3]));
+}
+
+/* softmax_row_fma3 on 8 lanes. */
 static AVX2 void
 softmax_row_avx2(const float *x, size_t n, float *y)
 {
-	__m256 mx8 = _mm256_set1_ps(-FLT_MAX), acc = _mm256_setzero_ps();
+	__m256 mx8 = _mm256_set1_ps(-FLT_MAX);
 	float mx, a[8], rc;
 	size_t i, l;
 
@@ -208,21 +242,7 @@ softmax_row_avx2(const float *x, size_t n, float *y)
 		mx = a[l] > mx ? a[l] : mx;
 	for (; i < n; i++)
 		mx = x[i] > mx ? x[i] : mx;
-	mx8 = _mm256_set1_ps(-mx);
-	for (i = 0; i + 8 <= n; i += 8) {
-		__m256 e = mlas_exp_fma3_8(_mm256_add_ps(_mm256_loadu_ps(x + i),
-							 mx8));
-
-		_mm256_storeu_ps(y + i, e);
-		acc = _mm256_add_ps(acc, e);
-	}
-	_mm256_storeu_ps(a, acc);
-	for (l = 0; i + l < n; l++) {
-		y[i + l] = mlas_exp_fma3(x[i + l] + -mx);
-		a[l] += y[i + l];
-	}
-	rc = 1.0f / (((a[4] + a[5]) + (a[6] + a[7])) +
-		     ((a[0] + a[1]) + (a[2] + a[3])));
+	rc = 1.0f / sumexp_avx2(x, n, -mx, y);
 	mx8 = _mm256_set1_ps(rc);
 	for (i = 0; i + 8 <= n; i += 8)
 		_mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i),
@@ -240,11 +260,29 @@ softmax_row_avx2(const float *x, size_t n, float *y)
  * - max); the sum on one 8-lane accumulator taking 8 values a step (the
  * last step masked), its lanes then added in adjacent pairs and pairs of
  * pairs, the upper half's total plus the lower's; y_i = e_i * (1 / sum).
+ * sumexp_fma3 is its exp-sum (e_i into y, the sum returned).
  */
+static float
+sumexp_fma3(const float *x, size_t n, float negmax, float *y)
+{
+	float a[8] = {0};
+	size_t i;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (qr_kernels_cpu_features() & QR_CPU_AVX2)
+		return sumexp_avx2(x, n, negmax, y);
+#endif
+	for (i = 0; i < n; i++) {
+		y[i] = mlas_exp_fma3(x[i] + negmax);
+		a[i % 8] += y[i];
+	}
+	return ((a[4] + a[5]) + (a[6] + a[7])) + ((a[0] + a[1]) + (a[2] + a[3]));
+}
+
 static void
 softmax_row_fma3(const float *x, size_t n, float *y)
 {
-	float mx = -FLT_MAX, a[8] = {0}, rc;
+	float mx = -FLT_MAX, rc;
 	size_t i;
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -255,36 +293,20 @@ softmax_row_fma3(const float *x, size_t n, float *y)
 #endif
 	for (i = 0; i < n; i++)
 		mx = x[i] > mx ? x[i] : mx;
-	for (i = 0; i < n; i++) {
-		y[i] = mlas_exp_fma3(x[i] + -mx);
-		a[i % 8] += y[i];
-	}
-	rc = 1.0f / (((a[4] + a[5]) + (a[6] + a[7])) +
-		     ((a[0] + a[1]) + (a[2] + a[3])));
+	rc = 1.0f / sumexp_fma3(x, n, -mx, y);
 	for (i = 0; i < n; i++)
 		y[i] *= rc;
 }
 
-void
-qr_softmax_row_ort_f32(const float *x, size_t n, float *y)
+/* sumexp in the AVX-512F kernel's order, in portable C. */
+static float
+sumexp_512(const float *x, size_t n, float negmax, float *y)
 {
-	float mx = -FLT_MAX, a0[8] = {0}, a1[8] = {0}, s, rc;
+	float a0[8] = {0}, a1[8] = {0};
 	size_t i, l;
 
-	if (!(qr_kernels_ort_traits() & QR_ORT_SUMEXP_AVX512)) {
-		softmax_row_fma3(x, n, y);
-		return;
-	}
-#if defined(__x86_64__) && defined(__GNUC__)
-	if (qr_kernels_cpu_features() & QR_CPU_AVX512BW) {
-		softmax_row_avx512(x, n, y);
-		return;
-	}
-#endif
 	for (i = 0; i < n; i++)
-		mx = x[i] > mx ? x[i] : mx;
-	for (i = 0; i < n; i++)
-		y[i] = mlas_exp(x[i] + -mx);
+		y[i] = mlas_exp(x[i] + negmax);
 	for (i = 0; i + 16 <= n; i += 16)
 		for (l = 0; l < 8; l++) {
 			a0[l] += y[i + l];
@@ -298,9 +320,41 @@ qr_softmax_row_ort_f32(const float *x, size_t n, float *y)
 	}
 	for (l = 0; l < 8; l++)
 		a0[l] += a1[l];
-	s = ((a0[0] + a0[1]) + (a0[2] + a0[3])) +
-	    ((a0[4] + a0[5]) + (a0[6] + a0[7]));
-	rc = 1.0f / s;
+	return ((a0[0] + a0[1]) + (a0[2] + a0[3])) +
+	       ((a0[4] + a0[5]) + (a0[6] + a0[7]));
+}
+
+float
+qr_sumexp_ort_f32(const float *x, size_t n, float negmax, float *y)
+{
+	if (!(qr_kernels_ort_traits() & QR_ORT_SUMEXP_AVX512))
+		return sumexp_fma3(x, n, negmax, y);
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (qr_kernels_cpu_features() & QR_CPU_AVX512BW)
+		return sumexp_avx512(x, n, negmax, y);
+#endif
+	return sumexp_512(x, n, negmax, y);
+}
+
+void
+qr_softmax_row_ort_f32(const float *x, size_t n, float *y)
+{
+	float mx = -FLT_MAX, rc;
+	size_t i;
+
+	if (!(qr_kernels_ort_traits() & QR_ORT_SUMEXP_AVX512)) {
+		softmax_row_fma3(x, n, y);
+		return;
+	}
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (qr_kernels_cpu_features() & QR_CPU_AVX512BW) {
+		softmax_row_avx512(x, n, y);
+		return;
+	}
+#endif
+	for (i = 0; i < n; i++)
+		mx = x[i] > mx ? x[i] : mx;
+	rc = 1.0f / sumexp_512(x, n, -mx, y);
 	for (i = 0; i < n; i++)
 		y[i] *= rc;
 }

@@ -1,0 +1,283 @@
+#!/usr/bin/env python3
+"""Make small Llama-style decoders in the form onnxruntime-genai's model
+builder writes them, for tests/ort_llm.sh.
+
+    make_llama.py OUT_DIR [NAME ...]     (all variants without names)
+
+Each model: vocabulary 512, hidden 256, 4 layers, 8 query heads and 2
+key/value heads of 32, a SiLU-gated MLP of 768, RMS norms
+(SimplifiedLayerNormalization first, then SkipSimplifiedLayerNormalization
+carrying the residual, epsilon 1e-5), weights N(0, 0.02) from a fixed
+seed (norm scales 1 + N(0, 0.02)).
+
+  inputs   input_ids int64 [B,S], attention_mask int64 [B,T],
+           past_key_values.L.key / .value float [B,2,P,32]
+           (and position_ids int64 [B,S] in the _rope variants)
+  outputs  logits [B,S,512], present.L.key / .value [B,2,T,32]
+
+seqlens_k and total_sequence_length are computed in the graph from
+attention_mask as the builder does (ReduceSum - 1, Cast int32;
+Shape -> Gather -> Cast int32); GroupQueryAttention rotates Q and K
+with cos/sin caches (do_rotary 1), or, in the _rope variants, separate
+com.microsoft RotaryEmbedding nodes do it at position_ids before a
+GroupQueryAttention with do_rotary 0.
+
+Variants (NAME.onnx):
+  llama_f32, llama_f32_rope    float: plain MatMul, Gather embedding
+  llama_q4_bBS_KIND_alAL       every linear as MatMulNBits (bits 4,
+                               block_size BS 32 or 128, KIND sym: no
+                               zero points, asym: packed uint8 zero
+                               points; accuracy_level AL 0 or 4), the
+                               lm_head too, the embedding as
+                               GatherBlockQuantized (uint8, bits 4)
+  llama_q4_b32_asym_al4_rope   the same with separate RotaryEmbedding
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+MS = "com.microsoft"
+VOCAB, HIDDEN, LAYERS, HEADS, KV_HEADS, HEAD = 512, 256, 4, 8, 2, 32
+INTER, MAX_POS, EPS = 768, 256, 1e-5
+
+
+class Builder:
+    """Nodes and initializers of one graph, named as the builder does."""
+
+    def __init__(self, name, q4=None):
+        self.name = name
+        self.q4 = q4  # (block, asym, accuracy_level) or None
+        self.nodes = []
+        self.inits = []
+        self.rng = np.random.RandomState(1234)
+
+    def init(self, name, a):
+        self.inits.append(numpy_helper.from_array(a, name))
+        return name
+
+    def node(self, op, ins, outs, name, domain="", **attrs):
+        self.nodes.append(helper.make_node(op, ins, outs, name=name,
+                                           domain=domain, **attrs))
+        return outs[0] if len(outs) == 1 else outs
+
+    def weight(self, k, n):
+        return (self.rng.randn(k, n) * 0.02).astype(np.float32)
+
+    def quantize(self, w, block, asym):
+        """w [K, N] as MatMulNBits' B [N, KB, block/2], scales [N*KB],
+        zero points [N, ceil(KB/2)] (asym) or None."""
+        k, n = w.shape
+        kb = (k + block - 1) // block
+        wt = np.zeros((n, kb * block), np.float32)
+        wt[:, :k] = w.T
+        blocks = wt.reshape(n, kb, block)
+        if asym:
+            lo = np.minimum(blocks.min(-1), 0)
+            hi = np.maximum(blocks.max(-1), 0)
+            scale = np.maximum((hi - lo) / 15, 1e-8).astype(np.float32)
+            zp = np.clip(np.round(-lo / scale), 0, 15).astype(np.int64)
+        else:
+            scale = np.maximum(np.abs(blocks).max(-1) / 7, 1e-8)
+            scale = scale.astype(np.float32)
+            zp = np.full((n, kb), 8, np.int64)
+        q = np.clip(np.round(blocks / scale[..., None]) + zp[..., None],
+                    0, 15).astype(np.uint8)
+        packed = (q[..., 0::2] | (q[..., 1::2] << 4)).astype(np.uint8)
+        zpp = None
+        if asym:
+            z = zp.astype(np.uint8)
+            if kb % 2:
+                z = np.concatenate([z, np.zeros((n, 1), np.uint8)], 1)
+            zpp = (z[:, 0::2] | (z[:, 1::2] << 4)).astype(np.uint8)
+        return packed, scale.reshape(-1), zpp
+
+    def linear(self, x, k, n, name):
+        w = self.weight(k, n)
+        if self.q4 is None:
+            return self.node("MatMul", [x, self.init(name + ".weight", w)],
+                             [name + "/output_0"], name)
+        block, asym, level = self.q4
+        b, s, z = self.quantize(w, block, asym)
+        ins = [x, self.init(name + ".weight_Q4", b),
+               self.init(name + ".weight_scales", s)]
+        if z is not None:
+            ins.append(self.init(name + ".weight_zp", z))
+        return self.node("MatMulNBits", ins, [name + "/output_0"], name,
+                         domain=MS, K=k, N=n, bits=4, block_size=block,
+                         accuracy_level=level)
+
+    def embedding(self, ids):
+        table = (self.rng.randn(VOCAB, HIDDEN) * 0.02).astype(np.float32)
+        name = "/model/embed_tokens/Gather"
+        if self.q4 is None:
+            return self.node("Gather", [self.init("model.embed_tokens.weight",
+                                                  table), ids],
+                             [name + "/output_0"], name)
+        block, asym, _ = self.q4
+        b, s, z = self.quantize(table.T.copy(), block, asym)
+        nb = (HIDDEN + block - 1) // block
+        ins = [self.init("model.embed_tokens.qweight",
+                         b.reshape(VOCAB, -1)), ids,
+               self.init("model.embed_tokens.scales", s.reshape(VOCAB, nb))]
+        if z is not None:
+            ins.append(self.init("model.embed_tokens.qzeros", z))
+        return self.node("GatherBlockQuantized", ins, [name + "/output_0"],
+                         name.replace("Gather", "GatherBlockQuantized"),
+                         domain=MS, bits=4, block_size=block,
+                         gather_axis=0, quantize_axis=1)
+
+    def norm_scale(self, name):
+        return self.init(name, (1 + self.rng.randn(HIDDEN) * 0.02)
+                         .astype(np.float32))
+
+
+def build(name, q4=None, rope=False):
+    g = Builder(name, q4)
+    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64,
+                                            ["batch_size", "sequence_length"]),
+              helper.make_tensor_value_info("attention_mask",
+                                            TensorProto.INT64,
+                                            ["batch_size",
+                                             "total_sequence_length"])]
+    if rope:
+        inputs.append(helper.make_tensor_value_info(
+            "position_ids", TensorProto.INT64,
+            ["batch_size", "sequence_length"]))
+    outputs = [helper.make_tensor_value_info(
+        "logits", TensorProto.FLOAT,
+        ["batch_size", "sequence_length", VOCAB])]
+    for i in range(LAYERS):
+        for kv in ("key", "value"):
+            inputs.append(helper.make_tensor_value_info(
+                "past_key_values.%d.%s" % (i, kv), TensorProto.FLOAT,
+                ["batch_size", KV_HEADS, "past_sequence_length", HEAD]))
+            outputs.append(helper.make_tensor_value_info(
+                "present.%d.%s" % (i, kv), TensorProto.FLOAT,
+                ["batch_size", KV_HEADS, "total_sequence_length", HEAD]))
+
+    # attention mask -> seqlens_k, total_sequence_length
+    sub = "/model/attn_mask_reformat/attn_mask_subgraph"
+    one = g.init("one_i64", np.array(1, np.int64))
+    rs = g.node("ReduceSum", ["attention_mask",
+                              g.init("axes_1", np.array([1], np.int64))],
+                [sub + "/ReduceSum/output_0"], sub + "/ReduceSum",
+                keepdims=0)
+    sm = g.node("Sub", [rs, one], [sub + "/Sub/output_0"], sub + "/Sub")
+    seqlens = g.node("Cast", [sm], [sub + "/Sub/Cast/output_0"],
+                     sub + "/Sub/Cast", to=TensorProto.INT32)
+    sh = g.node("Shape", ["attention_mask"], [sub + "/Shape/output_0"],
+                sub + "/Shape")
+    ga = g.node("Gather", [sh, one], [sub + "/Gather/output_0"],
+                sub + "/Gather", axis=0)
+    total = g.node("Cast", [ga], [sub + "/Gather/Cast/output_0"],
+                   sub + "/Gather/Cast", to=TensorProto.INT32)
+
+    inv = 1.0 / (10000.0 ** (np.arange(0, HEAD, 2, dtype=np.float64) / HEAD))
+    ang = np.outer(np.arange(MAX_POS, dtype=np.float64), inv)
+    cos = g.init("cos_cache", np.cos(ang).astype(np.float32))
+    sin = g.init("sin_cache", np.sin(ang).astype(np.float32))
+
+    x = g.embedding("input_ids")
+    residual = None
+    normed = None
+    mlp_out = None
+    for i in range(LAYERS):
+        p = "/model/layers.%d" % i
+        if i == 0:
+            normed = g.node("SimplifiedLayerNormalization",
+                            [x, g.norm_scale("model.layers.0.input_layernorm.weight")],
+                            [p + "/input_layernorm/output_0"],
+                            p + "/input_layernorm/LayerNorm", axis=-1,
+                            epsilon=EPS, stash_type=1)
+            residual = x
+        else:
+            outs = [p + "/input_layernorm/output_0", "", "",
+                    p + "/input_layernorm/output_3"]
+            normed, _, _, residual = g.node(
+                "SkipSimplifiedLayerNormalization",
+                [mlp_out, residual,
+                 g.norm_scale("model.layers.%d.input_layernorm.weight" % i)],
+                outs, p + "/input_layernorm/SkipLayerNorm", domain=MS,
+                epsilon=EPS)
+        a = p + "/attn"
+        q = g.linear(normed, HIDDEN, HEADS * HEAD, a + "/q_proj/MatMul")
+        k = g.linear(normed, HIDDEN, KV_HEADS * HEAD, a + "/k_proj/MatMul")
+        v = g.linear(normed, HIDDEN, KV_HEADS * HEAD, a + "/v_proj/MatMul")
+        if rope:
+            q = g.node("RotaryEmbedding", [q, "position_ids", cos, sin],
+                       [a + "/q_rotary/output_0"], a + "/q_rotary/RotaryEmbedding",
+                       domain=MS, interleaved=0)
+            k = g.node("RotaryEmbedding", [k, "position_ids", cos, sin],
+                       [a + "/k_rotary/output_0"], a + "/k_rotary/RotaryEmbedding",
+                       domain=MS, interleaved=0)
+        ins = [q, k, v, "past_key_values.%d.key" % i,
+               "past_key_values.%d.value" % i, seqlens, total]
+        attrs = dict(num_heads=HEADS, kv_num_heads=KV_HEADS,
+                     local_window_size=-1, softcap=0.0,
+                     do_rotary=0 if rope else 1, rotary_interleaved=0)
+        if not rope:
+            ins += [cos, sin]
+        att, _, _ = g.node("GroupQueryAttention", ins,
+                           [a + "/GroupQueryAttention/output_0",
+                            "present.%d.key" % i, "present.%d.value" % i],
+                           a + "/GroupQueryAttention", domain=MS, **attrs)
+        o = g.linear(att, HEADS * HEAD, HIDDEN, a + "/o_proj/MatMul")
+        normed, _, _, residual = g.node(
+            "SkipSimplifiedLayerNormalization",
+            [o, residual,
+             g.norm_scale("model.layers.%d.post_attention_layernorm.weight" % i)],
+            [p + "/post_attention_layernorm/output_0", "", "",
+             p + "/post_attention_layernorm/output_3"],
+            p + "/post_attention_layernorm/SkipLayerNorm", domain=MS,
+            epsilon=EPS)
+        m = p + "/mlp"
+        gate = g.linear(normed, HIDDEN, INTER, m + "/gate_proj/MatMul")
+        up = g.linear(normed, HIDDEN, INTER, m + "/up_proj/MatMul")
+        sg = g.node("Sigmoid", [gate], [m + "/act_fn/Sigmoid/output_0"],
+                    m + "/act_fn/Sigmoid")
+        act = g.node("Mul", [gate, sg], [m + "/act_fn/Mul/output_0"],
+                     m + "/act_fn/Mul")
+        prod = g.node("Mul", [act, up], [m + "/Mul/output_0"], m + "/Mul")
+        mlp_out = g.linear(prod, INTER, HIDDEN, m + "/down_proj/MatMul")
+    fin, _, _, _ = g.node(
+        "SkipSimplifiedLayerNormalization",
+        [mlp_out, residual, g.norm_scale("model.norm.weight")],
+        ["/model/norm/output_0", "", "", "/model/norm/output_3"],
+        "/model/norm/SkipLayerNorm", domain=MS, epsilon=EPS)
+    g.linear(fin, HIDDEN, VOCAB, "/lm_head/MatMul")
+    g.nodes[-1].output[0] = "logits"
+
+    graph = helper.make_graph(g.nodes, name, inputs, outputs, g.inits)
+    model = helper.make_model(graph, opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    model.ir_version = 8
+    return model
+
+
+def variants():
+    v = {"llama_f32": dict(), "llama_f32_rope": dict(rope=True)}
+    for block, asym, level in ((32, False, 0), (32, True, 4),
+                               (128, True, 0), (128, False, 4)):
+        v["llama_q4_b%d_%s_al%d" % (block, "asym" if asym else "sym",
+                                    level)] = dict(q4=(block, asym, level))
+    v["llama_q4_b32_asym_al4_rope"] = dict(q4=(32, True, 4), rope=True)
+    return v
+
+
+def main():
+    out = sys.argv[1]
+    want = sys.argv[2:]
+    os.makedirs(out, exist_ok=True)
+    for name, kw in variants().items():
+        if want and name not in want:
+            continue
+        model = build(name, **kw)
+        onnx.save(model, os.path.join(out, name + ".onnx"))
+        print(name)
+
+
+if __name__ == "__main__":
+    main()
