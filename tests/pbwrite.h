@@ -62,10 +62,11 @@ pb_str(struct qr_buf *b, unsigned field, const char *s)
 	pb_bytes(b, field, s, strlen(s));
 }
 
-/* A ValueInfoProto: float tensor `name` of shape [dims[0..ndim)]. */
+/* A ValueInfoProto: tensor `name` of ONNX element type elem (1 float, 16
+ * bfloat16, ...) and shape [dims[0..ndim)]. */
 static inline void
-pb_value_info(struct qr_buf *b, unsigned field, const char *name,
-	      const int64_t *dims, int ndim)
+pb_value_info_t(struct qr_buf *b, unsigned field, const char *name, int elem,
+		const int64_t *dims, int ndim)
 {
 	struct qr_buf vi = {0}, type = {0}, tt = {0}, shape = {0}, dim = {0};
 	int i;
@@ -75,7 +76,7 @@ pb_value_info(struct qr_buf *b, unsigned field, const char *name,
 		pb_uint(&dim, 1, (uint64_t)dims[i]);       /* dim_value */
 		pb_bytes(&shape, 1, dim.data, dim.len);    /* dim */
 	}
-	pb_uint(&tt, 1, 1);                                /* elem_type float */
+	pb_uint(&tt, 1, (uint64_t)elem);                   /* elem_type */
 	pb_bytes(&tt, 2, shape.data, shape.len);           /* shape */
 	pb_bytes(&type, 1, tt.data, tt.len);               /* tensor_type */
 	pb_str(&vi, 1, name);
@@ -86,6 +87,14 @@ pb_value_info(struct qr_buf *b, unsigned field, const char *name,
 	qr_buf_free(&tt);
 	qr_buf_free(&shape);
 	qr_buf_free(&dim);
+}
+
+/* A float tensor's ValueInfoProto. */
+static inline void
+pb_value_info(struct qr_buf *b, unsigned field, const char *name,
+	      const int64_t *dims, int ndim)
+{
+	pb_value_info_t(b, field, name, 1, dims, ndim);
 }
 
 /* A ModelProto (IR 8, opset 13) around the serialized GraphProto g. */

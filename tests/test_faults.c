@@ -689,25 +689,7 @@ test_run_outputs(void)
 	pb_str(&g, 2, "bf16");
 	pb_value_info(&g, 11, "x", dims, 1);
 	node.len = 0;
-	{
-		/* y is bfloat16: the value info by hand (elem_type 16) */
-		struct qr_buf vi = {0}, type = {0}, tt = {0}, shape = {0};
-		struct qr_buf dim = {0};
-
-		pb_uint(&dim, 1, 2);
-		pb_bytes(&shape, 1, dim.data, dim.len);
-		pb_uint(&tt, 1, 16);
-		pb_bytes(&tt, 2, shape.data, shape.len);
-		pb_bytes(&type, 1, tt.data, tt.len);
-		pb_str(&vi, 1, "y");
-		pb_bytes(&vi, 2, type.data, type.len);
-		pb_bytes(&g, 12, vi.data, vi.len);
-		qr_buf_free(&vi);
-		qr_buf_free(&type);
-		qr_buf_free(&tt);
-		qr_buf_free(&shape);
-		qr_buf_free(&dim);
-	}
+	pb_value_info_t(&g, 12, "y", 16, dims, 1); /* bfloat16 */
 	pb_model(&model, &g);
 	if (qr_write_file(m, model.data, model.len, NULL) != QR_OK ||
 	    !write_x_npy(x) || qr_mkdirs(dir, NULL) != QR_OK ||
