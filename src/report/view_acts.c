@@ -625,11 +625,11 @@ qr_view_acts(struct qr_view_ctx *cc, const struct qr_analysis *a, cJSON *root)
 	cJSON_AddBoolToObject(o, "has_warnings", dt->n_warnings > 0);
 	arr = cJSON_AddArrayToObject(o, "skipped");
 	for (i = 0; i < dt->n_skipped; i++) {
-		cJSON *x = cJSON_CreateObject();
+		char *line = xasprintf("%s: %s", dt->skipped[i].sample,
+				       dt->skipped[i].why);
 
-		qr_view_str(x, "sample", dt->skipped[i].sample);
-		qr_view_str(x, "why", dt->skipped[i].why);
-		cJSON_AddItemToArray(arr, x);
+		cJSON_AddItemToArray(arr, qr_json_str(line));
+		free(line);
 	}
 	cJSON_AddBoolToObject(o, "has_skipped", dt->n_skipped > 0);
 	if (dt->n_skipped == 1)
