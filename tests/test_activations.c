@@ -1504,8 +1504,8 @@ test_skip_samples(void)
 		run_pipe = pipe[m];
 		ref = run_images("clean", &st, &d);
 		if (!ok(st == QR_OK && ref != NULL && ref->data.samples == 3,
-			"%d thread(s), %s: the 3 images of mixed sizes run (%s)",
-			threads[m] ? 2 : 1, mode, d.msg)) {
+			"%d thread(s), %s: the 3 images of mixed sizes run "
+			"(%s)", threads[m] ? 2 : 1, mode, d.msg)) {
 			qr_analysis_free(ref);
 			break;
 		}

@@ -147,13 +147,13 @@ chan_copy(struct qr_as_chan *to, const struct qr_as_chan *from)
 
 /*
  * Copy t into float tensor f's buffer of slot s and add it to the
- * statistics (float tasks only, in sample order), keeping them as they
- * were in f->undo until the float run is known to take the sample. In step each buffer is
- * new pages (step_map). In the pipeline a slot's first buffer is carved
- * from c->bulk and kept for the slot's later samples; one that a later
- * sample outgrows (shapes that vary) is replaced from the heap, freed
- * when outgrown in turn, so carved buffers never pile up. Returns 1 when
- * taken; the caller then shows it to the candidate runs (qr_ar_ft_ready).
+ * statistics (float tasks only, in sample order); f->undo keeps them as
+ * they were (ft_untake). In step each buffer is new pages (step_map). In
+ * the pipeline a slot's first buffer is carved from c->bulk and kept for
+ * the slot's later samples; one that a later sample outgrows (shapes
+ * that vary) is replaced from the heap, freed when outgrown in turn, so
+ * carved buffers never pile up. Returns 1 when taken; the caller then
+ * shows it to the candidate runs (qr_ar_ft_ready).
  */
 int
 qr_ar_ft_take(struct qr_ar_ctx *c, struct qr_ar_ftens *f, size_t s,
