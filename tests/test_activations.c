@@ -4,20 +4,26 @@
  * QOperator), the streaming statistics on literal arrays, quantize /
  * dequantize, and qr_analysis_run_data end to end: the float model as its
  * own candidate (exact), digits_qdq on the 20 samples of digits_test.npy
- * (local error below cumulative, top-1 and accuracy), determinism, and a
- * model the engine cannot run (partial).
+ * (local error below cumulative, top-1 and accuracy), determinism, a
+ * model the engine cannot run (partial), and image samples the float
+ * model cannot take (skipped, in the library and through the CLI).
  */
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "analysis/analysis.h"
 #include "analysis/analysis-int.h"
+#include "chart/chart.h"
 #include "graph/tensor.h"
 #include "kernels/kernels.h"
 #include "onnx/onnx.h"
+#include "run/dataset.h"
 #include "run/run.h"
 #include "tap.h"
 #include "util/util.h"
@@ -499,13 +505,36 @@ static int run_exact;            /* qr_act_opts.exact of run_data */
 static size_t run_pipe;          /* qr_act_opts.pipe_bytes of run_data */
 static size_t run_fold;          /* qr_act_opts.fold_max of run_data */
 
+/* qr_analysis_new, then qr_analysis_run_data with o's feed and the
+ * run_* settings. */
+static struct qr_analysis *
+run_models(const struct qr_model *fm, struct qr_model *const *qm, size_t nq,
+	   struct qr_act_opts *o, enum qr_status *stp, struct qr_diag *d)
+{
+	struct qr_analysis *a = NULL;
+
+	*stp = qr_analysis_new(fm, (const struct qr_model *const *)qm, nq,
+			       NULL, &a, d);
+	if (*stp != QR_OK)
+		return a;
+	o->cos_threshold = 0.99;
+	o->sqnr_threshold = 20;
+	o->n_threads = run_threads;
+	o->exact = run_exact;
+	o->pipe_bytes = run_pipe;
+	o->fold_max = run_fold;
+	*stp = qr_analysis_run_data(a, fm, (const struct qr_model *const *)qm,
+				    nq, o, d);
+	return a;
+}
+
 static struct qr_analysis *
 run_data(const char *ffile, const char *const *qfiles, size_t nq,
 	 struct qr_tensor *data, enum qr_status *stp, struct qr_diag *d)
 {
 	struct qr_model *fm = strchr(ffile, '/') ? load(ffile) : sample(ffile);
 	struct qr_model *qm[4] = { 0 };
-	struct qr_analysis *a = NULL;
+	struct qr_analysis *a;
 	struct qr_act_opts o = { 0 };
 	struct feed f = { 0 };
 	size_t i;
@@ -513,10 +542,6 @@ run_data(const char *ffile, const char *const *qfiles, size_t nq,
 	for (i = 0; i < nq; i++)
 		qm[i] = strchr(qfiles[i], '/') ? load(qfiles[i])
 					       : sample(qfiles[i]);
-	*stp = qr_analysis_new(fm, (const struct qr_model *const *)qm, nq,
-			       NULL, &a, d);
-	if (*stp != QR_OK)
-		goto out;
 	f.all = data;
 	f.labels = digit_labels;
 	f.n = (size_t)data->dims[0];
@@ -525,15 +550,7 @@ run_data(const char *ffile, const char *const *qfiles, size_t nq,
 	o.user = &f;
 	o.samples = f.n;
 	o.source = "npy";
-	o.cos_threshold = 0.99;
-	o.sqnr_threshold = 20;
-	o.n_threads = run_threads;
-	o.exact = run_exact;
-	o.pipe_bytes = run_pipe;
-	o.fold_max = run_fold;
-	*stp = qr_analysis_run_data(a, fm, (const struct qr_model *const *)qm,
-				    nq, &o, d);
-out:
+	a = run_models(fm, qm, nq, &o, stp, d);
 	qr_onnx_free(fm);
 	for (i = 0; i < nq; i++)
 		qr_onnx_free(qm[i]);
@@ -828,6 +845,9 @@ same_numbers(const struct qr_analysis *a, size_t qa,
 		const struct qr_act_tensor *y = &b->act_tensors[i];
 
 		if (x->channels != y->channels || x->n_values != y->n_values ||
+		    memcmp(&x->min, &y->min, sizeof x->min) ||
+		    memcmp(&x->max, &y->max, sizeof x->max) ||
+		    strcmp(x->shape, y->shape) != 0 ||
 		    memcmp(x->ch_min, y->ch_min, x->channels * sizeof(float)) ||
 		    memcmp(x->ch_max, y->ch_max, x->channels * sizeof(float)) ||
 		    memcmp(x->ch_mean, y->ch_mean, x->channels * sizeof(float)))
@@ -1354,6 +1374,280 @@ out:
 	qr_analysis_free(a);
 }
 
+/* ---- samples the float model cannot take ---- */
+
+static char skip_dir[] = "/tmp/qr-skip-XXXXXX";
+
+/* A w x h PNG of seeded pixels, skip_dir/dir/name. */
+static void
+write_png(const char *dir, const char *name, int w, int h, uint32_t r)
+{
+	char *folder = qr_path_join(skip_dir, dir);
+	char *path = qr_path_join(folder, name);
+	size_t i, n = (size_t)w * (size_t)h * 4;
+	uint8_t *px = xmalloc(n);
+	struct qr_diag d = { 0 };
+
+	for (i = 0; i < n; i++) {
+		r = r * 1664525u + 1013904223u;
+		px[i] = i % 4 == 3 ? 255 : (uint8_t)(r >> 24);
+	}
+	if (qr_mkdirs(folder, &d) != QR_OK ||
+	    qr_png_write_rgba(path, px, w, h, w * 4, &d) != QR_OK)
+		diag("%s", d.msg);
+	qr_diag_clear(&d);
+	free(px);
+	free(path);
+	free(folder);
+}
+
+static enum qr_status
+images_next(void *user, struct qr_tensor *const **inputs, size_t *n_inputs,
+	    int *label, const char **name, struct qr_diag *d)
+{
+	return qr_dataset_next(user, inputs, n_inputs, label, name, d);
+}
+
+/* skip_float.onnx against skip_qdq.onnx on the images of skip_dir/dir,
+ * each at its own size (scale 1/255). */
+static struct qr_analysis *
+run_images(const char *dir, enum qr_status *stp, struct qr_diag *d)
+{
+	char *fp = fixture_path("skip_float.onnx");
+	char *qp = fixture_path("skip_qdq.onnx");
+	char *path = qr_path_join(skip_dir, dir);
+	struct qr_model *fm = load(fp), *qm = load(qp);
+	struct qr_dataset_opts dopts;
+	struct qr_dataset *ds = NULL;
+	struct qr_act_opts o = { 0 };
+	struct qr_analysis *a = NULL;
+	int c;
+
+	memset(&dopts, 0, sizeof dopts);
+	dopts.n_sources = 1;
+	dopts.sources[0].path = path;
+	for (c = 0; c < 3; c++)
+		dopts.std[c] = 1;
+	*stp = fm == NULL || qm == NULL ? QR_EIO
+		: qr_dataset_open(fm, &dopts, &ds, d);
+	if (*stp == QR_OK) {
+		o.next = images_next;
+		o.user = ds;
+		o.samples = qr_dataset_count(ds);
+		o.source = qr_dataset_source(ds);
+		o.warn_first = d->n_warnings;
+		a = run_models(fm, &qm, 1, &o, stp, d);
+	}
+	qr_dataset_free(ds);
+	qr_onnx_free(fm);
+	qr_onnx_free(qm);
+	free(path);
+	free(fp);
+	free(qp);
+	return a;
+}
+
+/* Whether a's data warnings name the skipped sample. */
+static int
+warns_of(const struct qr_analysis *a, const char *sample)
+{
+	size_t i;
+
+	for (i = 0; i < a->data.n_warnings; i++)
+		if (strstr(a->data.warnings[i], sample) != NULL &&
+		    strstr(a->data.warnings[i], "skipped") != NULL)
+			return 1;
+	return 0;
+}
+
+/*
+ * An image folder whose images differ in size, one of them too small
+ * for the float model's MaxPool (3 pixels high), first or in the middle:
+ * that sample is skipped with a warning naming it (partial), and every
+ * number is the one of the folder without it, bit for bit: the float
+ * statistics it fed before the MaxPool failed are put back, and so are
+ * the candidate runs' sums, which in step read its tensors while the
+ * float run made them (16384 pixels wide: its 17 MB Relu output makes
+ * the float run wait for them to read it). In step for every sample and
+ * by default (pipeline after the first), on one lane and on two. A
+ * folder of nothing but such images fails, naming the first.
+ */
+static void
+test_skip_samples(void)
+{
+	static const char *const dirs[2] = { "mid", "first" };
+	static const char *const bad[2] = { "b_wide.png", "0_wide.png" };
+	static const char *const names[3] = { "a.png", "c.png", "d.png" };
+	static const int size[3][2] = { { 10, 12 }, { 14, 9 }, { 8, 8 } };
+	static const int threads[4] = { 0, 0, 2, 2 };
+	static const size_t pipe[4] = { 0, 1, 0, 1 };
+	struct qr_analysis *ref, *x;
+	struct qr_diag d = { 0 };
+	enum qr_status st;
+	int m, k, i;
+
+	for (i = 0; i < 3; i++) {
+		write_png("clean", names[i], size[i][0], size[i][1],
+			  (uint32_t)i + 1);
+		for (k = 0; k < 2; k++)
+			write_png(dirs[k], names[i], size[i][0], size[i][1],
+				  (uint32_t)i + 1);
+	}
+	for (k = 0; k < 2; k++)
+		write_png(dirs[k], bad[k], 16384, 3, 7);
+	write_png("bad", "0_tiny.png", 5, 3, 8);
+	write_png("bad", "1_tiny.png", 4, 2, 9);
+	for (m = 0; m < 4; m++) {
+		const char *mode = pipe[m] ? "every sample in step" : "default";
+
+		run_threads = threads[m];
+		run_pipe = pipe[m];
+		ref = run_images("clean", &st, &d);
+		if (!ok(st == QR_OK && ref != NULL && ref->data.samples == 3,
+			"%d thread(s), %s: the 3 images of mixed sizes run "
+			"(%s)", threads[m] ? 2 : 1, mode, d.msg)) {
+			qr_analysis_free(ref);
+			break;
+		}
+		qr_diag_clear(&d);
+		for (k = 0; k < 2; k++) {
+			int same;
+
+			x = run_images(dirs[k], &st, &d);
+			ok(st == QR_EPARTIAL && x != NULL && x->data.ran &&
+			   x->data.samples == 3 && x->data.n_skipped == 1 &&
+			   strcmp(x->data.skipped[0].sample, bad[k]) == 0 &&
+			   strstr(x->data.skipped[0].why, "MaxPool") != NULL &&
+			   warns_of(x, bad[k]),
+			   "%d thread(s), %s, %s one too small: partial, it "
+			   "is skipped with a warning naming it (%s)",
+			   threads[m] ? 2 : 1, mode, k ? "first" : "middle",
+			   x && x->data.n_skipped ? x->data.skipped[0].why
+						  : d.msg);
+			same = x != NULL && same_numbers(ref, 0, x, 0);
+			for (i = 0; same && i < 3; i++)
+				same = strcmp(x->data.sample_names[i],
+					      ref->data.sample_names[i]) == 0;
+			ok(same, "%d thread(s), %s, %s one too small: samples, "
+			   "float ranges, cosines and outputs are those of the "
+			   "folder without it, bit for bit", threads[m] ? 2 : 1,
+			   mode, k ? "first" : "middle");
+			qr_analysis_free(x);
+			qr_diag_clear(&d);
+		}
+		qr_analysis_free(ref);
+		x = run_images("bad", &st, &d);
+		ok(st == QR_ESHAPE && x != NULL && !x->data.ran &&
+		   x->data.n_skipped == 2 && strstr(d.msg, "0_tiny.png") &&
+		   strstr(d.msg, "MaxPool"),
+		   "%d thread(s), %s, every image too small: the run fails "
+		   "naming the first (%s)", threads[m] ? 2 : 1, mode, d.msg);
+		qr_analysis_free(x);
+		qr_diag_clear(&d);
+	}
+	run_threads = 0;
+	run_pipe = 0;
+}
+
+/* Run the qreport binary on the skip fixtures and skip_dir/dir into
+ * skip_dir/out-dir; its stderr into *err (heap). Returns its exit code. */
+static int
+cli_images(const char *bin, const char *dir, char **err)
+{
+	char *fp = fixture_path("skip_float.onnx");
+	char *qp = fixture_path("skip_qdq.onnx");
+	char *cmd = xasprintf("'%s' --float '%s' --quant '%s' --data '%s/%s' "
+			      "-o '%s/out-%s' 2>'%s/err'", bin, fp, qp,
+			      skip_dir, dir, skip_dir, dir, skip_dir);
+	char *ep = qr_path_join(skip_dir, "err");
+	size_t len;
+	int rc = system(cmd);
+
+	if (qr_read_file(ep, err, &len, NULL) != QR_OK)
+		*err = xstrdup("");
+	free(ep);
+	free(cmd);
+	free(fp);
+	free(qp);
+	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* The text of skip_dir/rel (heap; "" when it cannot be read). */
+static char *
+skip_text(const char *rel)
+{
+	char *p = qr_path_join(skip_dir, rel), *text;
+	size_t len;
+
+	if (qr_read_file(p, &text, &len, NULL) != QR_OK)
+		text = xstrdup("");
+	free(p);
+	return text;
+}
+
+/* The CLI: exit 4 with a sample skipped (named on stderr, counted and
+ * listed in report.json, index.html and summary.md), exit 2 and no
+ * report when every sample is. */
+static void
+test_skip_cli(void)
+{
+	const char *bin = getenv("QREPORT");
+	char *err = NULL, *text, *p;
+	cJSON *j;
+	const cJSON *ds, *sk;
+	int rc;
+
+	if (bin == NULL) {
+		diag("QREPORT is not set (run by make check): no CLI check");
+		return;
+	}
+	rc = cli_images(bin, "mid", &err);
+	ok(rc == 4 && strstr(err, "warning: sample 'b_wide.png' skipped") &&
+	   strstr(err, "MaxPool") && strstr(err, "partial report"),
+	   "qreport: one image too small: exit 4 (got %d), the warning names "
+	   "it: %s", rc, err);
+	free(err);
+	text = skip_text("out-mid/report.json");
+	j = cJSON_Parse(text);
+	free(text);
+	ds = cJSON_GetObjectItemCaseSensitive(j, "dataset");
+	sk = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+					ds, "skipped_samples"), 0);
+	ok(cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
+		   ds, "samples")) == 3 &&
+	   cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(
+		   ds, "skipped")) == 1 &&
+	   cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+		   ds, "skipped_samples")) == 1 &&
+	   strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		   sk, "sample")) ?: "", "b_wide.png") == 0 &&
+	   strstr(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		   sk, "why")) ?: "", "MaxPool") != NULL,
+	   "report.json: dataset.samples 3, skipped 1, skipped_samples names "
+	   "b_wide.png and why");
+	cJSON_Delete(j);
+	text = skip_text("out-mid/index.html");
+	ok(strstr(text, "1 sample skipped") != NULL &&
+	   strstr(text, "<li>b_wide.png: node") != NULL,
+	   "index.html: 1 sample skipped, named, with the reason");
+	free(text);
+	text = skip_text("out-mid/summary.md");
+	ok(strstr(text, "- 1 sample skipped") != NULL &&
+	   strstr(text, "b\\_wide.png: node") != NULL,
+	   "summary.md: 1 sample skipped, named, with the reason");
+	free(text);
+	rc = cli_images(bin, "bad", &err);
+	p = xasprintf("%s/out-bad", skip_dir);
+	ok(rc == 2 && strstr(err, "warning: sample '0_tiny.png' skipped") &&
+	   strstr(err, "error: every sample was skipped (2)") &&
+	   strstr(err, "'0_tiny.png': node 'pool' (MaxPool)") &&
+	   access(p, F_OK) != 0,
+	   "qreport: every image too small: exit 2 (got %d) naming the "
+	   "first, no report: %s", rc, err);
+	free(p);
+	free(err);
+}
+
 int
 main(void)
 {
@@ -1383,5 +1677,10 @@ main(void)
 		test_qdq16(data);
 	}
 	qr_tensor_free(data);
+	if (ok(mkdtemp(skip_dir) != NULL, "a temporary folder for images")) {
+		test_skip_samples();
+		test_skip_cli();
+		qr_remove_tree(skip_dir);
+	}
 	return done();
 }

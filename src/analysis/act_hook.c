@@ -352,6 +352,7 @@ qr_ar_cand_free(struct qr_ar_cand *q)
 		free(q->pairs[i].also_qp);
 	}
 	free(q->pairs);
+	free(q->undo);
 	free(q->pre);
 	free(q->uses);
 	for (i = 0; i < q->n_outs; i++) {

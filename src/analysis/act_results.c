@@ -392,6 +392,11 @@ qr_an_act_free(struct qr_analysis *a)
 	for (i = 0; i < a->data.samples; i++)
 		free(a->data.sample_names[i]);
 	free(a->data.sample_names);
+	for (i = 0; i < a->data.n_skipped; i++) {
+		free(a->data.skipped[i].sample);
+		free(a->data.skipped[i].why);
+	}
+	free(a->data.skipped);
 	free(a->data.labels);
 	for (i = 0; i < a->data.n_classes; i++)
 		free(a->data.classes[i]);

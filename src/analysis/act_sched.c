@@ -48,6 +48,23 @@
  * other samples take the pipeline; otherwise they go in step too. The
  * two ways compute the same things in the same order per accumulator,
  * so the results are the same bits.
+ *
+ * A sample the float model cannot take (QR_ESHAPE: too small for a
+ * MaxPool, an input of the wrong rank) is skipped, and nothing of it may
+ * stay in any number. The float run adds each tensor to the float
+ * statistics as it takes it, before the run is known to end well: each
+ * tensor keeps its per-channel sums as they were before the sample (a
+ * few numbers per channel) and gets them back when the run fails. In the
+ * pipeline no candidate runs a sample before its float run has ended,
+ * so that is all. In step the candidate runs read the float tensors
+ * while the float run makes them, and have added to their sums when it
+ * fails: each candidate keeps a copy of its pairs' sums from before the
+ * sample and gets it back. Holding the candidates until the float run
+ * has ended would keep the sample's float tensors whole, what step
+ * exists to avoid, or run the float model twice; the copy is the size
+ * of the sums (about 1.4 kB a pair), not of any tensor, and is freed
+ * once the samples take the pipeline. A candidate that fails on a
+ * sample the float model took is left out as before.
  */
 #include "analysis/analysis-int.h"
 
@@ -102,14 +119,41 @@ step_unmap(float *p, size_t cap)
 	}
 }
 
+/* to as a copy of from (its arrays resized to from's channels). */
+static void
+chan_copy(struct qr_as_chan *to, const struct qr_as_chan *from)
+{
+	size_t n = from->ch;
+
+	if (to->ch != n) {
+		qr_as_chan_free(to);
+		if (n > 0) {
+			to->mn = xmalloc(n * sizeof *to->mn);
+			to->mx = xmalloc(n * sizeof *to->mx);
+			to->sum = xmalloc(n * sizeof *to->sum);
+			to->cnt = xmalloc(n * sizeof *to->cnt);
+		}
+		to->ch = n;
+	}
+	if (n > 0) {
+		memcpy(to->mn, from->mn, n * sizeof *to->mn);
+		memcpy(to->mx, from->mx, n * sizeof *to->mx);
+		memcpy(to->sum, from->sum, n * sizeof *to->sum);
+		memcpy(to->cnt, from->cnt, n * sizeof *to->cnt);
+	}
+	to->min = from->min;
+	to->max = from->max;
+}
+
 /*
  * Copy t into float tensor f's buffer of slot s and add it to the
- * statistics (float tasks only, in sample order). In step each buffer is
- * new pages (step_map). In the pipeline a slot's first buffer is carved
- * from c->bulk and kept for the slot's later samples; one that a later
- * sample outgrows (shapes that vary) is replaced from the heap, freed
- * when outgrown in turn, so carved buffers never pile up. Returns 1 when
- * taken; the caller then shows it to the candidate runs (qr_ar_ft_ready).
+ * statistics (float tasks only, in sample order); f->undo keeps them as
+ * they were (ft_untake). In step each buffer is new pages (step_map). In
+ * the pipeline a slot's first buffer is carved from c->bulk and kept for
+ * the slot's later samples; one that a later sample outgrows (shapes
+ * that vary) is replaced from the heap, freed when outgrown in turn, so
+ * carved buffers never pile up. Returns 1 when taken; the caller then
+ * shows it to the candidate runs (qr_ar_ft_ready).
  */
 int
 qr_ar_ft_take(struct qr_ar_ctx *c, struct qr_ar_ftens *f, size_t s,
@@ -134,13 +178,37 @@ qr_ar_ft_take(struct qr_ar_ctx *c, struct qr_ar_ftens *f, size_t s,
 	f->n[s] = t->n_elem;
 	f->ndim[s] = t->ndim;
 	memcpy(f->dims[s], t->dims, sizeof f->dims[s]);
+	f->first = !f->seen;
 	if (!f->seen) {
 		f->shape = qr_an_dims_str(t->dims, t->ndim);
 		f->seen = 1;
 	}
+	chan_copy(&f->undo, &f->chan);
 	qr_as_chan_add(&f->chan, f->buf[s], t->dims, t->ndim);
 	f->n_values += t->n_elem;
 	return 1;
+}
+
+/* The float run failed on the sample in slot s: what its takes added to
+ * the statistics goes (float thread only, before the next sample). */
+static void
+ft_untake(struct qr_ar_ctx *c, size_t s)
+{
+	size_t i;
+
+	for (i = 0; i < c->n_ft; i++) {
+		struct qr_ar_ftens *f = &c->ft[i];
+
+		if (!f->have[s])
+			continue;
+		chan_copy(&f->chan, &f->undo);
+		f->n_values -= f->n[s];
+		if (f->first) {
+			free(f->shape);
+			f->shape = NULL;
+			f->seen = 0;
+		}
+	}
 }
 
 /* ---- in step ---- */
@@ -209,7 +277,8 @@ qr_ar_ft_ready(struct qr_ar_ctx *c, size_t s, size_t i)
 
 /* In step: wait until float tensor i of the sample is shown (i == QR_AR_NONE:
  * until the float run ends) or the float run has ended. Returns nonzero
- * when the sample is given up (the float run failed). */
+ * when the sample is given up (the float run failed: the data run
+ * stops, or the sample is skipped). */
 int
 qr_ar_step_wait(struct qr_ar_hctx *h, size_t i)
 {
@@ -233,7 +302,7 @@ qr_ar_step_wait(struct qr_ar_hctx *h, size_t i)
 		lane_take(c);
 		h->waited += qr_now() - t0;
 	}
-	r = c->stop != QR_OK;
+	r = c->stop != QR_OK || c->f_fail;
 	pthread_mutex_unlock(&c->mu);
 	return r;
 }
@@ -416,10 +485,31 @@ sample_read(struct qr_ar_ctx *c, size_t s, int *eof, const char **name)
 	return QR_OK;
 }
 
+/* The float run failed on the sample in slot s, named name, with a
+ * shape error: its statistics go, the caller's diag gets a warning, and
+ * a->data.skipped the sample and the reason (float thread only). */
+static void
+sample_skip(struct qr_ar_ctx *c, size_t s, const char *name)
+{
+	struct qr_act_data *dt = &c->a->data;
+	struct qr_act_skip *k;
+
+	ft_untake(c, s);
+	dt->skipped = xreallocarray(dt->skipped, dt->n_skipped + 1,
+				    sizeof *dt->skipped);
+	k = &dt->skipped[dt->n_skipped++];
+	k->sample = xstrdup(name != NULL ? name : "");
+	k->why = take_error(c->d);
+	qr_warnf(c->d, "sample '%s' skipped: the float model cannot take "
+		 "it: %s", k->sample, k->why);
+}
+
 /* Run the float model on the sample read into slot s and keep its
- * outputs there (float thread only, on the caller's diag). */
+ * outputs there (float thread only, on the caller's diag). *skipped is
+ * set when the float model cannot take the sample (sample_skip); the
+ * status is then QR_OK. */
 static enum qr_status
-float_run(struct qr_ar_ctx *c, size_t s, const char *name)
+float_run(struct qr_ar_ctx *c, size_t s, const char *name, int *skipped)
 {
 	struct qr_analysis *a = c->a;
 	struct qr_ar_slot *sl = &c->slot[s];
@@ -430,9 +520,15 @@ float_run(struct qr_ar_ctx *c, size_t s, const char *name)
 
 	h.c = c;
 	h.s = s;
+	*skipped = 0;
 	st = qr_exec_run(c->fe, sl->ins, sl->n_ins, qr_ar_float_hook, &h, c->d);
+	if (st == QR_ESHAPE) {
+		sample_skip(c, s, name);
+		*skipped = 1;
+		return QR_OK;
+	}
 	if (st != QR_OK) {
-		if (st == QR_EUSAGE || st == QR_ESHAPE)
+		if (st == QR_EUSAGE)
 			return st;
 		a->data.why = take_error(c->d);
 		return QR_EPARTIAL;
@@ -450,16 +546,17 @@ float_run(struct qr_ar_ctx *c, size_t s, const char *name)
 }
 
 /* The float task of the pipeline: the next sample into slot s, through
- * the float model. */
+ * the float model (*skipped: it could not take it). */
 static enum qr_status
-run_float(struct qr_ar_ctx *c, size_t s, int *eof)
+run_float(struct qr_ar_ctx *c, size_t s, int *eof, int *skipped)
 {
 	const char *name;
 	enum qr_status st = sample_read(c, s, eof, &name);
 
+	*skipped = 0;
 	if (st != QR_OK || *eof)
 		return st;
-	return float_run(c, s, name);
+	return float_run(c, s, name, skipped);
 }
 
 /* A unit of work for a lane. */
@@ -560,7 +657,8 @@ cand_drop(struct qr_ar_ctx *c, struct qr_ar_cand *q)
 static void
 progress(struct qr_ar_ctx *c)
 {
-	size_t total = c->o->samples;
+	size_t total = c->o->samples > c->skipped
+			       ? c->o->samples - c->skipped : 0;
 
 	if (total < c->f_done)
 		total = c->f_done;
@@ -584,7 +682,7 @@ lane(void *arg)
 		enum qr_status st;
 		double t0, waited;
 		size_t k;
-		int eof;
+		int eof, skipped;
 
 		if (t.kind == 0) {
 			if (finished(c))
@@ -595,13 +693,17 @@ lane(void *arg)
 		if (t.kind == 1) {
 			c->f_busy = 1;
 			pthread_mutex_unlock(&c->mu);
-			st = run_float(c, t.sample % QR_AR_SLOTS, &eof);
+			st = run_float(c, t.sample % QR_AR_SLOTS, &eof,
+				       &skipped);
 			pthread_mutex_lock(&c->mu);
 			c->f_busy = 0;
 			if (st != QR_OK) {
 				c->stop = st;
 			} else if (eof) {
 				c->eof = 1;
+			} else if (skipped) {
+				/* the next sample takes its place */
+				c->skipped++;
 			} else {
 				c->running = 1;
 				for (k = 0; k < c->n_c; k++) {
@@ -687,10 +789,13 @@ step_thread(void *arg)
  * lives from the float hook that makes it to the last candidate hook
  * that reads it. A run whose thread cannot start runs after the float
  * one (its tensors are then kept whole). Bookkeeping as the pipeline's
- * lanes do it. Returns the float side's status.
+ * lanes do it. When the float model cannot take the sample (*skipped),
+ * every candidate's pairs get back the sums they had before it, and the
+ * candidate runs' own failures on it do not count. Returns the float
+ * side's status.
  */
 static enum qr_status
-step_sample(struct qr_ar_ctx *c, int *eof)
+step_sample(struct qr_ar_ctx *c, int *eof, int *skipped)
 {
 	struct step_task *t;
 	const char *name;
@@ -699,7 +804,8 @@ step_sample(struct qr_ar_ctx *c, int *eof)
 	int r;
 
 	c->step = 1;
-	c->f_end = 0;
+	c->f_end = c->f_fail = 0;
+	*skipped = 0;
 	c->held = c->sample_bytes = 0;
 	c->waiting = c->active = 0;
 	t = xcalloc(2 * c->n_c + 1, sizeof *t);
@@ -718,6 +824,15 @@ step_sample(struct qr_ar_ctx *c, int *eof)
 	}
 	st = sample_read(c, 0, eof, &name);
 	if (st == QR_OK && !*eof) {
+		for (k = 0; k < c->n_c; k++) {
+			struct qr_ar_cand *q = &c->c[k];
+
+			if (!q->ran)
+				continue;
+			if (q->undo == NULL)
+				q->undo = xcalloc(q->am.n + 1, sizeof *q->undo);
+			memcpy(q->undo, q->pairs, q->am.n * sizeof *q->undo);
+		}
 		for (i = 0; i < n; i++) {
 			pthread_mutex_lock(&c->mu);
 			c->active++;
@@ -733,11 +848,13 @@ step_sample(struct qr_ar_ctx *c, int *eof)
 		pthread_mutex_lock(&c->mu);
 		lane_take(c);
 		pthread_mutex_unlock(&c->mu);
-		st = float_run(c, 0, name);
+		st = float_run(c, 0, name, skipped);
 		pthread_mutex_lock(&c->mu);
 		c->f_end = 1;
 		if (st != QR_OK)
 			c->stop = st;
+		else if (*skipped)
+			c->f_fail = 1;
 		lane_give(c);
 		pthread_mutex_unlock(&c->mu);
 		for (i = 0; i < n; i++) {
@@ -747,7 +864,15 @@ step_sample(struct qr_ar_ctx *c, int *eof)
 				step_thread(&t[i]);
 		}
 	}
-	if (st == QR_OK && !*eof) {
+	if (st == QR_OK && !*eof && *skipped) {
+		for (k = 0; k < c->n_c; k++)
+			if (c->c[k].ran)
+				memcpy(c->c[k].pairs, c->c[k].undo,
+				       c->c[k].am.n * sizeof *c->c[k].undo);
+		pthread_mutex_lock(&c->mu);
+		c->skipped++;
+		pthread_mutex_unlock(&c->mu);
+	} else if (st == QR_OK && !*eof) {
 		c->running = 1;
 		for (k = 0; k < c->n_c; k++)
 			c->running += c->c[k].ran;
@@ -789,8 +914,11 @@ step_sample(struct qr_ar_ctx *c, int *eof)
  * See analysis.h. The float model that cannot be prepared (unsupported
  * op) or fails on a sample inside the graph leaves data.why and returns
  * QR_EPARTIAL; so does a candidate, which is then left out (act_runs[k]
- * .why) while the others go on. The feed's errors and inputs that do not
- * fit the float model (QR_EUSAGE, QR_ESHAPE) are returned as they are.
+ * .why) while the others go on. A sample whose shapes the float model
+ * cannot take (QR_ESHAPE) is skipped (see the top of this file); when
+ * every sample is, QR_ESHAPE names the first. The feed's errors and
+ * inputs that do not fit the float model (QR_EUSAGE) are returned as
+ * they are.
  */
 enum qr_status
 qr_analysis_run_data(struct qr_analysis *a, const struct qr_model *fmodel,
@@ -802,7 +930,7 @@ qr_analysis_run_data(struct qr_analysis *a, const struct qr_model *fmodel,
 	enum qr_status st = QR_OK;
 	size_t i, k, s, pipe_bytes = o->pipe_bytes ? o->pipe_bytes
 							 : QR_ACT_PIPE_BYTES;
-	int lanes, helper = 0, eof = 0;
+	int lanes, helper = 0, eof = 0, skipped = 0;
 	pthread_t th;
 	double t0 = qr_now();
 
@@ -893,9 +1021,13 @@ qr_analysis_run_data(struct qr_analysis *a, const struct qr_model *fmodel,
 
 	/* the first sample in step; the others too if it was big */
 	c.lanes_free = lanes;
-	st = step_sample(&c, &eof);
-	while (st == QR_OK && !eof && c.sample_bytes > pipe_bytes)
-		st = step_sample(&c, &eof);
+	st = step_sample(&c, &eof, &skipped);
+	while (st == QR_OK && !eof && (skipped || c.sample_bytes > pipe_bytes))
+		st = step_sample(&c, &eof, &skipped);
+	for (k = 0; k < n_quant; k++) { /* only step needs them */
+		free(c.c[k].undo);
+		c.c[k].undo = NULL;
+	}
 	if (st != QR_OK) {
 		c.stop = st;
 	} else if (eof) {
@@ -910,9 +1042,17 @@ qr_analysis_run_data(struct qr_analysis *a, const struct qr_model *fmodel,
 	st = c.stop;
 	if (st != QR_OK)
 		goto out;
+	if (a->data.samples == 0 && a->data.n_skipped > 0) {
+		st = qr_errorf(d, QR_ESHAPE, "every sample was skipped (%zu): "
+			       "the float model cannot take them; the first, "
+			       "'%s': %s", a->data.n_skipped,
+			       a->data.skipped[0].sample,
+			       a->data.skipped[0].why);
+		goto out;
+	}
 	a->data.ran = 1;
 	qr_ar_results(&c);
-	st = c.partial;
+	st = a->data.n_skipped > 0 ? QR_EPARTIAL : c.partial;
 out:
 	if (d != NULL)
 		for (i = o->warn_first; i < d->n_warnings; i++)
@@ -931,6 +1071,7 @@ out:
 				free(c.ft[i].buf[s]);
 		free(c.ft[i].shape);
 		qr_as_chan_free(&c.ft[i].chan);
+		qr_as_chan_free(&c.ft[i].undo);
 	}
 	free(c.ft);
 	qr_strmap_free(&c.ft_idx);

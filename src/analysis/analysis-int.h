@@ -284,6 +284,11 @@ struct qr_ar_ftens {
 	char *shape;             /* of the first sample */
 	struct qr_as_chan chan;  /* per-channel statistics */
 	uint64_t n_values;       /* elements over every sample */
+	struct qr_as_chan undo;  /* chan before the float sample in progress
+				  * was added (ch 0: empty), put back if the
+				  * float run fails on it */
+	int first;               /* that sample is the first seen (shape is
+				  * its) */
 	size_t out;              /* index in a->act_tensors */
 };
 
@@ -356,6 +361,8 @@ struct qr_ar_cand {
 	int busy[2];             /* that task is running */
 	unsigned *uses;          /* per ftens: reads by one run (hook
 				  * entries and compared inputs) */
+	struct qr_ar_pair *undo; /* in step: pairs before the sample, put
+				  * back if the float run fails on it */
 };
 
 /* One sample in flight: the inputs (copied, the feed reuses its own)
@@ -395,7 +402,10 @@ struct qr_ar_ctx {
 	int f_busy;              /* a float task runs */
 	int eof;                 /* the feed is exhausted at next_f */
 	enum qr_status stop;     /* QR_OK, or why every lane stops */
-	enum qr_status partial;  /* QR_EPARTIAL once a candidate failed */
+	enum qr_status partial;  /* QR_EPARTIAL once a candidate failed or
+				  * a sample was skipped */
+	size_t skipped;          /* samples skipped (a->data.n_skipped, for
+				  * progress under mu) */
 	size_t done, running;    /* progress: runs done, models running */
 	struct qr_diag *d;       /* the caller's; the float task's only */
 	/* in step (slot 0 only), under mu */
@@ -404,6 +414,7 @@ struct qr_ar_ctx {
 	size_t held;             /* bytes of float tensors held */
 	size_t sample_bytes;     /* bytes of this sample's float tensors */
 	int f_end;               /* the float run of the sample has ended */
+	int f_fail;              /* and failed: the sample is skipped */
 	int waiting;             /* runs waiting for a float tensor */
 	int active;              /* candidate threads still running */
 	int lanes_free;          /* threads that may compute now */

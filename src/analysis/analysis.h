@@ -338,6 +338,12 @@ struct qr_act_run {
 	double seconds;         /* time in its runs */
 };
 
+/* A sample the float model could not take, left out of every number. */
+struct qr_act_skip {
+	char *sample;           /* its display name (file name, "random #3") */
+	char *why;              /* the float run's error on it */
+};
+
 /* The representative data and what the run found. */
 struct qr_act_data {
 	int ran;                /* 1 when samples went through the models */
@@ -347,6 +353,9 @@ struct qr_act_data {
 	char *preprocessing;    /* one line, or NULL */
 	size_t samples;         /* samples run */
 	char **sample_names;    /* per sample */
+	size_t n_skipped;       /* samples skipped: the float model cannot
+				 * take them (shapes), in feed order */
+	struct qr_act_skip *skipped;
 	int *labels;            /* per sample, -1 without a label */
 	size_t n_classes;
 	char **classes;         /* class names, label order */
@@ -459,10 +468,16 @@ struct qr_act_opts {
  * per-channel float ranges, output comparison and top-1. Nothing of a
  * sample is kept after it (statistics only). a comes from qr_analysis_new
  * for the same models.
+ * A sample the float model cannot take (QR_ESHAPE: its shape does not
+ * fit an input, or some node of the graph) is skipped: a warning in d
+ * names it, a->data.skipped keeps it with the reason, and nothing of it
+ * is in any number (neither the float statistics nor a candidate's).
  * Returns QR_OK; QR_EPARTIAL when a model could not run (unsupported op,
- * or a failure inside the graph): a->data.why or a->act_runs[k].why says
- * why and the rest is filled; the feed's status (bad data), or QR_ESHAPE
- * / QR_EUSAGE when the data does not fit the float model's inputs.
+ * or a failure inside the graph: a->data.why or a->act_runs[k].why says
+ * why and the rest is filled) or some samples were skipped and others
+ * ran; QR_ESHAPE when every sample was skipped (naming the first and its
+ * reason); the feed's status (bad data), or QR_EUSAGE when the data
+ * does not fit the float model's inputs (names, count).
  */
 enum qr_status qr_analysis_run_data(struct qr_analysis *a,
 				    const struct qr_model *fmodel,

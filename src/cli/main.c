@@ -430,8 +430,16 @@ run_report(const struct qr_cli_args *o, const char *cmdline,
 
 		for (i = 0; why == NULL && an->act_runs && i < o->n_quant; i++)
 			why = an->act_runs[i].why;
-		st = qr_errorf(d, QR_EPARTIAL, "activations not compared: %s",
-			       why ? why : "a model could not run");
+		if (why == NULL && an->data.n_skipped > 0)
+			st = qr_errorf(d, QR_EPARTIAL, "%zu of %zu samples "
+				       "skipped (the float model cannot take "
+				       "them; see the warnings)",
+				       an->data.n_skipped, an->data.n_skipped +
+				       an->data.samples);
+		else
+			st = qr_errorf(d, QR_EPARTIAL, "activations not "
+				       "compared: %s", why ? why
+				       : "a model could not run");
 	}
 	/* the gate: one line per check on stderr; a failed check wins over
 	 * a partial report (exit 3, not 4) */

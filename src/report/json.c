@@ -413,6 +413,17 @@ dataset_json(const struct qr_analysis *a)
 	arr = cJSON_AddArrayToObject(o, "warnings");
 	for (i = 0; i < dt->n_warnings; i++)
 		cJSON_AddItemToArray(arr, qr_json_str(dt->warnings[i]));
+	if (dt->n_skipped > 0) {
+		cJSON_AddNumberToObject(o, "skipped", (double)dt->n_skipped);
+		arr = cJSON_AddArrayToObject(o, "skipped_samples");
+		for (i = 0; i < dt->n_skipped; i++) {
+			cJSON *x = cJSON_CreateObject();
+
+			add_str(x, "sample", dt->skipped[i].sample);
+			add_str(x, "why", dt->skipped[i].why);
+			cJSON_AddItemToArray(arr, x);
+		}
+	}
 	add_str(o, "error", dt->why);
 	add_num(o, "cos_threshold", dt->source ? dt->cos_threshold : NAN);
 	add_num(o, "sqnr_threshold_db", dt->source ? dt->sqnr_threshold : NAN);

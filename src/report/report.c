@@ -389,6 +389,15 @@ qr_report_summary_md(const struct qr_analysis *a, const cJSON *view)
 					"; error is born at {tensor}");
 			qr_buf_puts(&b, "\n");
 		}
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+			    v, "has_skipped")))
+			md_fill(&b, v, "- {skipped_line}:\n");
+		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(
+					      v, "skipped")) {
+			qr_buf_puts(&b, "  - ");
+			qr_md_escape(&b, x->valuestring);
+			qr_buf_puts(&b, "\n");
+		}
 	} else if (a->data.why != NULL) {
 		qr_buf_puts(&b, "- Activations not compared: ");
 		qr_md_escape(&b, a->data.why);

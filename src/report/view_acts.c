@@ -623,6 +623,23 @@ qr_view_acts(struct qr_view_ctx *cc, const struct qr_analysis *a, cJSON *root)
 	for (i = 0; i < dt->n_warnings; i++)
 		cJSON_AddItemToArray(arr, qr_json_str(dt->warnings[i]));
 	cJSON_AddBoolToObject(o, "has_warnings", dt->n_warnings > 0);
+	arr = cJSON_AddArrayToObject(o, "skipped");
+	for (i = 0; i < dt->n_skipped; i++) {
+		char *line = xasprintf("%s: %s", dt->skipped[i].sample,
+				       dt->skipped[i].why);
+
+		cJSON_AddItemToArray(arr, qr_json_str(line));
+		free(line);
+	}
+	cJSON_AddBoolToObject(o, "has_skipped", dt->n_skipped > 0);
+	if (dt->n_skipped == 1)
+		qr_view_str(o, "skipped_line", "1 sample skipped: the float "
+			    "model cannot take it, and it is left out of "
+			    "every number");
+	else
+		qr_view_fmt(o, "skipped_line", "%zu samples skipped: the float "
+			    "model cannot take them, and they are left out "
+			    "of every number", dt->n_skipped);
 	arr = cJSON_AddArrayToObject(o, "cands");
 	for (i = 0; a->act_runs != NULL && i < a->n_quant && st == QR_OK; i++) {
 		cJSON *c;
