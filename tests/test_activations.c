@@ -1654,18 +1654,18 @@ main(void)
 	struct qr_tensor *data;
 
 	plan_no_plan();
-	test_matching();
-	test_shape_arith();
-	test_attention_run();
-	test_cancellation();
-	test_layout();
-	test_dynamic_match();
-	test_bias_fused();
-	test_name_shift();
-	test_twins();
-	test_stats();
-	test_stats_simd();
-	test_quant();
+	RUN(test_matching);
+	RUN(test_shape_arith);
+	RUN(test_attention_run);
+	RUN(test_cancellation);
+	RUN(test_layout);
+	RUN(test_dynamic_match);
+	RUN(test_bias_fused);
+	RUN(test_name_shift);
+	RUN(test_twins);
+	RUN(test_stats);
+	RUN(test_stats_simd);
+	RUN(test_quant);
 	data = digits_data();
 	if (ok(data != NULL && data->ndim == 4 && data->dims[0] == 20,
 	       "digits_test.npy read")) {
