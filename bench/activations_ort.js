@@ -15,7 +15,7 @@
 // with the candidate's `quant_tensor`; an integer quant tensor is
 // dequantized with the pair's scale and zero_point,
 // x = fround((q - zp) * scale), as qreport does. Per pair, like
-// src/analysis/astats.c:
+// src/analysis/act_stats.c:
 //   cosine  = sum xy / (||x|| ||y||) per sample (finite pairs only, in
 //             double), then its mean and min over samples;
 //   SQNR    = 10 log10(sum x^2 / sum (x-y)^2), samples concatenated.
@@ -33,7 +33,7 @@
 // candidate made by tests/models/local_cut.py, whose cut tensors are fed
 // the float model's values of this sample (float tensors a copy, integer
 // ones x -> clamp(rne(fround(x / scale)) + zero_point), as
-// src/analysis/astats.c qr_as_from_float) and whose NAME__local outputs
+// src/analysis/act_quant.c qr_as_from_float) and whose NAME__local outputs
 // are what each node computed from them. Per pair, local_cosine_mean,
 // local_cosine_min and local_sqnr_db are computed and compared as above.
 'use strict';

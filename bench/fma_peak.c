@@ -1,8 +1,9 @@
 /*
  * fma_peak: this CPU's float fused multiply-add throughput, the ceiling
- * for any conv that must sum in ONNX Runtime's order (see README,
- * "Measured: float<->quant comparison"). Twelve independent AVX-512 FMA
- * chains, registers only, so nothing but the FMA units limits it.
+ * for any conv that must sum in ONNX Runtime's order (see
+ * bench/RESULTS.md, "The whole report against an ONNX Runtime script").
+ * Twelve independent AVX-512 FMA chains, registers only, so nothing but
+ * the FMA units limits it.
  *
  *   cc -O2 -mavx512f -o fma_peak bench/fma_peak.c && ./fma_peak
  *

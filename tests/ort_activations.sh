@@ -3,7 +3,7 @@
 # same numbers computed with ONNX Runtime (onnxruntime-node, graph
 # optimisation off, every intermediate tensor an output), on resnet18 and
 # mobilenet_v2 in QDQ, QOperator and renamed-tensor form, with 4 samples:
-# bench/agreement.sh with N=4 (run it with N=20 for the README's table).
+# bench/agreement.sh with N=4 (N=20 gives bench/RESULTS.md's table).
 # The local error is checked too: ONNX Runtime runs each candidate with
 # the tensors qreport's local run overwrites cut into inputs fed with the
 # float model's values (tests/models/local_cut.py).

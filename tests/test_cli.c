@@ -1,6 +1,6 @@
 /*
  * test_cli: run the real qreport binary on samples/ and check what it
- * writes: report.json's DESIGN.md keys, its numbers against values computed
+ * writes: report.json's documented keys, its numbers against values computed
  * independently with numpy (tests/data/expected_digits.json, made by
  * tests/data/make_expected.py), the PNG charts, and the exit code and
  * one-line error of each kind of bad input.
@@ -224,7 +224,7 @@ check_report(const char *out)
 	ok(e != NULL, "expected_digits.json parses");
 	if (j == NULL || e == NULL)
 		goto out;
-	ok(has_keys(j, top), "report.json has the DESIGN.md top-level keys");
+	ok(has_keys(j, top), "report.json has the documented top-level keys");
 	ok(cJSON_IsNumber(cJSON_GetObjectItem(j, "schema_version")),
 	   "schema_version is a number");
 	it = cJSON_GetObjectItem(j, "models");

@@ -1,7 +1,7 @@
 /*
- * test_hostile: broken and malicious input through the real CLI ($QREPORT),
- * the cases of issue 6. Every case runs qreport in a child with a time
- * limit (SIGALRM) and, outside ASan builds, a bounded address space, and
+ * test_hostile: broken and malicious input through the real CLI
+ * ($QREPORT). Every case runs qreport in a child with a time limit
+ * (SIGALRM) and, outside ASan builds, a bounded address space, and
  * checks:
  *   - refused input: exit 2 (bad input), exactly one stderr error line
  *     (warnings aside) naming the file, tensor or node, no

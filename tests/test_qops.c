@@ -2,9 +2,10 @@
  * test_qops: the quantized operators on literal arrays, through their
  * descriptors (check, prepare, infer, run, release), with expected
  * outputs worked out by hand from ONNX Runtime's formulas (see
- * src/ops/op_qlinear.c). The com.microsoft ops have no ONNX conformance
- * data, so these are their only exact tests. Each case runs twice: with
- * every input constant at prepare (packed once) and with none.
+ * src/ops/op_qlinear.c, op_qconv.c and op_qmatmul.c). The com.microsoft
+ * ops have no ONNX conformance data, so these are their only exact
+ * tests. Each case runs twice: with every input constant at
+ * prepare (packed once) and with none.
  */
 #include <stdlib.h>
 #include <string.h>

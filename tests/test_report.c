@@ -420,7 +420,7 @@ test_json(const char *dir)
 	cJSON_ArrayForEach(w, x)
 		for (k = 0; k < sizeof wkeys / sizeof *wkeys; k++)
 			all &= cJSON_HasObjectItem(w, wkeys[k]);
-	ok(all, "every weights[] entry has every DESIGN key");
+	ok(all, "every weights[] entry has every documented key");
 	w = cJSON_GetArrayItem(x, 1);
 	ok(strcmp(cJSON_GetObjectItem(w, "layer")->valuestring, HOSTILE) == 0,
 	   "weights[1].layer kept verbatim");
@@ -441,7 +441,7 @@ test_json(const char *dir)
 	all = cJSON_GetArraySize(x) == 1;
 	for (k = 0; c && k < sizeof ckeys / sizeof *ckeys; k++)
 		all &= cJSON_HasObjectItem(c, ckeys[k]);
-	ok(all, "cle[0] has every DESIGN key");
+	ok(all, "cle[0] has every documented key");
 	ok(c && cJSON_GetArraySize(cJSON_GetObjectItem(c, "layers")) == 2 &&
 	   cJSON_GetArraySize(cJSON_GetObjectItem(c, "scales")) == 1 &&
 	   cJSON_GetArraySize(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "scales"), 0)) == 4 &&
@@ -454,7 +454,7 @@ test_json(const char *dir)
 	cJSON_ArrayForEach(q, x)
 		for (k = 0; k < sizeof qkeys / sizeof *qkeys; k++)
 			all &= cJSON_HasObjectItem(q, qkeys[k]);
-	ok(all, "quant_weights[] entries have every DESIGN key");
+	ok(all, "quant_weights[] entries have every documented key");
 	q = cJSON_GetArrayItem(x, 1);
 	ok(q && cJSON_GetObjectItem(q, "quant")->valueint == 0 &&
 	   strcmp(cJSON_GetObjectItem(q, "granularity")->valuestring, "per-tensor") == 0 &&

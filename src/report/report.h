@@ -7,7 +7,8 @@
  *   report/report.json                                 (doc/report-json.md)
  *   report/summary.md
  *   report/layers/L<i>-<name>.html                     (one page per layer)
- *   report/graph.html, graph-q<k>.svg                  (Graphviz layout)
+ *   report/graph.html, graph.svg                       (Graphviz layout)
+ *   report/graph-q<k>.svg                              (candidate k >= 2)
  *   report/compare.html                                (--compare-to)
  *
  * Templates and assets are embedded in the binary at build time;

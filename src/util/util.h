@@ -1,15 +1,22 @@
 /*
  * util: the ground floor every other module stands on.
  *
- * - x*alloc: allocation that never returns NULL; out of memory is fatal
- *   (as in tmux's xmalloc.c).
- * - struct qr_diag / enum qr_status: how user-caused failures travel up to
- *   cli/, which alone prints them and maps them to exit codes.
- * - struct qr_arena: bump allocator for data freed all at once (the model).
- * - struct qr_buf: growable byte/string buffer.
- * - file helpers: map a file read-only, write a whole file, make folders.
+ * - x*alloc (util.c): allocation that never returns NULL; out of memory
+ *   ends the run cleanly, one line on stderr and exit 2 (as in tmux's
+ *   xmalloc.c).
+ * - struct qr_diag / enum qr_status (util.c): how user-caused failures
+ *   travel up to cli/, which alone prints them and maps them to exit
+ *   codes.
+ * - struct qr_arena: bump allocator for data freed all at once (the
+ *   model); struct qr_buf: growable byte/string buffer (util.c).
+ * - file helpers (file.c): map a file read-only, read a small one, write
+ *   a whole file, make and remove folders, compare paths.
  * - struct qr_strmap (strmap.c): the string -> index hash table.
  * - binary16 / bfloat16 conversions (half.c).
+ * - interrupted runs (cleanup.c): the folders a run is building, removed
+ *   on SIGINT/SIGTERM/SIGHUP; stale temporary folders swept.
+ * - the memory budget (membudget.c): what the run holds and may hold
+ *   (--max-memory), checked before large tensors get memory.
  *
  * Ownership: *_new / x*alloc results belong to the caller; *_free(NULL) is a
  * no-op.

@@ -275,7 +275,7 @@ def digits_images(root):
 
 
 class Acc:
-    """Streaming cosine/SQNR, as defined in src/analysis/astats.c."""
+    """Streaming cosine/SQNR, as defined in src/analysis/act_stats.c."""
 
     def __init__(self):
         self.cos, self.sxx, self.see = [], 0.0, 0.0

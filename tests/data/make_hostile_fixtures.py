@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Write the hostile models of tests/data/hostile/, which tests/test_hostile
-feeds to the real qreport binary (issue 6: every broken or malicious input
-ends in a one-line error naming the file or node, or in a report that shows
-the hostile strings inertly). The output is committed, so CI needs no
+feeds to the real qreport binary: every broken or malicious input must
+end in a one-line error naming the file or node, or in a report that shows
+the hostile strings inertly. The output is committed, so CI needs no
 Python; rerun after changing this:
     /usr/bin/python3 tests/data/make_hostile_fixtures.py
 Needs python3-onnx (Debian 12: onnx 1.12); the checker is never run, and

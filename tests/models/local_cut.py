@@ -11,7 +11,7 @@ intermediate tensor, as tests/models/expose_all.py does).
 The tensors cut are, for every pair of report.json's activations[] with
 quant == K, the compared tensor (quant_tensor) and the members of its
 QuantizeLinear/DequantizeLinear chain computed after it, as qreport's
-src/analysis/amatch.c (fill_also) picks them. OUT.json lists them:
+src/analysis/act_match.c (fill_also) picks them. OUT.json lists them:
 
     {"cuts": [{"name", "float", "dtype", "scale", "zero_point"}],
      "local": {quant_tensor: tensor to read for the local value}}
@@ -28,7 +28,7 @@ from onnx import numpy_helper
 
 QDQ = ("QuantizeLinear", "DequantizeLinear")
 # (scale, zero point) inputs of ops whose integer output has its own
-# quantization: src/analysis/amatch.c out_param_inputs
+# quantization: src/analysis/act_match.c out_param_inputs
 OUT_PARAMS = {
     "QuantizeLinear": (1, 2), "QLinearConv": (6, 7), "QLinearMatMul": (6, 7),
     "QLinearAdd": (6, 7), "QLinearMul": (6, 7), "QGemm": (7, 8),
@@ -79,7 +79,7 @@ def main():
         for x in n.input:
             cons.setdefault(x, []).append(n)
 
-    # classes: tensors joined through Q/DQ (amatch.c side_classes)
+    # classes: tensors joined through Q/DQ (act_match.c side_classes)
     parent = {}
 
     def find(t):
@@ -115,7 +115,7 @@ def main():
                              f"type {dt}")
         return float(s[0]), int(z[0]) if z is not None else 0, dt
 
-    # amatch.c qr_am_qparams
+    # act_match.c qr_am_qparams
     def qparams(name):
         cur = name
         for _ in range(16):
