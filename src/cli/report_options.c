@@ -786,11 +786,14 @@ static const char usage_tail[] =
 "Exit codes:\n"
 "  0  report written\n"
 "  1  usage error\n"
-"  2  bad input (file, model or dataset); a one-line reason names the file\n"
-"     or node\n"
+"  2  bad input, one line naming the file or node: unreadable or not a\n"
+"     regular file (FIFOs are refused), not an ONNX model, a malformed\n"
+"     model or dataset, a config/--compare-to/template over 256 MiB, an\n"
+"     output folder that holds an input, not enough memory (--max-memory)\n"
 "  3  a --fail-if threshold was crossed; the report is still written\n"
-"  4  partial report: something could not be analysed (e.g. a model with\n"
-"     an op the engine cannot run); the report says what and why\n";
+"  4  partial report: something could not be analysed (e.g. an op the\n"
+"     engine cannot run, samples the model cannot take: skipped and\n"
+"     counted); the report says what and why\n";
 
 /*
  * Every option of the report, in --help and man page order. doc/qreport.1's
