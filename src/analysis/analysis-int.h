@@ -10,6 +10,8 @@
  *                   statistics
  *   weight_match.c  float <-> quant weight pairing and dequantized SQNR
  *   cle.c           cross-layer-equalization sets and blockers
+ *   hazards.c       what in a candidate costs accuracy: graph hazards
+ *                   per candidate, data hazards after the data run
  *   analysis.c      qr_analysis_new/free, the order of the steps above
  *   act_stats.c     streaming activation statistics: sums, histograms,
  *                   per-channel ranges
@@ -181,6 +183,15 @@ void qr_an_cle(struct qr_analysis *a, const struct qr_graph *g,
 	       const struct qr_an_wlayer *fl, size_t n_fl,
 	       const struct qr_analysis_opts *o);
 void qr_an_cle_free(struct qr_analysis *a);
+
+/* ---- hazards.c ---- */
+
+/* Candidate quant's graph hazards (qg against the float graph fg, with
+ * a's weights, pairings and coverage so far) into a->hz_plan. */
+void qr_an_hazards_graph(struct qr_analysis *a, size_t quant,
+			 const struct qr_graph *fg, const struct qr_graph *qg);
+/* Free a's hazards and its plan. */
+void qr_an_hazards_free(struct qr_analysis *a);
 
 /* ---- act_quant.c ---- */
 
