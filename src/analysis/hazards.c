@@ -338,19 +338,35 @@ layer_of_tensor(const struct gctx *c, const char *name)
 }
 
 /* The float layer behind candidate node n: the float node of the same
- * name (less "_quant"), else the producer of its output's value. */
+ * name (less "_quant"), else the producer of its output's value, else,
+ * for a QuantizeLinear or DequantizeLinear (a weight's), the layer of
+ * the first node that reads its output. */
 static const char *
 layer_of_node(const struct gctx *c, const struct qr_node *n)
 {
+	const char *l = NULL;
+	const size_t *cs;
 	char buf[512];
-	size_t i;
+	size_t i, nc;
 
 	i = qr_strmap_get(&c->fnodes, n->name);
 	if (i == QR_STRMAP_NONE && strip_suffix(n->name, buf, sizeof buf))
 		i = qr_strmap_get(&c->fnodes, buf);
 	if (i != QR_STRMAP_NONE)
 		return qr_graph_node(c->fg, i)->name;
-	return n->n_out > 0 ? layer_of_tensor(c, n->out[0]) : NULL;
+	if (n->n_out == 0)
+		return NULL;
+	l = layer_of_tensor(c, n->out[0]);
+	if (l != NULL || !(is_q(n) || is_dq(n)))
+		return l;
+	cs = qr_graph_consumers(c->qg, n->out[0], &nc);
+	for (i = 0; i < nc && l == NULL; i++) {
+		const struct qr_node *r = qr_graph_node(c->qg, cs[i]);
+
+		if (!is_q(r) && !is_dq(r))
+			l = layer_of_node(c, r);
+	}
+	return l;
 }
 
 /* ---- scales and zero points ---- */
