@@ -98,6 +98,8 @@ qr_view_hazards(const struct qr_view_ctx *cc, const struct qr_analysis *a,
 		      a->n_hazards - TOP_HAZARDS : 0);
 }
 
+/* {has, rows}: the rows of the hazards whose items name float layer
+ * `layer` (NULL: none), each once. */
 cJSON *
 qr_view_layer_hazards(const struct qr_analysis *a,
 		      const struct qr_report_layers *L, const char *layer)
