@@ -27,6 +27,8 @@ static const char *qreport; /* the binary under test */
 static char *data;          /* tests/data/hazards/ */
 static char tmpdir[] = "/tmp/qr-hazards-XXXXXX";
 
+#define RUN_SECONDS 120     /* a report of the fixtures takes ~1 s */
+
 /* ---- helpers ---- */
 
 static char *
@@ -35,57 +37,69 @@ fixture(const char *name)
 	return qr_path_join(data, name);
 }
 
-static struct qr_model *
-load(const char *name)
+/* qr_analysis_new of names[0] (the float model) against names[1..n),
+ * the models freed before returning (the result borrows nothing); NULL
+ * on failure. */
+static struct qr_analysis *
+analyse(const char *const *names, size_t n)
 {
-	char *path = fixture(name);
-	struct qr_model *m = NULL;
+	struct qr_model *m[4] = { NULL };
+	struct qr_analysis *a = NULL;
 	struct qr_diag d = { 0 };
+	size_t i;
+	int good = n >= 1 && n <= 4;
 
-	if (qr_onnx_load(path, &m, &d) != QR_OK)
+	for (i = 0; good && i < n; i++) {
+		char *path = fixture(names[i]);
+
+		good = qr_onnx_load(path, &m[i], &d) == QR_OK;
+		free(path);
+	}
+	if (!good || qr_analysis_new(m[0], (const struct qr_model *const *)
+				     m + 1, n - 1, NULL, &a, &d) != QR_OK)
 		diag("%s", d.msg);
+	for (i = 0; i < 4; i++)
+		qr_onnx_free(m[i]);
 	qr_diag_clear(&d);
-	free(path);
-	return m;
+	return a;
 }
 
-/* Run qreport with args (NULL-terminated, at most 40); its exit code,
- * -1 for a signal. Output is discarded. */
+/* Run argv (argv[0] the binary, NULL-ended) with its output discarded
+ * and a time limit of RUN_SECONDS; its exit code, -1 for a signal (a
+ * hang ends in SIGALRM). */
 static int
-run(const char *const *args)
+run(char *const *argv)
 {
-	const char *argv[42];
-	int status, fd, i;
+	int status, fd;
 	pid_t pid;
 
-	argv[0] = qreport;
-	for (i = 0; args[i] != NULL && i < 40; i++)
-		argv[i + 1] = args[i];
-	argv[i + 1] = NULL;
+	fflush(stdout);
 	pid = fork();
 	if (pid == 0) {
 		fd = open("/dev/null", O_WRONLY);
 		dup2(fd, 1);
 		dup2(fd, 2);
-		execv(qreport, (char *const *)argv);
+		alarm(RUN_SECONDS); /* kept across exec */
+		execv(argv[0], argv);
 		_exit(127);
 	}
-	waitpid(pid, &status, 0);
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return -1;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 /* qreport --float F --quant Q... [extra] -o OUT --quiet, 8 random
- * samples; returns the exit code, *json the parsed report.json (or
+ * samples; returns the exit code (run), *json the parsed report.json (or
  * NULL). */
 static int
 report(const char *out, const char *flt, const char *const *quants,
        size_t nq, const char *extra, cJSON **json)
 {
-	const char *args[42];
-	char *paths[20], *jpath, *text = NULL;
+	char *args[42], *paths[20], *jpath, *text = NULL;
 	size_t n = 0, i, len;
 	int rc;
 
+	args[n++] = (char *)qreport;
 	paths[0] = fixture(flt);
 	args[n++] = "--float";
 	args[n++] = paths[0];
@@ -97,9 +111,9 @@ report(const char *out, const char *flt, const char *const *quants,
 	args[n++] = "--samples";
 	args[n++] = "8";
 	if (extra != NULL)
-		args[n++] = extra;
+		args[n++] = (char *)extra;
 	args[n++] = "-o";
-	args[n++] = out;
+	args[n++] = (char *)out;
 	args[n++] = "--quiet";
 	args[n] = NULL;
 	rc = run(args);
@@ -230,7 +244,7 @@ test_dead_maths(void)
 {
 	/* ranges 2, 2e-30, 4, 0: median 1, threshold 1e-3 */
 	const float mn[4] = { -1, -1e-30f, -2, 0 }, mx[4] = { 1, 1e-30f, 2, 0 };
-	unsigned char dead[4];
+	unsigned char dead[5];
 	float rel[4];
 	size_t n = qr_dead_channels(mn, mx, 4, dead);
 	double m = qr_rel_range(mn, mx, 4, rel);
@@ -253,14 +267,12 @@ test_dead_maths(void)
 static void
 test_dead_analysis(void)
 {
-	struct qr_model *m = load("dead.onnx");
-	struct qr_analysis *a = NULL;
-	struct qr_diag d = { 0 };
+	static const char *const names[] = { "dead.onnx" };
+	struct qr_analysis *a = analyse(names, 1);
 	const struct qr_weight_stats *w;
 
-	if (!ok(m != NULL && qr_analysis_new(m, NULL, 0, NULL, &a, &d) ==
-		QR_OK && a->n_weights == 1, "dead.onnx analysed")) {
-		qr_onnx_free(m);
+	if (!ok(a != NULL && a->n_weights == 1, "dead.onnx analysed")) {
+		qr_analysis_free(a);
 		return;
 	}
 	w = &a->weights[0];
@@ -273,8 +285,6 @@ test_dead_analysis(void)
 	   "dead.onnx: fence over live channels 1, 2 is 2.5, no outlier");
 	ok(w->n_zero_range == 1, "dead.onnx: one zero-range channel");
 	qr_analysis_free(a);
-	qr_onnx_free(m);
-	qr_diag_clear(&d);
 }
 
 static void
@@ -311,17 +321,13 @@ test_dead_report(void)
 static void
 test_graph_hazards_api(void)
 {
-	struct qr_model *f = load("float.onnx"), *q[2];
-	struct qr_analysis *a = NULL;
-	struct qr_diag d = { 0 };
+	static const char *const names[] = { "float.onnx", "bad_scale.onnx",
+					     "clean_qdq.onnx" };
+	struct qr_analysis *a = analyse(names, 3);
 	size_t i, n_bad = 0, other = 0;
 
-	q[0] = load("bad_scale.onnx");
-	q[1] = load("clean_qdq.onnx");
-	if (!ok(f && q[0] && q[1] &&
-		qr_analysis_new(f, (const struct qr_model *const *)q, 2, NULL,
-				&a, &d) == QR_OK, "float + bad_scale + clean"))
-		goto out;
+	if (!ok(a != NULL, "float + bad_scale + clean analysed"))
+		return;
 	for (i = 0; i < a->n_hazards; i++) {
 		if (a->hazards[i].kind == QR_HZ_BAD_SCALE &&
 		    a->hazards[i].quant == 0)
@@ -331,13 +337,7 @@ test_graph_hazards_api(void)
 	}
 	ok(n_bad == 1 && other == 0,
 	   "without data: one bad_scale (candidate 1), nothing else");
-	/* the result borrows nothing: free the models, then recompute */
-	for (i = 0; i < 2; i++) {
-		qr_onnx_free(q[i]);
-		q[i] = NULL;
-	}
-	qr_onnx_free(f);
-	f = NULL;
+	/* the models are gone: the plan holds what it needs */
 	qr_analysis_hazards(a);
 	ok(a->n_hazards == 1 &&
 	   strcmp(qr_hazard_kind_name(a->hazards[0].kind), "bad_scale") == 0 &&
@@ -347,12 +347,7 @@ test_graph_hazards_api(void)
 	   strcmp(a->hazards[0].refs[0].layer, "ca") == 0,
 	   "recomputed after the models are gone: bad_scale of WA_scale, "
 	   "layer ca");
-out:
 	qr_analysis_free(a);
-	qr_onnx_free(f);
-	for (i = 0; i < 2; i++)
-		qr_onnx_free(q[i]);
-	qr_diag_clear(&d);
 }
 
 static void
@@ -410,7 +405,7 @@ test_each_hazard(void)
 	const cJSON *h;
 	cJSON *j;
 	size_t k;
-	int rc, links;
+	int rc, links, resolved;
 
 	for (k = 0; k < N_CANDS; k++)
 		q[k] = cands[k].file;
@@ -469,7 +464,8 @@ test_each_hazard(void)
 			break;
 	ok(h == NULL, "every hazard has a message and a fix");
 
-	ok(hazard_links_resolve(out, &links) && links > 0,
+	resolved = hazard_links_resolve(out, &links);
+	ok(resolved && links > 0,
 	   "index.html: the Hazards section's %d layer links resolve",
 	   links);
 	ok(file_has(out, "summary.md", "## Hazards") &&

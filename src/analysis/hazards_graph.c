@@ -421,17 +421,13 @@ op_inputs(const struct gctx *c, const struct qr_node *n, struct hz_in *v,
 	const struct qr_tensor_data *sc;
 	size_t m = 0, j;
 
-	if (is_op(n, "QLinearAdd")) {
-		for (j = 0; j <= 3 && m < max; j += 3)
-			if (in_const(c->qg, n, (long)j) == NULL &&
-			    (sc = in_const(c->qg, n, (long)j + 1)) != NULL &&
-			    sc->n_elem > 0 && sc->data != NULL)
-				v[m++] = (struct hz_in){ n->in[j],
-						 qr_tensor_get(sc, 0) };
-		return m;
-	}
-	if (is_op(n, "QLinearConcat")) {
-		for (j = 2; j + 2 < n->n_in && m < max; j += 3)
+	if (is_op(n, "QLinearAdd") || is_op(n, "QLinearConcat")) {
+		/* (x, scale, zero point) triplets: A and B of QLinearAdd
+		 * (inputs 0-5), the inputs of QLinearConcat from 2 on */
+		size_t end = is_op(n, "QLinearAdd") ? 6 : n->n_in;
+
+		for (j = is_op(n, "QLinearAdd") ? 0 : 2; j + 2 < end &&
+		     j + 2 < n->n_in && m < max; j += 3)
 			if (in_const(c->qg, n, (long)j) == NULL &&
 			    (sc = in_const(c->qg, n, (long)j + 1)) != NULL &&
 			    sc->n_elem > 0 && sc->data != NULL)
