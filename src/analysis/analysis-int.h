@@ -193,8 +193,8 @@ void qr_an_cle_free(struct qr_analysis *a);
 
 /* Hazards being built: a growing array. */
 struct qr_an_hz_list {
-	size_t n;
-	struct qr_hazard *v;
+	size_t n;                /* hazards in v */
+	struct qr_hazard *v;     /* heap, owned */
 };
 /* A new hazard of kind for candidate quant at the end of l, nothing else
  * set (borrowed until l grows). */
@@ -226,8 +226,8 @@ struct qr_an_hz_group {
 /* What the graph pass keeps for qr_analysis_hazards (a->hz_plan). */
 struct qr_an_hazard_plan {
 	struct qr_an_hz_list graph; /* graph hazards of every candidate */
-	size_t n_groups;
-	struct qr_an_hz_group *groups;
+	size_t n_groups;         /* entries in groups */
+	struct qr_an_hz_group *groups; /* shared-scale groups, heap */
 };
 
 /* hazards_graph.c: candidate quant's graph hazards (qg against the float

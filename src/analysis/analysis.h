@@ -12,7 +12,7 @@
  *     dequantized weights' SQNR and clipping;
  *   - cross-layer-equalization sets and blockers;
  *   - memory and compression per layer;
- *   - hazards found in each candidate's graph (hazards.c).
+ *   - hazards found in each candidate's graph (hazards_graph.c).
  * qr_analysis_run_data then runs representative data through the float
  * model and every candidate, one sample at a time, and adds the
  * activation comparison: matched tensors (act_match.c), streaming
@@ -366,11 +366,10 @@ struct qr_act_data {
 	double seconds;         /* wall time of the data run */
 };
 
-
 /* ---- hazards: what in a candidate is known to cost accuracy ---- */
 
-/* Kinds of hazard, in the order the report lists them (hazards.c says
- * how each is found). */
+/* Kinds of hazard, in the order the report lists them (hazards.c and
+ * hazards_graph.c say how each is found). */
 enum qr_hazard_kind {
 	QR_HZ_BAD_SCALE = 0,    /* a scale zero, negative, denormal or not
 				 * finite */
@@ -406,9 +405,9 @@ struct qr_hazard_ref {
 struct qr_hazard {
 	int kind;               /* enum qr_hazard_kind */
 	size_t quant;           /* candidate index */
-	size_t n_refs;
+	size_t n_refs;          /* entries in refs */
 	struct qr_hazard_ref *refs; /* what it concerns, the main one first */
-	size_t n_nums;
+	size_t n_nums;          /* entries used in nums */
 	struct {
 		const char *key; /* static: "ratio", "saturation", ... */
 		double v;        /* NaN when unknown */
@@ -448,7 +447,7 @@ struct qr_analysis {
 	struct qr_act_unmatched *act_unmatched;
 	struct qr_act_run *act_runs;      /* n_quant entries, or NULL */
 	/* hazards (qr_analysis_hazards) */
-	size_t n_hazards;
+	size_t n_hazards;                 /* entries in hazards */
 	struct qr_hazard *hazards;        /* by candidate, then kind */
 	struct qr_an_hazard_plan *hz_plan; /* what the graph pass keeps for
 					    * the data pass (hazards.c) */

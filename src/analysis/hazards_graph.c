@@ -27,12 +27,13 @@
 #define HZ_MAX_REFS 8         /* refs listed per hazard (chains) */
 #define HZ_CHAIN_MIN 3        /* elementwise ops in a hazardous chain */
 
+/* One candidate's graph pass. */
 struct gctx {
-	struct qr_analysis *a;
+	struct qr_analysis *a;   /* the result (weights, pairings, plan) */
 	size_t quant;            /* candidate index */
-	const struct qr_graph *fg, *qg;
+	const struct qr_graph *fg, *qg; /* float and candidate graphs */
 	struct qr_strmap fnodes; /* float node name -> index */
-	struct qr_an_hz_list *out;     /* graph hazards */
+	struct qr_an_hz_list *out; /* the plan's graph hazards */
 };
 
 static int
