@@ -10,6 +10,9 @@
  *                   statistics
  *   weight_match.c  float <-> quant weight pairing and dequantized SQNR
  *   cle.c           cross-layer-equalization sets and blockers
+ *   hazards.c       what in a candidate costs accuracy: the kinds, how a
+ *                   hazard is built, the data pass and the result
+ *   hazards_graph.c the hazards a candidate's graph shows
  *   analysis.c      qr_analysis_new/free, the order of the steps above
  *   act_stats.c     streaming activation statistics: sums, histograms,
  *                   per-channel ranges
@@ -181,6 +184,59 @@ void qr_an_cle(struct qr_analysis *a, const struct qr_graph *g,
 	       const struct qr_an_wlayer *fl, size_t n_fl,
 	       const struct qr_analysis_opts *o);
 void qr_an_cle_free(struct qr_analysis *a);
+
+/* ---- hazards.c, hazards_graph.c ---- */
+
+#define QR_AN_HZ_SPREAD 16.0 /* Concat/Add input scales, or the float
+				ranges of inputs sharing one, this far
+				apart: a hazard */
+
+/* Hazards being built: a growing array. */
+struct qr_an_hz_list {
+	size_t n;                /* hazards in v */
+	struct qr_hazard *v;     /* heap, owned */
+};
+/* A new hazard of kind for candidate quant at the end of l, nothing else
+ * set (borrowed until l grows). */
+struct qr_hazard *qr_an_hz_add(struct qr_an_hz_list *l, int kind,
+			       size_t quant);
+/* Add what h concerns: name and its float layer (copied; NULL or "" for
+ * none). */
+void qr_an_hz_ref(struct qr_hazard *h, const char *name, const char *layer);
+/* Add a measured number; key is a static string. */
+void qr_an_hz_num(struct qr_hazard *h, const char *key, double v);
+/* *dst = the formatted sentence; the old one is freed after formatting,
+ * so it may be one of the arguments. */
+void qr_an_hz_text(char **dst, const char *fmt, ...) QR_PRINTF(2, 3);
+
+/* A Concat or Add whose quantized inputs share one scale: the data pass
+ * compares their float ranges. */
+struct qr_an_hz_group {
+	size_t quant;            /* candidate index */
+	char *op;                /* "Concat", "QLinearAdd", ... */
+	char *node;              /* candidate node name */
+	char *layer;             /* its float layer, or NULL */
+	double scale;            /* the shared scale */
+	size_t n;                /* inputs */
+	char **qname;            /* per input: candidate tensor */
+	char **fname;            /* per input: float tensor, or NULL */
+	char **flayer;           /* per input: its float producer, or NULL */
+};
+
+/* What the graph pass keeps for qr_analysis_hazards (a->hz_plan). */
+struct qr_an_hazard_plan {
+	struct qr_an_hz_list graph; /* graph hazards of every candidate */
+	size_t n_groups;         /* entries in groups */
+	struct qr_an_hz_group *groups; /* shared-scale groups, heap */
+};
+
+/* hazards_graph.c: candidate quant's graph hazards (qg against the float
+ * graph fg, with a's weights, pairings and coverage so far) and its
+ * shared-scale groups into a->hz_plan (made when NULL). */
+void qr_an_hazards_graph(struct qr_analysis *a, size_t quant,
+			 const struct qr_graph *fg, const struct qr_graph *qg);
+/* hazards.c: free a's hazards and its plan. */
+void qr_an_hazards_free(struct qr_analysis *a);
 
 /* ---- act_quant.c ---- */
 

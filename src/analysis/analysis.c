@@ -1,6 +1,7 @@
 /*
  * analysis: the order of the weight analyses (summaries, weight stats,
- * quant summaries, pairing, CLE) and the ownership of their result.
+ * quant summaries, pairing, graph hazards, CLE) and the ownership of
+ * their result.
  */
 #include "analysis/analysis-int.h"
 
@@ -103,12 +104,14 @@ qr_analysis_new(const struct qr_model *fmodel,
 		qs->quant_bytes = a->models[a->n_models - 1].param_bytes;
 		a->n_quant++;
 		qr_an_match(a, i, fg, fl, n_fl, qg, ql, n_ql, d);
+		qr_an_hazards_graph(a, i, fg, qg);
 		qr_an_qlayers_free(ql, n_ql);
 		ql = NULL;
 		qr_graph_free(qg);
 		qg = NULL;
 	}
 	qr_an_cle(a, fg, fl, n_fl, &o);
+	qr_analysis_hazards(a);
 	a->seconds = qr_now() - t0;
 	st = QR_OK;
 out:
@@ -158,6 +161,7 @@ qr_analysis_take_data(struct qr_analysis *dst, struct qr_analysis *src)
 	src->act_outputs = NULL;
 	src->act_unmatched = NULL;
 	src->act_runs = NULL;
+	qr_analysis_hazards(dst);
 }
 
 /* Free a and everything it owns; NULL does nothing. */
@@ -193,5 +197,6 @@ qr_analysis_free(struct qr_analysis *a)
 	free(a->unmatched);
 	qr_an_cle_free(a);
 	qr_an_act_free(a);
+	qr_an_hazards_free(a);
 	free(a);
 }

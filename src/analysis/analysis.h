@@ -11,12 +11,14 @@
  *   - float<->quant weight pairing (by name, then by structure) with the
  *     dequantized weights' SQNR and clipping;
  *   - cross-layer-equalization sets and blockers;
- *   - memory and compression per layer.
+ *   - memory and compression per layer;
+ *   - hazards found in each candidate's graph (hazards_graph.c).
  * qr_analysis_run_data then runs representative data through the float
  * model and every candidate, one sample at a time, and adds the
  * activation comparison: matched tensors (act_match.c), streaming
  * statistics (act_stats.c, act_quant.c), local vs cumulative error
- * (act_sched.c, act_hook.c, act_results.c).
+ * (act_sched.c, act_hook.c, act_results.c). qr_analysis_hazards then adds
+ * the hazards the data shows.
  *
  * Ownership: qr_analysis_new returns a result the caller frees with
  * qr_analysis_free. Strings in it are copies owned by the result (so the
@@ -95,12 +97,19 @@ struct qr_weight_stats {
 	float *ch_max;          /*   maximum */
 	float *ch_mean;         /*   mean */
 	float *ch_std;          /*   population standard deviation */
-	float *rel_range;       /*   range_c / min_k range_k (see qr_rel_range) */
+	float *rel_range;       /*   range_c / min_k range_k over the live
+				 *   channels, 0 for a dead one (see
+				 *   qr_rel_range) */
 	double max_rel_range;   /* max over channels of rel_range */
-	double tukey_fence;     /* Q3 + 1.5 IQR of rel_range */
+	double tukey_fence;     /* Q3 + 1.5 IQR of rel_range over the live
+				 * channels */
 	size_t n_outliers;
 	size_t *outliers;       /* channel indices above the fence */
 	size_t n_zero_range;    /* channels whose range is 0 */
+	size_t n_dead;          /* dead channels (qr_dead_channels): left
+				 * out of rel_range's minimum, the fence
+				 * and the outliers */
+	size_t *dead;           /* their indices, ascending (n_dead) */
 	double sqnr_per_tensor_db;  /* predicted int8 symmetric, one scale */
 	double sqnr_per_channel_db; /* predicted int8 symmetric, scale per channel */
 	int depth;              /* position of the layer in topological order */
@@ -366,6 +375,59 @@ struct qr_act_data {
 	double seconds;         /* wall time of the data run */
 };
 
+/* ---- hazards: what in a candidate is known to cost accuracy ---- */
+
+/* Kinds of hazard, in the order the report lists them (hazards.c and
+ * hazards_graph.c say how each is found). */
+enum qr_hazard_kind {
+	QR_HZ_BAD_SCALE = 0,    /* a scale zero, negative, denormal or not
+				 * finite */
+	QR_HZ_BAD_ZERO_POINT,   /* a zero point outside its integer type */
+	QR_HZ_SATURATION,       /* over 1% of an activation's values clipped */
+	QR_HZ_SCALE_MISMATCH,   /* an activation scale over 4x off the one
+				 * the data asks for */
+	QR_HZ_INPUT_SCALES,     /* Concat/Add input scales over 16x apart */
+	QR_HZ_SHARED_SCALE,     /* Concat/Add inputs share one scale, their
+				 * float ranges over 16x apart */
+	QR_HZ_SENSITIVE_8BIT,   /* Softmax, LayerNormalization, Sigmoid or
+				 * Exp output in 8 bits */
+	QR_HZ_REQUANT_CHAIN,    /* 3 or more elementwise ops requantized at
+				 * every step */
+	QR_HZ_HALF_RANGE,       /* one-signed values, half the codes kept
+				 * for the other sign */
+	QR_HZ_PER_TENSOR,       /* a per-tensor weight that per-channel
+				 * scales would improve by over 6 dB */
+	QR_HZ_FIRST_LAST,       /* the first or last compute layer quantized */
+	QR_HZ_N
+};
+/* "bad_scale", "saturation", ... (report.json hazards[].kind). */
+const char *qr_hazard_kind_name(int kind);
+
+/* A node or tensor a hazard concerns. */
+struct qr_hazard_ref {
+	char *name;             /* the candidate's node or tensor */
+	char *layer;            /* the float layer it stands for, or NULL */
+};
+
+#define QR_HAZARD_MAX_NUMS 6
+
+struct qr_hazard {
+	int kind;               /* enum qr_hazard_kind */
+	size_t quant;           /* candidate index */
+	size_t n_refs;          /* entries in refs */
+	struct qr_hazard_ref *refs; /* what it concerns, the main one first */
+	size_t n_nums;          /* entries used in nums */
+	struct {
+		const char *key; /* static: "ratio", "saturation", ... */
+		double v;        /* NaN when unknown */
+	} nums[QR_HAZARD_MAX_NUMS]; /* the measured numbers */
+	char *what;             /* one sentence: what was measured */
+	char *fix;              /* one sentence: the fix */
+	size_t seq;             /* order found (ties of the listing order) */
+};
+
+struct qr_an_hazard_plan;
+
 struct qr_analysis {
 	size_t n_models;                  /* 1 + number of candidates */
 	struct qr_model_summary *models;  /* [0] float, [1..] candidates */
@@ -393,6 +455,11 @@ struct qr_analysis {
 	size_t n_act_unmatched;
 	struct qr_act_unmatched *act_unmatched;
 	struct qr_act_run *act_runs;      /* n_quant entries, or NULL */
+	/* hazards (qr_analysis_hazards) */
+	size_t n_hazards;                 /* entries in hazards */
+	struct qr_hazard *hazards;        /* by candidate, then kind */
+	struct qr_an_hazard_plan *hz_plan; /* what the graph pass keeps for
+					    * the data pass (hazards.c) */
 };
 
 /* Analyse the float model and n_quant candidates (quant may be NULL when
@@ -413,8 +480,22 @@ void qr_analysis_free(struct qr_analysis *a);
  */
 struct qr_analysis *qr_analysis_new_data(size_t n_quant);
 /* Move src's data-run results (data and act_*) into dst, which has none
- * and the same number of candidates; src is left without them. */
+ * and the same number of candidates; src is left without them. dst's
+ * hazards are then computed again with the data (qr_analysis_hazards). */
 void qr_analysis_take_data(struct qr_analysis *dst, struct qr_analysis *src);
+/*
+ * Fill a->hazards: the graph hazards qr_analysis_new found and, when the
+ * data ran, the ones its statistics show (shared scales over inputs whose
+ * ranges are far apart, saturation, scales far off the data's, half the
+ * codes unused). qr_analysis_new and qr_analysis_take_data call it; call
+ * it again after running qr_analysis_run_data on a itself.
+ */
+void qr_analysis_hazards(struct qr_analysis *a);
+/* log2 of the codes activation p's float range (t's min and max, cut to
+ * what p's scale and zero point represent) spans, at most p's bits; NaN
+ * without a scale or data. */
+double qr_act_effective_bits(const struct qr_act_pair *p,
+			     const struct qr_act_tensor *t);
 
 /*
  * The next sample for qr_analysis_run_data: *inputs gets *n_inputs tensors
@@ -513,8 +594,24 @@ void qr_act_match_free(struct qr_act_match *m);
  * arrays have dims[axis] entries. */
 void qr_channel_stats(const float *w, const int64_t *dims, int ndim, int axis,
 		      float *mn, float *mx, float *mean, float *std);
-/* rel[c] = range_c / min_k range_k over channels with range_k > 0; a zero
- * range gives 0 (and all-zero input gives all 0). Returns the max. */
+/*
+ * A channel is dead when its range is 0 or below QR_DEAD_FRACTION of the
+ * layer's median channel range. 1e-3 because such a channel is narrower
+ * than half a step of any 8-bit per-tensor scale that covers the median
+ * channel (asymmetric: step >= median / 255, symmetric: step >= median /
+ * 254, half a step > 1.9e-3 median): per tensor it is quantized to a
+ * single code, so it carries nothing a relative range should be measured
+ * against. Pruned channels (all 0) and channels weight decay drove to
+ * denormals (1e-38) are the usual cases.
+ */
+#define QR_DEAD_FRACTION 1e-3
+/* dead[c] (may be NULL) = 1 for the dead channels of per-channel ranges
+ * mx - mn (NaN and infinite ranges are not dead); returns their count. */
+size_t qr_dead_channels(const float *mn, const float *mx, size_t n,
+			unsigned char *dead);
+/* rel[c] = range_c / min_k range_k over the live channels (not dead,
+ * range > 0); a dead channel gets 0 (and no live channel gives all 0).
+ * Returns the max. */
 double qr_rel_range(const float *mn, const float *mx, size_t n, float *rel);
 /* Quartiles with linear interpolation (numpy's default); returns
  * Q3 + k*(Q3-Q1). */

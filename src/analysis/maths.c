@@ -172,34 +172,6 @@ qr_channel_stats(const float *w, const int64_t *dims, int ndim, int axis,
 	free(sq);
 }
 
-/*
- * AIMET's relative weight range: rel_c = range_c / min_k
- * range_k where range = max - min and the minimum is taken over channels
- * with a non-zero range. A zero-range channel gets 0 rather than a
- * division by zero; when every range is 0 all rel are 0.
- */
-double
-qr_rel_range(const float *mn, const float *mx, size_t n, float *rel)
-{
-	double lo = INFINITY, best = 0;
-	size_t c;
-
-	for (c = 0; c < n; c++) {
-		double r = (double)mx[c] - (double)mn[c];
-
-		if (r > 0 && r < lo)
-			lo = r;
-	}
-	for (c = 0; c < n; c++) {
-		double r = (double)mx[c] - (double)mn[c];
-
-		rel[c] = (r > 0 && isfinite(lo)) ? (float)(r / lo) : 0;
-		if (rel[c] > best)
-			best = rel[c];
-	}
-	return best;
-}
-
 static int
 cmp_float(const void *a, const void *b)
 {
@@ -220,6 +192,77 @@ quantile_sorted(const float *s, size_t n, double p)
 		return s[n - 1];
 	frac = pos - (double)lo;
 	return (double)s[lo] + frac * ((double)s[lo + 1] - (double)s[lo]);
+}
+
+/*
+ * Dead channels: range_c = mx_c - mn_c is 0, or below QR_DEAD_FRACTION
+ * of the median range over the channels with a finite range (numpy's
+ * median). A NaN or infinite range is not dead (it is left to the
+ * callers, as before). dead may be NULL.
+ */
+size_t
+qr_dead_channels(const float *mn, const float *mx, size_t n,
+		 unsigned char *dead)
+{
+	float *r = xmalloc((n ? n : 1) * sizeof *r);
+	size_t c, m = 0, cnt = 0;
+	double thr = 0;
+
+	for (c = 0; c < n; c++) {
+		double v = (double)mx[c] - (double)mn[c];
+
+		if (isfinite(v))
+			r[m++] = (float)v;
+	}
+	if (m > 0) {
+		qsort(r, m, sizeof *r, cmp_float);
+		thr = QR_DEAD_FRACTION * quantile_sorted(r, m, 0.5);
+	}
+	free(r);
+	for (c = 0; c < n; c++) {
+		double v = (double)mx[c] - (double)mn[c];
+		int d = v == 0 || (isfinite(v) && v < thr);
+
+		if (dead != NULL)
+			dead[c] = (unsigned char)d;
+		cnt += (size_t)d;
+	}
+	return cnt;
+}
+
+/*
+ * AIMET's relative weight range: rel_c = range_c / min_k range_k where
+ * range = max - min and the minimum is taken over the live channels
+ * (qr_dead_channels: not dead, and a range > 0). A dead channel gets 0
+ * and so does a NaN range; when no channel is live all rel are 0. Dead
+ * channels stay out of the minimum because a pruned channel (range 0,
+ * or a denormal 1e-38) would otherwise divide every other one into
+ * 1e30 and beyond, a number that says nothing about the live ones.
+ */
+double
+qr_rel_range(const float *mn, const float *mx, size_t n, float *rel)
+{
+	unsigned char *dead = xmalloc(n ? n : 1);
+	double lo = INFINITY, best = 0;
+	size_t c;
+
+	qr_dead_channels(mn, mx, n, dead);
+	for (c = 0; c < n; c++) {
+		double r = (double)mx[c] - (double)mn[c];
+
+		if (!dead[c] && r > 0 && r < lo)
+			lo = r;
+	}
+	for (c = 0; c < n; c++) {
+		double r = (double)mx[c] - (double)mn[c];
+
+		rel[c] = (!dead[c] && r > 0 && isfinite(lo)) ?
+			(float)(r / lo) : 0;
+		if (rel[c] > best)
+			best = rel[c];
+	}
+	free(dead);
+	return best;
 }
 
 /*

@@ -229,9 +229,10 @@ out:
 /*
  * AIMET's weight view of one layer (Qualcomm AIMET's visualization):
  * per output channel min/max/mean/std, relative range
- * range_c / min_k range_k (qr_rel_range), Tukey fence Q3 + k IQR over the
- * relative ranges (qr_tukey_fence; zero-range channels take part with 0),
- * outliers = channels strictly above the fence, and the predicted
+ * range_c / min_k range_k over the live channels (qr_rel_range), the dead
+ * channels (qr_dead_channels) apart, Tukey fence Q3 + k IQR over the
+ * live channels' relative ranges (qr_tukey_fence), outliers = live
+ * channels strictly above the fence, and the predicted
  * symmetric SQNR with opts->bits per tensor and per channel
  * (qr_an_sqnr_sym2). Strings are copies; ws owns everything it points to.
  */
@@ -305,10 +306,11 @@ qr_an_weight_stats(const struct qr_an_wlayer *wl,
 		   const struct qr_analysis_opts *o, struct qr_weight_stats *ws)
 {
 	const struct qr_tensor_data *w = wl->w;
-	size_t C = (size_t)w->dims[wl->axis], c;
+	size_t C = (size_t)w->dims[wl->axis], c, n_live = 0;
 	int owned;
 	const float *f = qr_an_f32_view(w, &owned);
-	float *absmax;
+	float *absmax, *live;
+	unsigned char *dead;
 
 	QR_ASSERT(f != NULL);
 	memset(ws, 0, sizeof *ws);
@@ -329,20 +331,32 @@ qr_an_weight_stats(const struct qr_an_wlayer *wl,
 			 ws->ch_mean, ws->ch_std);
 	ws->max_rel_range = qr_rel_range(ws->ch_min, ws->ch_max, C,
 					 ws->rel_range);
-	ws->tukey_fence = qr_tukey_fence(ws->rel_range, C, o->tukey_k, NULL,
-					 NULL);
+	dead = xmalloc(C ? C : 1);
+	live = xmalloc((C ? C : 1) * sizeof *live);
+	ws->n_dead = qr_dead_channels(ws->ch_min, ws->ch_max, C, dead);
+	ws->dead = xcalloc(ws->n_dead ? ws->n_dead : 1, sizeof *ws->dead);
+	ws->n_dead = 0;
+	for (c = 0; c < C; c++) {
+		if (dead[c])
+			ws->dead[ws->n_dead++] = c;
+		else
+			live[n_live++] = ws->rel_range[c];
+	}
+	ws->tukey_fence = qr_tukey_fence(live, n_live, o->tukey_k, NULL, NULL);
 	for (c = 0; c < C; c++) {
 		if (ws->ch_max[c] - ws->ch_min[c] == 0)
 			ws->n_zero_range++;
-		if (ws->rel_range[c] > ws->tukey_fence)
+		if (!dead[c] && ws->rel_range[c] > ws->tukey_fence)
 			ws->n_outliers++;
 	}
 	ws->outliers = xcalloc(ws->n_outliers ? ws->n_outliers : 1,
 			       sizeof *ws->outliers);
 	ws->n_outliers = 0;
 	for (c = 0; c < C; c++)
-		if (ws->rel_range[c] > ws->tukey_fence)
+		if (!dead[c] && ws->rel_range[c] > ws->tukey_fence)
 			ws->outliers[ws->n_outliers++] = c;
+	free(live);
+	free(dead);
 	absmax = xmalloc((C ? C : 1) * sizeof *absmax);
 	for (c = 0; c < C; c++)
 		absmax[c] = fmaxf(fabsf(ws->ch_min[c]), fabsf(ws->ch_max[c]));
@@ -367,5 +381,6 @@ qr_an_weight_stats_free(struct qr_weight_stats *ws)
 	free(ws->ch_std);
 	free(ws->rel_range);
 	free(ws->outliers);
+	free(ws->dead);
 	free(ws->heat);
 }

@@ -139,6 +139,11 @@ weight_json(const struct qr_weight_stats *w)
 				     cJSON_CreateNumber((double)w->outliers[i]));
 	cJSON_AddNumberToObject(o, "zero_range_channels",
 				(double)w->n_zero_range);
+	cJSON_AddNumberToObject(o, "dead_channels", (double)w->n_dead);
+	out = cJSON_AddArrayToObject(o, "dead_channel_list");
+	for (i = 0; i < w->n_dead && i < QR_DEAD_LIST_MAX; i++)
+		cJSON_AddItemToArray(out,
+				     cJSON_CreateNumber((double)w->dead[i]));
 	add_num(o, "sqnr_per_tensor_db", w->sqnr_per_tensor_db);
 	add_num(o, "sqnr_per_channel_db", w->sqnr_per_channel_db);
 	cJSON_AddNumberToObject(o, "depth", w->depth);
@@ -340,6 +345,7 @@ act_json(const struct qr_analysis *a, const struct qr_act_pair *p)
 	add_num(o, "zero_point", p->has_qparams ? p->zero_point : NAN);
 	add_num(o, "saturation", p->saturation);
 	add_num(o, "rmse_over_scale", p->rmse_over_scale);
+	add_num(o, "effective_bits", qr_act_effective_bits(p, t));
 	add_num(o, "float_min", t->min);
 	add_num(o, "float_max", t->max);
 	cJSON_AddItemToObject(o, "ch_min", float_array(t->ch_min, t->channels));
@@ -492,6 +498,31 @@ run_json(const struct qr_analysis *a, size_t k)
 	return o;
 }
 
+/* One hazard: kind, candidate, what it concerns, the numbers, the
+ * sentences. */
+static cJSON *
+hazard_json(const struct qr_hazard *h)
+{
+	cJSON *o = cJSON_CreateObject(), *arr, *x;
+	size_t i;
+
+	add_str(o, "kind", qr_hazard_kind_name(h->kind));
+	cJSON_AddNumberToObject(o, "quant", (double)h->quant);
+	arr = cJSON_AddArrayToObject(o, "items");
+	for (i = 0; i < h->n_refs; i++) {
+		x = cJSON_CreateObject();
+		add_str(x, "name", h->refs[i].name);
+		add_str(x, "layer", h->refs[i].layer);
+		cJSON_AddItemToArray(arr, x);
+	}
+	x = cJSON_AddObjectToObject(o, "numbers");
+	for (i = 0; i < h->n_nums; i++)
+		add_num(x, h->nums[i].key, h->nums[i].v);
+	add_str(o, "message", h->what);
+	add_str(o, "fix", h->fix);
+	return o;
+}
+
 cJSON *
 qr_json_cle_blockers(const struct qr_analysis *a)
 {
@@ -558,6 +589,10 @@ qr_report_json_new(const struct qr_analysis *a,
 	arr = cJSON_AddArrayToObject(root, "activation_runs");
 	for (i = 0; a->act_runs != NULL && i < a->n_quant; i++)
 		cJSON_AddItemToArray(arr, run_json(a, i));
+
+	arr = cJSON_AddArrayToObject(root, "hazards");
+	for (i = 0; i < a->n_hazards; i++)
+		cJSON_AddItemToArray(arr, hazard_json(&a->hazards[i]));
 
 	arr = cJSON_AddArrayToObject(root, "warnings");
 	for (i = 0; d != NULL && i < d->n_warnings; i++)

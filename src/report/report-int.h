@@ -16,6 +16,7 @@
  *   view_acts.c     activations on the data, the overview's worst layers
  *   view_layers.c   the table of every layer and each layer's page
  *   view_ci.c       the --fail-if and --compare-to pages
+ *   view_hazards.c  the hazards: the overview's section, a layer's own
  *   charts.c        one chart as a PNG plus its HTML <img> + <map>
  *   layers.c        the layer index: one entry per float layer, its page
  *                   and where its numbers are in the analysis
@@ -53,7 +54,9 @@ struct qr_report_opts;
 #define QR_SQNR_BAD_DB 20.0   /* SQNR below: bad */
 #define QR_SQNR_WARN_DB 30.0  /* SQNR below: worth a look */
 #define QR_HTML_MAX_CHARS 1000 /* longer strings are cut in HTML display */
-#define QR_SCHEMA_VERSION 1 /* report.json; bump when a key changes meaning */
+#define QR_SCHEMA_VERSION 2 /* report.json; bump when a key changes meaning */
+#define QR_DEAD_LIST_MAX 64 /* dead channels listed per weight in
+			       report.json */
 
 /* ---- embedded.c (generated) ---- */
 
@@ -414,6 +417,19 @@ void qr_view_layers_table(const struct qr_analysis *a,
 struct cJSON *qr_report_layer_view(const struct qr_analysis *a,
 				   const struct qr_report_layers *L,
 				   const struct cJSON *view, size_t i);
+
+/* ---- view_hazards.c ---- */
+
+/* root.hazards: every hazard as a row (kind, candidate, the layers it
+ * concerns with their pages, what was measured, the fix) for the
+ * overview. */
+void qr_view_hazards(const struct qr_view_ctx *cc,
+		     const struct qr_analysis *a, struct cJSON *root);
+/* {has, rows}: the rows of the hazards that name float layer `layer`,
+ * for its page (new). */
+struct cJSON *qr_view_layer_hazards(const struct qr_analysis *a,
+				    const struct qr_report_layers *L,
+				    const char *layer);
 
 /* ---- view_ci.c ---- */
 

@@ -24,6 +24,7 @@
 
 #define MARKER ".qreport"
 #define SUMMARY_WORST 10 /* layers listed in summary.md */
+#define SUMMARY_HAZARDS 20 /* hazards listed in summary.md */
 
 /* The pages, in nav-bar order. */
 static const struct page {
@@ -135,6 +136,9 @@ write_layer_pages(const struct qr_analysis *a,
 
 		cJSON_ReplaceItemInObject(view, "layer",
 					  qr_report_layer_view(a, L, view, i));
+		cJSON_ReplaceItemInObject(view, "layer_hazards",
+					  qr_view_layer_hazards(a, L,
+								L->v[i].name));
 		set_page_context(view, 1, title, "../", compare);
 		st = qr_tpl_render(tdir, LAYER_TEMPLATE, text, view, &out, d);
 		if (st == QR_OK)
@@ -143,6 +147,8 @@ write_layer_pages(const struct qr_analysis *a,
 		free(title);
 	}
 	cJSON_ReplaceItemInObject(view, "layer", cJSON_CreateNull());
+	cJSON_ReplaceItemInObject(view, "layer_hazards",
+				  qr_view_layer_hazards(a, L, NULL));
 	free(text);
 	return st;
 }
@@ -305,6 +311,34 @@ summary_compare(struct qr_buf *b, const cJSON *view)
 		qr_buf_puts(b, "\n");
 }
 
+/* "## Hazards": one line per hazard, "- **Candidate 1** Saturation:
+ * what. Fix: fix", the first SUMMARY_HAZARDS of them. */
+static void
+summary_hazards(struct qr_buf *b, const cJSON *view)
+{
+	const cJSON *h = cJSON_GetObjectItemCaseSensitive(view, "hazards");
+	const char *part[2] = { "top", "more" };
+	const cJSON *x;
+	size_t shown = 0, all = 0;
+	int k;
+
+	qr_buf_puts(b, "\n## Hazards\n\n");
+	for (k = 0; k < 2; k++)
+		cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(
+					   h, part[k])) {
+			if (all++ >= SUMMARY_HAZARDS)
+				continue;
+			md_fill(b, x, "- **{candidate}** {title}: {what} "
+				"Fix: {fix}\n");
+			shown++;
+		}
+	if (all == 0)
+		qr_buf_puts(b, "No hazard found.\n");
+	else if (all > shown)
+		qr_buf_printf(b, "- \xe2\x80\xa6 and %zu more in index.html\n",
+			      all - shown);
+}
+
 static void
 summary_worst_acts(struct qr_buf *b, const cJSON *view)
 {
@@ -404,6 +438,7 @@ qr_report_summary_md(const struct qr_analysis *a, const cJSON *view)
 		qr_buf_puts(&b, "\n");
 	}
 
+	summary_hazards(&b, view);
 	summary_worst_acts(&b, view);
 	qr_buf_puts(&b, "\n## Worst weight layers\n\n");
 	x = cJSON_GetObjectItemCaseSensitive(view, "problems");

@@ -6,12 +6,12 @@
  *
  * This file holds what the pages' views share (formatting, CSS classes,
  * chart files and links), the models, the verdict and the whole context
- * in page order; view_weights.c, view_acts.c, view_layers.c and
- * view_ci.c build the rest.
+ * in page order; view_weights.c, view_acts.c, view_layers.c, view_ci.c
+ * and view_hazards.c build the rest.
  *
  * Anchors (ids) are built from indices, never from model strings:
  *   m-<i>  model i          q-<k>  candidate k      w-<i>  weight layer i
- *   qw-<i> weight pairing i  cle-<i> CLE set i
+ *   qw-<i> weight pairing i  cle-<i> CLE set i   hz-<i> hazard i
  */
 #include "report/report.h"
 #include "report/report-int.h"
@@ -479,6 +479,7 @@ qr_report_view_new(const struct qr_analysis *a,
 	cJSON_AddNumberToObject(o, "sqnr_bad", QR_SQNR_BAD_DB);
 	cJSON_AddNumberToObject(o, "sqnr_warn", QR_SQNR_WARN_DB);
 	cJSON_AddNumberToObject(o, "html_max", QR_HTML_MAX_CHARS);
+	cJSON_AddNumberToObject(o, "dead_fraction", QR_DEAD_FRACTION);
 
 	verdict_view(a, &cc, root);
 	arr = cJSON_AddArrayToObject(root, "models");
@@ -532,6 +533,9 @@ qr_report_view_new(const struct qr_analysis *a,
 	qr_view_worst_acts(a, &cc, root);
 	qr_view_gate(&cc, json, root);
 	qr_view_compare(&cc, json, root);
+	qr_view_hazards(&cc, a, root);
+	cJSON_AddItemToObject(root, "layer_hazards",
+			      qr_view_layer_hazards(a, L, NULL));
 	cJSON_AddNullToObject(root, "layer");
 	cJSON_AddNullToObject(root, "graph");
 	*out = root;

@@ -106,7 +106,7 @@ weight_chart(struct qr_view_ctx *cc, cJSON *o, const struct qr_weight_stats *w,
 	struct qr_chart_spec spec = {0};
 	double *mn, *mx, *mean;
 	char **titles, *title, *alt;
-	size_t c;
+	size_t c, nd = 0;
 
 	if (w->channels == 0 || w->ch_min == NULL) {
 		cJSON_AddNullToObject(o, "chart");
@@ -118,13 +118,22 @@ weight_chart(struct qr_view_ctx *cc, cJSON *o, const struct qr_weight_stats *w,
 	titles = xcalloc(w->channels, sizeof *titles);
 	marks = xcalloc(w->n_outliers + 1, sizeof *marks);
 	for (c = 0; c < w->channels; c++) {
+		int dead = nd < w->n_dead && w->dead[nd] == c;
+
+		nd += (size_t)dead;
 		mn[c] = w->ch_min[c];
 		mx[c] = w->ch_max[c];
 		mean[c] = w->ch_mean != NULL ? w->ch_mean[c] : NAN;
-		titles[c] = xasprintf("%s, channel %zu: min %.4g, max %.4g, mean %.4g, relative range %.3g",
-				      qr_or_empty(w->layer), c, mn[c], mx[c],
-				      mean[c],
-				      w->rel_range ? w->rel_range[c] : NAN);
+		if (dead)
+			titles[c] = xasprintf("%s, channel %zu: min %.4g, max %.4g, mean %.4g, dead (left out of the relative range)",
+					      qr_or_empty(w->layer), c, mn[c],
+					      mx[c], mean[c]);
+		else
+			titles[c] = xasprintf("%s, channel %zu: min %.4g, max %.4g, mean %.4g, relative range %.3g",
+					      qr_or_empty(w->layer), c, mn[c],
+					      mx[c], mean[c],
+					      w->rel_range ? w->rel_range[c]
+							   : NAN);
 	}
 	for (c = 0; c < w->n_outliers; c++) {
 		marks[c].series = 1;
@@ -183,6 +192,9 @@ weight_view(const struct qr_weight_stats *w, size_t i)
 	qr_view_count(o, "n_outliers", w->n_outliers);
 	set_list(o, "outliers", w->outliers, NULL, w->n_outliers);
 	qr_view_count(o, "zero_range", w->n_zero_range);
+	qr_view_count(o, "n_dead", w->n_dead);
+	cJSON_AddBoolToObject(o, "dead", w->n_dead > 0);
+	set_list(o, "dead_list", w->dead, NULL, w->n_dead);
 	qr_view_sqnr(o, "sqnr_pt", w->sqnr_per_tensor_db);
 	qr_view_str(o, "sqnr_pt_class", qr_sqnr_class(w->sqnr_per_tensor_db));
 	qr_view_sqnr(o, "sqnr_pc", w->sqnr_per_channel_db);

@@ -6,7 +6,9 @@
 //   3. every <img> has loaded (naturalWidth > 0),
 //   4. every internal link resolves: its file exists and its #anchor is an
 //      id (or <a name>) in the target page.
-// Then it saves a screenshot of index.html.
+// Then it checks the overview's Hazards section (it renders, with rows
+// linking to layer pages and to their kind on the help page) and saves
+// a screenshot of index.html.
 //
 // usage: node check.js REPORT_DIR SCREENSHOT.png
 // Prints TAP. Exit status 0 when every page passed.
@@ -62,7 +64,7 @@ async function main() {
 		}
 	}
 
-	console.log(`1..${pages.length * 4 + 1}`);
+	console.log(`1..${pages.length * 4 + 2}`);
 	const page = browser.pages()[0] || await browser.newPage();
 	let outside = [], errors = [];
 	await page.route("**/*", (route) => {
@@ -140,6 +142,24 @@ async function main() {
 		ok(bad.length === 0, `${rel}: all ${links.length} links resolve`, bad);
 	}
 	await page.goto(pathToFileURL(path.join(dir, "index.html")).href, { waitUntil: "load" });
+	const hz = await page.evaluate(() => {
+		const h = document.getElementById("hazards");
+		const rows = Array.from(document.querySelectorAll("table.hazards tbody tr"));
+		const hrefs = (sel) => rows.flatMap((r) => Array.from(r.querySelectorAll(sel))
+			.map((a) => a.getAttribute("href")));
+		return { shown: h !== null && h.offsetHeight > 0, rows: rows.length,
+			 layers: hrefs("a[href^='layers/']"),
+			 help: hrefs("a[href^='help.html#hz-']") };
+	});
+	const hzBad = [];
+	for (const l of hz.layers)
+		if (!fs.existsSync(path.join(dir, l))) hzBad.push(`missing layer page: ${l}`);
+	for (const l of hz.help)
+		if (!(await idsOf(path.join(dir, "help.html"))).has(l.split("#")[1]))
+			hzBad.push(`missing help anchor: ${l}`);
+	if (hz.rows > 0 && hz.help.length !== hz.rows) hzBad.push("a row without its help link");
+	ok(hz.shown && hz.rows > 0 && hz.layers.length > 0 && hzBad.length === 0,
+	   `index.html: the Hazards section shows ${hz.rows} rows, ${hz.layers.length} layer links resolve`, hzBad);
 	await page.evaluate(async () => {
 		Array.from(document.images).forEach((i) => { i.loading = "eager"; });
 		await Promise.all(Array.from(document.images).map((i) => i.complete ? null :
