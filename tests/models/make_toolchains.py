@@ -24,7 +24,9 @@ Written into OUT_DIR, per model <m>:
   <m>_ptq_fx_onednn.onnx      on torchvision's plain model holding the same weights)
   <m>_qat.onnx                prepare_qat with get_default_qat_qconfig('qnnpack',
                               version=0), 3 SGD steps on random data, then eval,
-                              observers off, BN statistics frozen; torch's export
+                              BN statistics frozen, the observers seeded again
+                              from one pass over the calibration inputs and
+                              turned off; torch's export
                               of the fused ConvBn modules: float weight*gamma/std
                               -> QuantizeLinear -> DequantizeLinear -> Conv -> Div
                               -> BatchNormalization
@@ -108,6 +110,7 @@ import copy
 import io
 import json
 import math
+import multiprocessing
 import os
 import shutil
 import subprocess
@@ -248,7 +251,7 @@ def bn_path(conv_path):
     return head + "." + new if head else new
 
 
-def qat(name, qfloat):
+def qat(name, qfloat, calib):
     """(fake-quantized model ready to export, the float model it trained)"""
     torch.backends.quantized.engine = "qnnpack"
     m = copy.deepcopy(qfloat).train()
@@ -267,9 +270,17 @@ def qat(name, qfloat):
         opt.zero_grad()
         loss.backward()
         opt.step()
+    # the observers' moving averages have barely moved in 3 steps: seed
+    # them again from one eval pass over the calibration inputs, as a
+    # longer run would have settled them, then freeze them and the BN
+    # statistics for export
     m.eval()
-    m.apply(tq.disable_observer)
     m.apply(torch.nn.intrinsic.qat.freeze_bn_stats)
+    for mod in m.modules():
+        if isinstance(mod, tq.FakeQuantize):
+            mod.activation_post_process.reset_min_max_vals()
+    calibrate(m, calib)
+    m.apply(tq.disable_observer)
     # the float model with the trained parameters
     fused = {k[:-len(".bn.weight")] for k in m.state_dict() if k.endswith(".bn.weight")}
     state = {}
@@ -801,7 +812,7 @@ def expected(fmodel, cmodel):
 # ONNX Runtime: load and run every model once
 # --------------------------------------------------------------------------
 
-def ort_verify(out_dir, files, inputs):
+def ort_verify(out_dir, files):
     """{file: (ran, error, first output)} from tests/ort/run_once.js"""
     script = os.path.join(ROOT, "tests", "ort", "run_once.js")
     if shutil.which("node") is None or not os.path.isdir(os.path.join(ROOT, "tests", "ort", "node_modules",
@@ -809,7 +820,7 @@ def ort_verify(out_dir, files, inputs):
         return None
     tmp = tempfile.mkdtemp(prefix="qr-tc-")
     try:
-        jobs = []
+        jobs, inputs = [], set()
         for f in files:
             m = onnx.load(os.path.join(out_dir, f), load_external_data=False)
             inp = [i for i in m.graph.input if i.name not in {t.name for t in m.graph.initializer}][0]
@@ -817,7 +828,7 @@ def ort_verify(out_dir, files, inputs):
             path = os.path.join(tmp, "x_%s.npy" % "_".join(map(str, dims)))
             if path not in inputs:
                 np.save(path, np.random.default_rng(SEED).standard_normal(dims).astype(np.float32))
-                inputs[path] = dims
+                inputs.add(path)
             jobs.append({"model": os.path.join(out_dir, f), "input": path})
         with open(os.path.join(tmp, "jobs.json"), "w") as fp:
             json.dump(jobs, fp)
@@ -837,6 +848,122 @@ def cosine(a, b):
 
 # --------------------------------------------------------------------------
 
+class Fixtures:
+    """The fixtures written into out, with their manifest entries."""
+
+    def __init__(self, out):
+        self.out = out
+        self.list = []
+        self.skipped = []
+        self.cache = {}
+
+    def load(self, f):
+        if f not in self.cache:
+            self.cache[f] = onnx.load(os.path.join(self.out, f))
+        return self.cache[f]
+
+    def save(self, model, f):
+        onnx.save(model, os.path.join(self.out, f))
+        self.cache[f] = model
+
+    def add(self, name, float_file, cand_file, toolchain, fmt, engine=None, opset=13, renamed_of=None,
+            rename_map=None):
+        t0 = time.time()
+        fm, cm = self.load(float_file), self.load(cand_file)
+        layers, weights = expected(fm, cm)
+        fbn = any(n.op_type == "BatchNormalization" for n in fm.graph.node)
+        cbn = any(n.op_type == "BatchNormalization" for n in cm.graph.node)
+        self.list.append({"name": name, "float": float_file, "candidate": cand_file, "toolchain": toolchain,
+                          "engine": engine, "opset": opset, "format": fmt,
+                          "bn_folded": {"float": not fbn, "candidate": not cbn},
+                          "renamed_of": renamed_of, "rename": rename_map, "layers": layers, "weights": weights})
+        got = sum(e["quant_tensor"] is not None for e in layers)
+        print("  %-38s %3d/%3d float tensors paired, %2d weights (%.1fs)"
+              % (name, got, len(layers), len(weights), time.time() - t0), flush=True)
+
+    def add_renamed(self, name):
+        src = next(f for f in self.list if f["name"] == name)
+        rm, mapping = rename(self.load(src["candidate"]))
+        f = src["candidate"][:-5] + "_renamed.onnx"
+        self.save(rm, f)
+        self.add(name + "_renamed", src["float"], f, src["toolchain"], src["format"], src["engine"],
+                 src["opset"], renamed_of=name, rename_map=mapping)
+
+
+def calibration(shape):
+    g = torch.Generator().manual_seed(1234)
+    return [torch.randn(*shape, generator=g).numpy() for _ in range(8)]
+
+
+def make_model(name, out):
+    """Every fixture of torchvision model name: (manifest entries, skipped)"""
+    warnings.filterwarnings("ignore")
+    torch.set_num_threads(1)
+    calib = calibration((1, 3, SIZE, SIZE))
+    fx = Fixtures(out)
+    t0 = time.time()
+    qf = build(name)
+    export_float(qf, os.path.join(out, name + "_float.onnx"), keep_bn=False)
+    export_float(qf, os.path.join(out, name + "_float_bn.onnx"), keep_bn=True)
+    print("%s: float exports %.1fs" % (name, time.time() - t0), flush=True)
+
+    # PyTorch post-training quantization and QAT, torch's exporter
+    for tc in PT_TOOLCHAINS:
+        t1 = time.time()
+        float_file = name + "_float.onnx"
+        engine = tc.rsplit("_", 1)[1] if tc.startswith("ptq") else "qnnpack"
+        if tc.startswith("ptq_eager"):
+            qm = ptq_eager(qf, engine, calib)
+        elif tc.startswith("ptq_fx"):
+            qm = ptq_fx(name, qf, engine, calib)
+        else:
+            qm, trained = qat(name, qf, calib)
+            float_file = name + "_qat_float.onnx"
+            export_float(trained, os.path.join(out, float_file), keep_bn=False)
+        toolchain = "pytorch-" + ("-".join(tc.split("_")[:2]) if tc.startswith("ptq") else tc)
+        for opset in (13, 17) if tc in OPSET17.get(name, ()) else (13,):
+            f = "%s_%s%s" % (name, tc, "" if opset == 13 else "_op17")
+            why = export_quant(qm, os.path.join(out, f + ".onnx"), opset)
+            if why:
+                fx.skipped.append({"fixture": f, "reason": "torch.onnx.export refused: " + why})
+                print("  %s skipped: %s" % (f, why), flush=True)
+                continue
+            fx.add(f, float_file, f + ".onnx", toolchain, "qdq", engine, opset)
+            if opset == 13:
+                fx.add_renamed(f)
+        print("%s %s: %.1fs" % (name, tc, time.time() - t1), flush=True)
+
+    # TensorRT-style fake quant, BN kept and folded
+    t1 = time.time()
+    for suffix, src in (("_trt_bn", "_float_bn.onnx"), ("_trt", "_float.onnx")):
+        fx.save(trt_quantize(fx.load(name + src), calib), name + suffix + ".onnx")
+        fx.add(name + suffix, name + src, name + suffix + ".onnx", "tensorrt-fakequant", "qdq")
+        fx.add_renamed(name + suffix)
+    print("%s trt: %.1fs" % (name, time.time() - t1), flush=True)
+
+    # ONNX Runtime's quantizer (samples/qdq_quantize.py)
+    t1 = time.time()
+    fbn = fx.load(name + "_float_bn.onnx")
+    ranges = qq.calibrate_minmax(qq.prepare(fbn), calib)
+    fx.save(qq.quantize_qdq(fbn, calib, per_channel=True, ranges=dict(ranges)), name + "_ortqdq.onnx")
+    fx.save(qq.quantize_qoperator(fbn, calib, per_channel=True, ranges=dict(ranges)), name + "_ortqop.onnx")
+    fx.add(name + "_ortqdq", name + "_float_bn.onnx", name + "_ortqdq.onnx", "onnxruntime-qdq", "qdq")
+    fx.add(name + "_ortqop", name + "_float_bn.onnx", name + "_ortqop.onnx", "onnxruntime-qoperator",
+           "qoperator")
+    print("%s ort: %.1fs" % (name, time.time() - t1), flush=True)
+    return fx.list, fx.skipped
+
+
+def make_paddle(out):
+    """The Paddle2ONNX-like CNN and ONNX Runtime's QDQ of it"""
+    fx = Fixtures(out)
+    pf = paddle_float()
+    fx.save(pf, "paddle_float.onnx")
+    fx.save(qq.quantize_qdq(pf, calibration((1, 48, 48, 3)), per_channel=True), "paddle_qdq.onnx")
+    fx.add("paddle_qdq", "paddle_float.onnx", "paddle_qdq.onnx", "paddle2onnx+onnxruntime-qdq", "qdq")
+    return fx.list, fx.skipped
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out_dir")
@@ -845,122 +972,26 @@ def main():
     out = args.out_dir
     os.makedirs(out, exist_ok=True)
     warnings.filterwarnings("ignore")
-    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     t_start = time.time()
-    g = torch.Generator().manual_seed(1234)
-    calib = [torch.randn(1, 3, SIZE, SIZE, generator=g).numpy() for _ in range(8)]
-
-    fixtures, models = [], {}
     skipped = [{"fixture": "%s_%s_op17" % (m, tc),
                 "reason": "not made, to keep the generation and the test short: torch 1.13 writes the "
                           "same graph at opset 17 as at 13 apart from the opset number (and "
                           "BatchNormalization's training_mode=0), as %s_op17 shows"
                           % ", ".join("resnet18_" + t for t in OPSET17["resnet18"])}
                for m in MODELS for tc in PT_TOOLCHAINS if tc not in OPSET17.get(m, ())]
-    onnx_cache = {}
-
-    def load(f):
-        if f not in onnx_cache:
-            onnx_cache[f] = onnx.load(os.path.join(out, f))
-        return onnx_cache[f]
-
-    def add(name, float_file, cand_file, toolchain, fmt, engine=None, opset=13, renamed_of=None, rename_map=None):
-        t0 = time.time()
-        fm, cm = load(float_file), load(cand_file)
-        layers, weights = expected(fm, cm)
-        fbn = any(n.op_type == "BatchNormalization" for n in fm.graph.node)
-        cbn = any(n.op_type == "BatchNormalization" for n in cm.graph.node)
-        fixtures.append({"name": name, "float": float_file, "candidate": cand_file, "toolchain": toolchain,
-                         "engine": engine, "opset": opset, "format": fmt,
-                         "bn_folded": {"float": not fbn, "candidate": not cbn},
-                         "renamed_of": renamed_of, "rename": rename_map, "layers": layers, "weights": weights})
-        got = sum(e["quant_tensor"] is not None for e in layers)
-        print("  %-32s %3d/%3d float tensors paired, %2d weights (%.1fs)"
-              % (name, got, len(layers), len(weights), time.time() - t0))
-
-    def add_renamed(name):
-        src = next(f for f in fixtures if f["name"] == name)
-        rm, mapping = rename(load(src["candidate"]))
-        f = src["candidate"][:-5] + "_renamed.onnx"
-        onnx.save(rm, os.path.join(out, f))
-        onnx_cache[f] = rm
-        add(name + "_renamed", src["float"], f, src["toolchain"], src["format"], src["engine"], src["opset"],
-            renamed_of=name, rename_map=mapping)
-
-    for name in MODELS:
-        t0 = time.time()
-        qf = build(name)
-        export_float(qf, os.path.join(out, name + "_float.onnx"), keep_bn=False)
-        export_float(qf, os.path.join(out, name + "_float_bn.onnx"), keep_bn=True)
-        print("%s: float exports %.1fs" % (name, time.time() - t0))
-        fbn = load(name + "_float_bn.onnx")
-
-        # PyTorch post-training quantization and QAT, torch's exporter
-        for tc in PT_TOOLCHAINS:
-            t1 = time.time()
-            float_file = name + "_float.onnx"
-            if tc.startswith("ptq_eager"):
-                engine = tc.rsplit("_", 1)[1]
-                qm = ptq_eager(qf, engine, calib)
-            elif tc.startswith("ptq_fx"):
-                engine = tc.rsplit("_", 1)[1]
-                qm = ptq_fx(name, qf, engine, calib)
-            else:
-                engine = "qnnpack"
-                qm, trained = qat(name, qf)
-                float_file = name + "_qat_float.onnx"
-                export_float(trained, os.path.join(out, float_file), keep_bn=False)
-            toolchain = "pytorch-" + tc.split("_")[0] + ("-" + tc.split("_")[1] if tc.startswith("ptq") else "")
-            for opset in (13, 17) if tc in OPSET17.get(name, ()) else (13,):
-                fx = "%s_%s%s" % (name, tc, "" if opset == 13 else "_op17")
-                why = export_quant(qm, os.path.join(out, fx + ".onnx"), opset)
-                if why:
-                    skipped.append({"fixture": fx, "reason": "torch.onnx.export refused: " + why})
-                    print("  %s skipped: %s" % (fx, why))
-                    continue
-                add(fx, float_file, fx + ".onnx", toolchain, "qdq", engine, opset)
-                if opset == 13:
-                    add_renamed(fx)
-            print("%s %s: %.1fs" % (name, tc, time.time() - t1))
-
-        # TensorRT-style fake quant, BN kept and folded
-        t1 = time.time()
-        for suffix, src in (("_trt_bn", "_float_bn.onnx"), ("_trt", "_float.onnx")):
-            fx = name + suffix
-            onnx.save(trt_quantize(load(name + src), calib), os.path.join(out, fx + ".onnx"))
-            add(fx, name + src, fx + ".onnx", "tensorrt-fakequant", "qdq", None, 13)
-            add_renamed(fx)
-        print("%s trt: %.1fs" % (name, time.time() - t1))
-
-        # ONNX Runtime's quantizer (samples/qdq_quantize.py)
-        t1 = time.time()
-        ranges = qq.calibrate_minmax(qq.prepare(fbn), calib)
-        qdq = qq.quantize_qdq(fbn, calib, per_channel=True, ranges=dict(ranges))
-        onnx.save(qdq, os.path.join(out, name + "_ortqdq.onnx"))
-        qop = qq.quantize_qoperator(fbn, calib, per_channel=True, ranges=dict(ranges))
-        onnx.save(qop, os.path.join(out, name + "_ortqop.onnx"))
-        add(name + "_ortqdq", name + "_float_bn.onnx", name + "_ortqdq.onnx", "onnxruntime-qdq", "qdq", None, 13)
-        add(name + "_ortqop", name + "_float_bn.onnx", name + "_ortqop.onnx", "onnxruntime-qoperator",
-            "qoperator", None, 13)
-        print("%s ort: %.1fs" % (name, time.time() - t1))
-
-    # Paddle2ONNX-like CNN and ONNX Runtime's QDQ of it
-    t1 = time.time()
-    pf = paddle_float()
-    onnx.save(pf, os.path.join(out, "paddle_float.onnx"))
-    gp = torch.Generator().manual_seed(1234)
-    pcal = [torch.randn(1, 48, 48, 3, generator=gp).numpy() for _ in range(8)]
-    pq = qq.quantize_qdq(pf, pcal, per_channel=True)
-    onnx.save(pq, os.path.join(out, "paddle_qdq.onnx"))
-    add("paddle_qdq", "paddle_float.onnx", "paddle_qdq.onnx", "paddle2onnx+onnxruntime-qdq", "qdq", None, 13)
-    print("paddle: %.1fs" % (time.time() - t1))
+    # one process per model (torch's exporter is single-threaded)
+    jobs = max(1, min(len(MODELS), os.cpu_count() or 1))
+    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+        res = pool.starmap_async(make_model, [(m, out) for m in MODELS])
+        res = [make_paddle(out)] + res.get()
+    fixtures = [f for r in res[1:] + res[:1] for f in r[0]]
+    skipped += [s for r in res for s in r[1]]
 
     files = sorted(f for f in os.listdir(out) if f.endswith(".onnx"))
-    for f in files:
-        models[f] = {"ort_ran": None, "ort_error": None, "ort_logits_cosine": None}
+    models = {f: {"ort_ran": None, "ort_error": None, "ort_logits_cosine": None} for f in files}
     if not args.no_verify:
         t1 = time.time()
-        res = ort_verify(out, files, {})
+        res = ort_verify(out, files)
         if res is None:
             print("ONNX Runtime verification skipped: node or tests/ort/node_modules missing")
         else:
