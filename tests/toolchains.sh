@@ -78,7 +78,7 @@ if ! current; then
 	mv "$tmp.log" "$tmp/make.log"
 	if ! current; then
 		rm -rf "$MODELS"
-		mv "$tmp" "$MODELS"
+		mv -T "$tmp" "$MODELS" 2>/dev/null
 	fi
 	rm -rf "$tmp"
 fi
@@ -100,12 +100,13 @@ PYEOF
 
 # samples and the exposed model of each float model, then the runs in
 # two lanes
-for fl in $(cut -d' ' -f2 "$work/list" | sort -u); do
+cut -d' ' -f2 "$work/list" | sort -u >"$work/floats"
+while read -r fl; do
 	f=${fl%.onnx}
 	$PY "$top_srcdir/bench/make_samples.py" "$MODELS/$fl" "$work/$f/samples" 4 &&
 		$PY "$top_srcdir/tests/models/expose_all.py" "$MODELS/$fl" "$work/$f/all.onnx" ||
 		{ echo "Bail out! preparing $fl failed"; exit 1; }
-done
+done <"$work/floats"
 
 run() {
 	while read -r name fl cands; do
@@ -203,20 +204,20 @@ def check(fx, d, k, rep, rc, orig):
                 got = "no pair"
             else:
                 got = "%s by %s%s" % (p["quant_tensor"], p.get("match"),
-                                      " (same value, not the tensor to compare)"
+                                      " (same class: the value before or after quantization, not the tensor to compare)"
                                       if p["quant_tensor"] in e["same_class"] else "")
-            missing.append("#%d %s %s: expected %s (%s), found %s" % (
-                e["index"], e["op"], e["tensor"], e["quant_tensor"], e["quant_op"], got))
+            missing.append("layer #%d %s (%s) output %s: expected %s (by its %s), found %s" % (
+                e["index"], e["layer"], e["op"], e["tensor"], e["quant_tensor"], e["quant_op"], got))
     for t, p in pairs.items():
         e = exp.get(t)
         if e is None:
             continue
         if e["quant_tensor"] is None:
-            wrong.append("#%d %s %s: paired with %s by %s, expected no counterpart (%s)" % (
-                e["index"], e["op"], t, p["quant_tensor"], p.get("match"), e["reason"]))
+            wrong.append("layer #%d %s (%s) output %s: paired with %s by %s, expected no counterpart (%s)" % (
+                e["index"], e["layer"], e["op"], t, p["quant_tensor"], p.get("match"), e["reason"]))
         elif p["quant_tensor"] not in e["accept"] + e["same_class"]:
-            wrong.append("#%d %s %s: paired with %s by %s, expected %s" % (
-                e["index"], e["op"], t, p["quant_tensor"], p.get("match"), e["quant_tensor"]))
+            wrong.append("layer #%d %s (%s) output %s: paired with %s by %s, expected %s" % (
+                e["index"], e["layer"], e["op"], t, p["quant_tensor"], p.get("match"), e["quant_tensor"]))
     same = sum(1 for t, p in pairs.items() if t in exp and p["quant_tensor"] in exp[t]["same_class"])
     found = len(want) - len(missing)
     tap(fx, "pairs", not missing, "%d of %d expected activation pairs found" % (found, len(want)), missing)

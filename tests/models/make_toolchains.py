@@ -47,9 +47,10 @@ Written into OUT_DIR, per model <m>:
                               node names removed
   resnet18_ptq_eager_qnnpack_op17.onnx, resnet18_qat_op17.onnx
                               the same exports at opset 17 (torch 1.13 writes
-                              the other toolchains' graphs at opset 17 as at
-                              13 but for the opset number; the manifest lists
-                              them as not made)
+                              the other PTQ graphs at opset 17 as at 13 but
+                              for the opset number, the QAT ones but for
+                              BatchNormalization's training_mode=0; the
+                              manifest lists them as not made)
 
 and a Paddle2ONNX-like CNN: input "x" [1,48,48,3] NHWC -> Transpose (as
 tf2onnx writes around NHWC graphs) -> Conv -> BatchNormalization ->
@@ -65,7 +66,10 @@ message. Every model is loaded and run once by ONNX Runtime
 
 OUT_DIR/manifest.json:
   {"version", "input_size", "seconds", "skipped": [{"fixture", "reason"}],
-   "models": {file: {"ort_ran", "ort_error", "ort_logits_cosine"}},
+   "models": {file: {"ort_ran", "ort_error",
+                     "ort_logits_cosine"   a candidate's first output against
+                                           its float model's, on one random
+                                           input, in ONNX Runtime}},
    "fixtures": [{
      "name", "float", "candidate", "toolchain", "engine", "opset",
      "format"          qreport's report.json quant_summaries[].format,
@@ -80,9 +84,10 @@ OUT_DIR/manifest.json:
                        DequantizeLinear when quantized), or null,
         "accept"       every candidate tensor equally right (all the
                        DequantizeLinear outputs of one QuantizeLinear),
-        "same_class"   the class's other tensors (its QuantizeLinear input
-                       and output, a Cast of it): the same value, but not
-                       the tensor to compare,
+        "same_class"   the class's other tensors (the QuantizeLinear's
+                       float input, its integer output, a Cast of it): the
+                       value before or after quantization, but not the
+                       tensor to compare,
         "quant_op"     the candidate op that computes it,
         "reason"       why there is no counterpart (when quant_tensor is null)}],
      "weights": [{     one per float Conv/Gemm/MatMul weight,
@@ -188,17 +193,8 @@ def export_float(m, path, keep_bn, opset=13, shape=(1, 3, SIZE, SIZE)):
     model = onnx.load_from_string(f.getvalue())
     if keep_bn:
         # torch de-duplicates equal parameters through Identity nodes; undo
-        # that (tests/models/make_torchvision.py)
-        inits = {i.name: i for i in model.graph.initializer}
-        keep = []
-        for n in model.graph.node:
-            if n.op_type == "Identity" and n.input[0] in inits:
-                arr = numpy_helper.to_array(inits[n.input[0]]).copy()
-                model.graph.initializer.append(numpy_helper.from_array(arr, n.output[0]))
-            else:
-                keep.append(n)
-        del model.graph.node[:]
-        model.graph.node.extend(keep)
+        # that, as tests/models/make_torchvision.py does
+        model = qq.inline_constants(model)
     onnx.checker.check_model(model)
     onnx.save(model, path)
     return model
@@ -427,36 +423,21 @@ def paddle_float():
 
 
 def rename(model):
-    """(copy with every tensor t<i> and node names removed, {old: new})"""
-    model = copy.deepcopy(model)
-    g = model.graph
+    """(copy with every tensor t<i> and node names removed, {old: new}),
+    samples/qdq_quantize.py's rename_opaque"""
+    r = qq.rename_opaque(model)
     mapping = {}
-
-    def m(name):
-        if not name:
-            return name
-        if name not in mapping:
-            mapping[name] = "t%d" % len(mapping)
-        return mapping[name]
-
-    for i in g.input:
-        i.name = m(i.name)
-    for n in g.node:
-        n.name = ""
-        n.doc_string = ""
-        for j, x in enumerate(n.input):
-            n.input[j] = m(x)
-        for j, x in enumerate(n.output):
-            n.output[j] = m(x)
-    for t in g.initializer:
-        t.name = m(t.name)
-    for o in g.output:
-        o.name = m(o.name)
-    for v in g.value_info:
-        v.name = m(v.name)
-    g.name = "g"
-    g.doc_string = ""
-    return model, mapping
+    for a, b in zip(model.graph.input, r.graph.input):
+        mapping[a.name] = b.name
+    for a, b in zip(model.graph.node, r.graph.node):
+        for x, y in zip(list(a.input) + list(a.output), list(b.input) + list(b.output)):
+            if x:
+                mapping[x] = y
+        b.name = ""
+    for a, b in zip(list(model.graph.initializer) + list(model.graph.output),
+                    list(r.graph.initializer) + list(r.graph.output)):
+        mapping[a.name] = b.name
+    return r, mapping
 
 
 # --------------------------------------------------------------------------
