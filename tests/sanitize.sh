@@ -45,6 +45,9 @@ UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 # Leaks inside system libraries (fontconfig, graphviz) only.
 LSAN_OPTIONS=suppressions=$top/tests/lsan.supp:print_suppressions=0
 export ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
+# tests that are too slow instrumented skip themselves (tests/toolchains.sh)
+QR_SANITIZE=1
+export QR_SANITIZE
 
 make -j"$JOBS" >make.out 2>&1 || { tail -n 40 make.out; exit 1; }
 rc=0
