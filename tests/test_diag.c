@@ -10,6 +10,7 @@
  *     furthest, from an exact input);
  *   - a Softmax after logits with a large common offset amplifies the
  *     noise it is given; the gain follows its definition;
+ *   - a Flatten that re-rounds onto its input's grid makes no noise;
  *   - SmoothQuant's predicted SQNR, per input channel ranges and
  *     kurtosis for a Conv, a grouped Conv, a MatMul and a Gemm against
  *     numpy (sq_expected.json);
@@ -327,6 +328,45 @@ out:
 	qr_tensor_free(x);
 }
 
+/* digits_qdq's Flatten re-rounds onto the grid its input is on (the
+ * quantizer gives both one scale and zero point): the candidate loses
+ * nothing there, though the local run, fed float values, measures a
+ * rounding. Its GlobalAveragePool averages: new values, a real rounding. */
+static void
+test_same_grid(void)
+{
+	static const char *const q[] = { QR_SRCDIR "/samples/digits_qdq.onnx",
+					 NULL };
+	struct qr_tensor *x = NULL;
+	struct qr_analysis *a = NULL;
+	struct qr_diag d = { 0 };
+	long f, g;
+
+	if (qr_npy_read(QR_SRCDIR "/samples/digits_test.npy", "input", &x,
+			&d) != QR_OK) {
+		ok(0, "digits_test.npy: %s", d.msg);
+		goto out;
+	}
+	a = run(QR_SRCDIR "/samples/digits_float.onnx", q, x, 1, "npy");
+	f = a ? pair_of(a, 0, "/Flatten_output_0") : -1;
+	g = a ? pair_of(a, 0, "/pool/GlobalAveragePool_output_0") : -1;
+	ok(f >= 0 && a->act_pairs[f].same_grid &&
+	   a->act_pairs[f].noise_share == 0 &&
+	   isfinite(a->act_pairs[f].local_sqnr_db) &&
+	   fabs(a->act_pairs[f].noise_gain_db) < 0.01,
+	   "the Flatten makes no noise of its own and passes it on (local "
+	   "SQNR %.1f dB, gain %+.3f dB)",
+	   f >= 0 ? a->act_pairs[f].local_sqnr_db : NAN,
+	   f >= 0 ? a->act_pairs[f].noise_gain_db : NAN);
+	ok(g >= 0 && !a->act_pairs[g].same_grid &&
+	   a->act_pairs[g].noise_share > 0, "the GlobalAveragePool makes "
+	   "some (%.2f%%)", g >= 0 ? 100 * a->act_pairs[g].noise_share : NAN);
+out:
+	qr_diag_clear(&d);
+	qr_analysis_free(a);
+	qr_tensor_free(x);
+}
+
 static double
 num(const cJSON *o, const char *key)
 {
@@ -592,6 +632,7 @@ main(void)
 	plan_no_plan();
 	RUN(test_chain);
 	RUN(test_amplifier);
+	RUN(test_same_grid);
 	RUN(test_smooth);
 	RUN(test_worst);
 	RUN(test_thumbnail);

@@ -473,7 +473,8 @@ outliers_view(struct qr_view_ctx *cc, const struct qr_analysis *a, cJSON *act)
 		qr_view_finite(o, "best_alpha", "%.1f", x->best_alpha);
 		qr_view_sqnr(o, "best_sqnr", x->best_sqnr_db);
 		qr_view_finite(o, "gain", "%+.1f", gain);
-		qr_view_str(o, "gain_class", gain >= 6 ? "good" : "");
+		qr_view_str(o, "gain_class", gain >= 6 ? "bad"
+			    : gain >= 1 ? "warn" : "");
 		outlier_heat(cc, x, o);
 	}
 	cJSON_AddBoolToObject(act, "has_outliers", a->n_outliers > 0);
