@@ -30,7 +30,8 @@
  *     SQNR = 10 log10(S / N)
  *
  * where the activation's rounding is uniform noise of Dx^2 / 12 and e is
- * the weight's actual rounding error, W s_j - Dw_o round(W s_j / Dw_o).
+ * the weight's actual rounding error, W s_j - Dw_o round(W s_j (1 /
+ * Dw_o)), round half to even (as CLE's prediction rounds, maths.c).
  * tests/data/make_diag_fixtures.py computes the same with numpy.
  */
 #include "analysis/analysis-int.h"
@@ -40,6 +41,7 @@
 #include <string.h>
 
 #include "graph/graph.h"
+#include "kernels/kernels.h"
 #include "onnx/onnx.h"
 
 #define QMAX 127.0               /* symmetric int8 */
@@ -57,58 +59,153 @@ qr_smooth_scales(const float *amax, const float *wr, size_t n, double alpha,
 			? pow(amax[j], alpha) / pow(wr[j], 1.0 - alpha) : 1.0;
 }
 
+/* A layer as the prediction reads it, with what does not depend on s
+ * computed once. */
+struct smooth {
+	const float *w;          /* [out][in / groups][taps] */
+	size_t out, in, groups, taps;
+	const float *amax;       /* per input channel */
+	const double *msq;       /* per input channel */
+	double *w2;              /* [out][in / groups]: sum_t W^2, or NULL
+				  * for one tap (W^2 itself) */
+	double *wmx;             /* [out][in / groups]: max_t |W|, or NULL
+				  * for one tap */
+	double sig;              /* S */
+};
+
+/* sum_t W^2 and max_t |W| of (o, j) of L (ij = o * (in / groups) + j). */
+static inline double
+w2_of(const struct smooth *L, size_t ij)
+{
+	double v = L->w[ij];
+
+	return L->w2 != NULL ? L->w2[ij] : v * v;
+}
+
+static inline double
+wmx_of(const struct smooth *L, size_t ij)
+{
+	return L->wmx != NULL ? L->wmx[ij] : fabs((double)L->w[ij]);
+}
+
+static void
+smooth_init(struct smooth *L, const float *w, size_t out, size_t in,
+	    size_t groups, size_t taps, const float *amax, const double *msq)
+{
+	size_t ig = in / groups, og = out / groups, o, j, t;
+
+	L->w = w;
+	L->out = out;
+	L->in = in;
+	L->groups = groups;
+	L->taps = taps;
+	L->amax = amax;
+	L->msq = msq;
+	L->w2 = L->wmx = NULL;
+	if (taps > 1) {
+		/* a Gemm's or MatMul's would be its weight again, in double */
+		L->w2 = xcalloc(out * ig + 1, sizeof *L->w2);
+		L->wmx = xcalloc(out * ig + 1, sizeof *L->wmx);
+	}
+	L->sig = 0;
+	for (o = 0; o < out; o++)
+		for (j = 0; j < ig; j++) {
+			const float *v = w + (o * ig + j) * taps;
+			double w2 = 0, mx = 0;
+
+			for (t = 0; t < taps && L->w2 != NULL; t++) {
+				w2 += (double)v[t] * v[t];
+				mx = fabs(v[t]) > mx ? fabs(v[t]) : mx;
+			}
+			if (L->w2 != NULL) {
+				L->w2[o * ig + j] = w2;
+				L->wmx[o * ig + j] = mx;
+			}
+			L->sig += msq[(o / og) * ig + j] * w2_of(L, o * ig + j);
+		}
+}
+
+static void
+smooth_free(struct smooth *L)
+{
+	free(L->w2);
+	free(L->wmx);
+}
+
+/* Round half to even for |x| < 2^51 without a libm call (as maths.c's
+ * round_even does for floats): adding 1.5 * 2^52 pushes the fraction
+ * out of a double's mantissa, and the default rounding mode does the
+ * rest. The quotients here are at most 127. */
+static inline double
+rne(double x)
+{
+	const double big = 6755399441055744.0; /* 1.5 * 2^52 */
+
+	return (x + big) - big;
+}
+
+/* The predicted SQNR of L with scales s (NULL: none). The weight's
+ * rounding is v s_j - Dw round(v s_j / Dw), the quotient taken as a
+ * product with 1 / Dw as CLE's prediction does (maths.c). */
+static double
+smooth_eval(const struct smooth *L, const double *s)
+{
+	size_t ig = L->in / L->groups, og = L->out / L->groups, o, j, t;
+	double xmax = 0, dx2, noise = 0;
+
+	for (j = 0; j < L->in; j++) {
+		double v = s != NULL ? L->amax[j] / s[j] : L->amax[j];
+
+		xmax = v > xmax ? v : xmax;
+	}
+	dx2 = (xmax / QMAX) * (xmax / QMAX) / 12.0;
+	for (o = 0; o < L->out; o++) {
+		const float *row = L->w + o * ig * L->taps;
+		const double *sg = s != NULL ? s + (o / og) * ig : NULL;
+		const double *mg = L->msq + (o / og) * ig;
+		double wmax = 0, dw, inv;
+
+		for (j = 0; j < ig; j++) {
+			double v = wmx_of(L, o * ig + j) *
+				   (sg != NULL ? sg[j] : 1.0);
+
+			wmax = v > wmax ? v : wmax;
+		}
+		dw = wmax / QMAX;
+		inv = dw > 0 ? 1.0 / dw : 0;
+		for (j = 0; j < ig; j++) {
+			const float *v = row + j * L->taps;
+			double sj = sg != NULL ? sg[j] : 1.0, e2 = 0;
+
+			for (t = 0; t < L->taps; t++) {
+				double ws = v[t] * sj, e = ws - rne(ws * inv) * dw;
+
+				e2 += e * e;
+			}
+			noise += dx2 * sj * sj * w2_of(L, o * ig + j) +
+				 mg[j] / (sj * sj) * e2;
+		}
+	}
+	if (!(L->sig > 0))
+		return NAN;
+	if (noise == 0)
+		return INFINITY;
+	return 10.0 * log10(L->sig / noise);
+}
+
 /* See analysis.h and the top of this file. */
 double
 qr_smooth_sqnr(const float *w, size_t out, size_t in, size_t groups,
 	       size_t taps, const float *amax, const double *msq,
 	       const double *s)
 {
-	size_t ig = in / groups, og = out / groups, o, j, t;
-	double xmax = 0, dx2, sig = 0, noise = 0;
+	struct smooth L;
+	double r;
 
-	for (j = 0; j < in; j++) {
-		double v = s != NULL ? amax[j] / s[j] : amax[j];
-
-		xmax = v > xmax ? v : xmax;
-	}
-	dx2 = (xmax / QMAX) * (xmax / QMAX) / 12.0;
-	for (o = 0; o < out; o++) {
-		const float *row = w + o * ig * taps;
-		size_t base = (o / og) * ig;
-		double wmax = 0, dw;
-
-		for (j = 0; j < ig; j++)
-			for (t = 0; t < taps; t++) {
-				double v = fabs((double)row[j * taps + t] *
-						(s != NULL ? s[base + j] : 1.0));
-
-				wmax = v > wmax ? v : wmax;
-			}
-		dw = wmax / QMAX;
-		for (j = 0; j < ig; j++) {
-			double sj = s != NULL ? s[base + j] : 1.0;
-			double w2 = 0, sw2 = 0, e2 = 0;
-
-			for (t = 0; t < taps; t++) {
-				double v = row[j * taps + t], ws = v * sj;
-
-				w2 += v * v;
-				sw2 += ws * ws;
-				if (dw > 0) {
-					double e = ws - nearbyint(ws / dw) * dw;
-
-					e2 += e * e;
-				}
-			}
-			sig += msq[base + j] * w2;
-			noise += dx2 * sw2 + msq[base + j] / (sj * sj) * e2;
-		}
-	}
-	if (!(sig > 0))
-		return NAN;
-	if (noise == 0)
-		return INFINITY;
-	return 10.0 * log10(sig / noise);
+	smooth_init(&L, w, out, in, groups, taps, amax, msq);
+	r = smooth_eval(&L, s);
+	smooth_free(&L);
+	return r;
 }
 
 /* The input-channel axis of layer wl's input (-1: the last), or -2 when
@@ -268,6 +365,7 @@ layer_outlier(struct qr_ar_ctx *c, const struct qr_an_wlayer *wl,
 	size_t og, ig, j, oc, t, k;
 	const struct qr_as_inch *in;
 	double *msq, *s, *v, n, mu, c2, c4;
+	struct smooth L;
 	float *w;
 
 	if (fi == QR_AR_NONE || (in = c->ft[fi].chan.in) == NULL ||
@@ -315,16 +413,15 @@ layer_outlier(struct qr_ar_ctx *c, const struct qr_an_wlayer *wl,
 	c4 = in->m[3] / n - 4 * mu * in->m[2] / n + 6 * mu * mu * in->m[1] / n -
 	     3 * mu * mu * mu * mu;
 	o->kurtosis = c2 > 0 ? c4 / (c2 * c2) : NAN;
-	o->sqnr_none_db = qr_smooth_sqnr(w, out, J, groups, taps,
-					 o->act_absmax, msq, NULL);
+	smooth_init(&L, w, out, J, groups, taps, o->act_absmax, msq);
+	o->sqnr_none_db = smooth_eval(&L, NULL);
 	o->best_alpha = NAN;
 	o->best_sqnr_db = NAN;
 	for (k = 0; k < QR_OL_ALPHAS; k++) {
 		double al = (double)k / (QR_OL_ALPHAS - 1);
 
 		qr_smooth_scales(o->act_absmax, o->w_range, J, al, s);
-		o->sqnr_db[k] = qr_smooth_sqnr(w, out, J, groups, taps,
-					       o->act_absmax, msq, s);
+		o->sqnr_db[k] = smooth_eval(&L, s);
 		if (!isnan(o->sqnr_db[k]) &&
 		    (isnan(o->best_sqnr_db) || o->sqnr_db[k] > o->best_sqnr_db)) {
 			o->best_sqnr_db = o->sqnr_db[k];
@@ -342,6 +439,7 @@ layer_outlier(struct qr_ar_ctx *c, const struct qr_an_wlayer *wl,
 		}
 		heat_row(v, J, o->heat_cols, o->heat + k * o->heat_cols);
 	}
+	smooth_free(&L);
 	free(v);
 	free(s);
 	free(msq);
@@ -349,21 +447,48 @@ layer_outlier(struct qr_ar_ctx *c, const struct qr_an_wlayer *wl,
 	return 1;
 }
 
-/* See analysis-int.h. */
+/* The layers of qr_ol_results, one task each. */
+struct ol_job {
+	struct qr_ar_ctx *c;
+	const struct qr_an_wlayer *fl;
+	struct qr_act_outlier *o; /* per layer */
+	int *done;               /* per layer: o filled */
+};
+
+static void
+ol_task(void *ctx, size_t i, int slot)
+{
+	struct ol_job *j = ctx;
+
+	(void)slot;
+	j->done[i] = in_axis(&j->fl[i]) != -2 &&
+		     layer_outlier(j->c, &j->fl[i], &j->o[i]);
+}
+
+/* See analysis-int.h. The layers are independent: they are computed on
+ * the run's threads, each into its own entry, then kept in order. */
 void
 qr_ol_results(struct qr_ar_ctx *c)
 {
 	struct qr_analysis *a = c->a;
 	struct qr_an_wlayer *fl = NULL;
+	struct ol_job j;
 	size_t n = 0, i;
 
 	if (qr_an_wlayers(c->fg, &fl, &n, NULL) != QR_OK)
 		return;
+	j.c = c;
+	j.fl = fl;
+	j.o = xcalloc(n + 1, sizeof *j.o);
+	j.done = xcalloc(n + 1, sizeof *j.done);
+	qr_parallel_for(c->o->n_threads > 0 ? c->o->n_threads : 1, n, ol_task,
+			&j);
 	a->outliers = xcalloc(n + 1, sizeof *a->outliers);
 	for (i = 0; i < n; i++)
-		if (in_axis(&fl[i]) != -2 &&
-		    layer_outlier(c, &fl[i], &a->outliers[a->n_outliers]))
-			a->n_outliers++;
+		if (j.done[i])
+			a->outliers[a->n_outliers++] = j.o[i];
+	free(j.done);
+	free(j.o);
 	free(fl);
 }
 

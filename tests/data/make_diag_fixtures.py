@@ -139,7 +139,7 @@ def predicted(w, groups, amax, msq, s):
         sj = s[base:base + ig][:, None]
         ws = w[o] * sj
         dw = np.max(np.abs(ws)) / 127.0
-        e = ws - np.rint(ws / dw) * dw if dw > 0 else np.zeros_like(ws)
+        e = ws - np.rint(ws * (1.0 / dw)) * dw if dw > 0 else np.zeros_like(ws)
         m = msq[base:base + ig]
         sig += np.sum(m * np.sum(w[o] ** 2, axis=1))
         noise += np.sum(dx2 * np.sum(ws ** 2, axis=1) +
