@@ -36,6 +36,11 @@
  * averaged away; from QR_ES_AMPLIFY_DB (3 dB, the noise doubled) on, the
  * layer is listed as an amplifier.
  *
+ * The shares are summed per op group too (qr_op_group); a tensor counts
+ * in the group of the heaviest op between it and the compared tensors it
+ * is computed from (group_rank): the Relu output of a Conv whose own
+ * output is not compared is the Conv's.
+ *
  * A layer that only moves or selects values (a Reshape, Concat, MaxPool,
  * Relu ...) whose output has the same per-tensor scale and zero point as
  * every compared input re-rounds onto a grid its values are already on:
@@ -115,22 +120,23 @@ in_list(const char *const *v, const char *op)
 int
 qr_op_group(const char *op)
 {
+	static const struct {
+		const char *const *ops;
+		int group;
+	} groups[] = {
+		{ linear_ops, QR_OPG_LINEAR }, { eltwise_ops, QR_OPG_ELTWISE },
+		{ activation_ops, QR_OPG_ACTIVATION }, { pool_ops, QR_OPG_POOL },
+		{ norm_ops, QR_OPG_NORM }, { move_ops, QR_OPG_MOVE },
+	};
+	size_t i;
+
 	if (op == NULL)
 		return QR_OPG_OTHER;
 	if (strcmp(op, "input") == 0)
 		return QR_OPG_INPUT;
-	if (in_list(linear_ops, op))
-		return QR_OPG_LINEAR;
-	if (in_list(eltwise_ops, op))
-		return QR_OPG_ELTWISE;
-	if (in_list(activation_ops, op))
-		return QR_OPG_ACTIVATION;
-	if (in_list(pool_ops, op))
-		return QR_OPG_POOL;
-	if (in_list(norm_ops, op))
-		return QR_OPG_NORM;
-	if (in_list(move_ops, op))
-		return QR_OPG_MOVE;
+	for (i = 0; i < sizeof groups / sizeof groups[0]; i++)
+		if (in_list(groups[i].ops, op))
+			return groups[i].group;
 	return QR_OPG_OTHER;
 }
 
