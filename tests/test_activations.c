@@ -682,13 +682,18 @@ test_run(struct qr_tensor *data)
 	}
 	ok(same, "renamed candidate: identical numbers through structure "
 	   "matching");
-	ok(a->act_runs[0].born >= 0 && a->act_runs[0].worst_local >= 0,
-	   "error is born at %s (drop %.1f dB); worst local %s",
-	   a->act_runs[0].born >= 0 ? a->act_tensors[a->act_pairs[
-		   a->act_runs[0].born].tensor].name : "-",
-	   a->act_runs[0].born_drop_db,
+	/* the layer that makes the most noise is the one with the lowest
+	 * local SQNR: its noise-to-signal ratio is the largest */
+	ok(a->act_runs[0].es.computed && a->act_runs[0].es.n_creators > 0 &&
+	   a->act_runs[0].worst_local >= 0 &&
+	   a->act_runs[0].es.creators[0] == a->act_runs[0].worst_local &&
+	   (a->act_runs[0].born == a->act_runs[0].worst_local) !=
+	   a->act_runs[0].es.accumulates,
+	   "most noise made at %s, the worst local error (%.0f%% of it%s)",
 	   a->act_runs[0].worst_local >= 0 ? a->act_tensors[a->act_pairs[
-		   a->act_runs[0].worst_local].tensor].name : "-");
+		   a->act_runs[0].worst_local].tensor].name : "-",
+	   100 * a->act_runs[0].es.top_share,
+	   a->act_runs[0].es.accumulates ? ": it builds up" : ": born there");
 	o = &a->act_outputs[0];
 	ok(o->classifier && o->rows == 20 && o->agree >= 18 &&
 	   o->samples == 20, "qdq: top-1 agreement %zu/20", o->agree);
@@ -1077,9 +1082,9 @@ out:
 
 /* Two LayerNorms in a row: the second one's first mean averages rows the
  * first centred, so the float model holds rounding noise there
- * (cancellation). It is flagged as such and no verdict points at it;
- * error is born at a tensor the candidate computes with an error of its
- * own, measured against what that tensor was computed from. */
+ * (cancellation). It is flagged as such and no verdict points at it: it
+ * takes no share of the noise, and the layers named make an error of
+ * their own. */
 static void
 test_cancellation(void)
 {
@@ -1108,21 +1113,26 @@ test_cancellation(void)
 	ok(p && !(p->flags & QR_ACT_FLAG_CANCEL),
 	   "the first LayerNorm's mean is a real value (flags %d)",
 	   p ? p->flags : -1);
-	b = a->act_runs[0].born >= 0 ? &a->act_pairs[a->act_runs[0].born]
-				     : NULL;
-	ok(b && !(b->flags & QR_ACT_FLAG_CANCEL) &&
-	   isfinite(b->local_sqnr_db) && a->act_runs[0].born_drop_db > 0 &&
-	   a->act_runs[0].born_drop_db < 60,
-	   "error is born at %s (drop %.1f dB, local %.1f dB): a layer with "
-	   "an error of its own", b ? a->act_tensors[b->tensor].name : "-",
-	   a->act_runs[0].born_drop_db, b ? b->local_sqnr_db : NAN);
+	p = act_pair(a, 0, "/n2/ReduceMean_output_0");
+	for (i = 0, n_cancel = 0; i < a->act_runs[0].es.n_creators; i++) {
+		b = &a->act_pairs[a->act_runs[0].es.creators[i]];
+		n_cancel += (b->flags & QR_ACT_FLAG_CANCEL) ||
+			    !isfinite(b->local_sqnr_db);
+	}
+	ok(p && isnan(p->noise_share) && isnan(p->noise_gain_db) &&
+	   a->act_runs[0].es.n_creators > 0 && n_cancel == 0 &&
+	   (a->act_runs[0].born < 0 ||
+	    !(a->act_pairs[a->act_runs[0].born].flags & QR_ACT_FLAG_CANCEL)),
+	   "the cancellation takes no share of the noise, and every layer "
+	   "named makes an error of its own");
+	b = act_pair(a, 0, "/fc2/MatMul_output_0");
 	p = act_pair(a, 0, "/n2/Add_1_output_0");
-	ok(b && p && strcmp(a->act_tensors[b->tensor].name,
-			    "/fc2/MatMul_output_0") == 0 &&
-	   fabs(a->act_runs[0].born_drop_db - (p->sqnr_db - b->sqnr_db)) <
-	   1e-9, "the drop is measured from fc2's input (%.3f dB) to fc2 "
+	ok(b && p && fabs(b->noise_gain_db - 10 * log10(
+		   pow(10, -b->sqnr_db / 10) / (pow(10, -p->sqnr_db / 10) +
+						pow(10, -b->local_sqnr_db / 10))))
+	   < 1e-6, "fc2's noise gain (%.3f dB) is measured from its input "
 	   "(%.3f dB), not from the variance path before it in depth order",
-	   p ? p->sqnr_db : NAN, b ? b->sqnr_db : NAN);
+	   b ? b->noise_gain_db : NAN, p ? p->sqnr_db : NAN);
 	w = a->act_runs[0].worst_local >= 0
 		? &a->act_pairs[a->act_runs[0].worst_local] : NULL;
 	ok(w && !(w->flags & QR_ACT_FLAG_CANCEL), "worst local error at %s",

@@ -353,6 +353,7 @@ qr_ar_cand_free(struct qr_ar_cand *q)
 	}
 	free(q->pairs);
 	free(q->undo);
+	qr_ws_free(q);
 	free(q->pre);
 	free(q->uses);
 	for (i = 0; i < q->n_outs; i++) {
@@ -389,6 +390,7 @@ qr_ar_compare_outputs(struct qr_ar_cand *q, const struct qr_ar_slot *sl)
 	size_t nq, i, r;
 	struct qr_tensor *const *qo = qr_exec_outputs(q->e, &nq);
 	float *x = NULL, *y = NULL;
+	double worst = NAN;
 
 	for (i = 0; i < q->n_outs && i < sl->n_fouts && i < nq; i++) {
 		struct qr_ar_outacc *o = &q->outs[i];
@@ -412,6 +414,8 @@ qr_ar_compare_outputs(struct qr_ar_cand *q, const struct qr_ar_slot *sl)
 		}
 		o->cos[o->samples] = qr_cmp_cosine_mean(&one);
 		o->sqnr[o->samples] = qr_cmp_sqnr_db(&one);
+		if (isnan(worst) || o->cos[o->samples] < worst)
+			worst = o->cos[o->samples];
 		o->samples++;
 		if (a->ndim != 2 || a->dims[1] < 2)
 			continue;
@@ -432,4 +436,5 @@ qr_ar_compare_outputs(struct qr_ar_cand *q, const struct qr_ar_slot *sl)
 	}
 	free(x);
 	free(y);
+	qr_ws_note(q, sl, worst);
 }

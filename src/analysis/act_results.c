@@ -1,8 +1,9 @@
 /*
  * act_results: a finished activation run's running sums turned into the
  * result: per activation (ranges, per-channel statistics), per pair
- * (cumulative and local error, histograms, flags), per graph output, and
- * where each candidate's error is born.
+ * (cumulative and local error, histograms, flags), per graph output; then
+ * where each candidate's error comes from (error_sources.c), its worst
+ * samples (worst_samples.c) and the activation outliers (outliers.c).
  */
 #include "analysis/analysis-int.h"
 
@@ -14,7 +15,6 @@
 #include "graph/tensor.h"
 #include "onnx/onnx.h"
 
-#define BORN_CAP_DB 100.0        /* SQNR cap when looking for the drop */
 #define RMSE_SCALE_BAD 0.7       /* TFLite debugger: suspect above */
 #define SATURATION_BAD 0.01      /* fraction of values outside the range */
 #define CANCEL_RATIO 1e-5        /* float RMS / inputs' RMS: a cancellation */
@@ -53,14 +53,6 @@ act_tensors_out(struct qr_ar_ctx *c)
 		t->n_values = f->n_values;
 	}
 	a->n_act_tensors = n;
-}
-
-static double
-capped(double v)
-{
-	if (isnan(v))
-		return NAN;
-	return v > BORN_CAP_DB ? BORN_CAP_DB : v;
 }
 
 static void
@@ -115,6 +107,7 @@ pair_out(const struct qr_ar_ctx *c, struct qr_act_pair *o,
 	o->over_float = p->of;
 	o->under_quant = p->uq;
 	o->over_quant = p->oq;
+	o->noise_db = o->noise_share = o->noise_gain_db = NAN;
 	o->flags = 0;
 	if (p->shape_bad)
 		o->flags |= QR_ACT_FLAG_SHAPE;
@@ -194,88 +187,16 @@ is_cancellation(const struct qr_ar_ctx *c, const double *rms, size_t ft)
 	return in > 0 && rms[ft] < CANCEL_RATIO * in;
 }
 
-#define BORN_WALK 256            /* float nodes visited looking upward */
-
-/*
- * Where error is born: among the compared tensors the candidate computes
- * with an error of its own (own[ft]: a finite local SQNR), the one whose
- * cumulative SQNR (sq[ft], capped; NaN when it is not compared or is a
- * cancellation) falls most below the worst of the compared tensors it
- * was computed from: the nearest ones above its producer in the float
- * graph, through tensors that were not compared.
- *  - Against its own inputs, not the tensor before it in depth order: a
- *    LayerNorm's variance path (40 dB) interleaves with its main path
- *    (25 dB), and nothing is lost where one follows the other.
- *  - Only where the layer adds error: an op the candidate runs exactly
- *    (a float Sub, Pow or ReduceMean in QDQ) can lower SQNR only by
- *    shrinking the signal under the error it inherits (a mean of 1e-3
- *    over inputs of 4 reads -8 dB), which is not where error is born.
- * at[ft] is the pair's index in act_pairs.
- */
-static void
-born(const struct qr_ar_ctx *c, const double *sq, const unsigned char *own,
-     const size_t *at, struct qr_act_run *r)
-{
-	size_t nn = qr_graph_n_nodes(c->fg), i, j;
-	unsigned char *seen = xcalloc(nn + 1, 1);
-	size_t *stack = xcalloc(BORN_WALK + 1, sizeof *stack);
-	size_t *visited = xcalloc(BORN_WALK + 1, sizeof *visited);
-
-	for (i = 0; i < c->n_ft; i++) {
-		size_t sp = 0, nv = 0;
-		double in = INFINITY;
-
-		if (isnan(sq[i]) || !own[i] || c->ft[i].node < 0)
-			continue;
-		stack[sp++] = (size_t)c->ft[i].node;
-		while (sp > 0) {
-			const struct qr_node *n = qr_graph_node(c->fg,
-								stack[--sp]);
-
-			for (j = 0; j < n->n_in; j++) {
-				size_t hit;
-				long p;
-
-				if (n->in[j] == NULL || n->in[j][0] == '\0')
-					continue;
-				hit = qr_ar_ft_find(c, n->in[j]);
-				if (hit != QR_AR_NONE && !isnan(sq[hit])) {
-					if (sq[hit] < in)
-						in = sq[hit];
-					continue;
-				}
-				if (hit != QR_AR_NONE && c->ft[hit].node < 0)
-					continue;
-				p = qr_graph_producer(c->fg, n->in[j]);
-				if (p < 0 || seen[p] || nv == BORN_WALK)
-					continue;
-				seen[p] = 1;
-				visited[nv++] = (size_t)p;
-				stack[sp++] = (size_t)p;
-			}
-		}
-		for (j = 0; j < nv; j++)
-			seen[visited[j]] = 0;
-		if (isfinite(in) && in - sq[i] > 0 &&
-		    (r->born < 0 || in - sq[i] > r->born_drop_db)) {
-			r->born = (long)at[i];
-			r->born_drop_db = in - sq[i];
-		}
-	}
-	free(visited);
-	free(stack);
-	free(seen);
-}
-
 static void
 cand_out(struct qr_ar_ctx *c, size_t k, const double *rms)
 {
 	struct qr_analysis *a = c->a;
 	struct qr_ar_cand *q = &c->c[k];
 	struct qr_act_run *r = &a->act_runs[k];
-	size_t i, *at;
-	double worst = INFINITY, *sq;
-	unsigned char *own;
+	size_t i, first;
+	double worst = INFINITY;
+	long *at, *pv;
+	const struct qr_ar_pair **ap;
 
 	r->ran = q->ran;
 	r->why = q->why ? xstrdup(q->why) : NULL;
@@ -300,16 +221,19 @@ cand_out(struct qr_ar_ctx *c, size_t k, const double *rms)
 		return;
 	a->act_pairs = xreallocarray(a->act_pairs, a->n_act_pairs + q->am.n + 1,
 				     sizeof *a->act_pairs);
-	sq = xcalloc(c->n_ft + 1, sizeof *sq);
-	own = xcalloc(c->n_ft + 1, 1);
 	at = xcalloc(c->n_ft + 1, sizeof *at);
+	ap = xcalloc(c->n_ft + 1, sizeof *ap);
+	pv = xcalloc(q->am.n + 1, sizeof *pv);
 	for (i = 0; i < c->n_ft; i++)
-		sq[i] = NAN;
+		at[i] = -1;
+	first = a->n_act_pairs;
 	for (i = 0; i < q->am.n; i++) {
 		struct qr_act_pair *o = &a->act_pairs[a->n_act_pairs];
 
+		pv[i] = -1;
 		if (q->pairs[i].ft == QR_AR_NONE || !c->ft[q->pairs[i].ft].seen)
 			continue;
+		pv[i] = (long)(a->n_act_pairs - first);
 		memset(o, 0, sizeof *o);
 		pair_out(c, o, &q->pairs[i], k,
 			 is_cancellation(c, rms, q->pairs[i].ft));
@@ -319,19 +243,20 @@ cand_out(struct qr_ar_ctx *c, size_t k, const double *rms)
 		r->n_structure += o->match == QR_MATCH_STRUCTURE;
 		r->n_flagged += (o->flags & (QR_ACT_FLAG_COSINE |
 					     QR_ACT_FLAG_SQNR)) != 0;
-		sq[q->pairs[i].ft] = o->flags & QR_ACT_FLAG_CANCEL ? NAN :
-				     capped(o->sqnr_db);
-		at[q->pairs[i].ft] = a->n_act_pairs - 1;
-		own[q->pairs[i].ft] = isfinite(o->local_sqnr_db);
+		if (!(o->flags & QR_ACT_FLAG_CANCEL)) {
+			at[q->pairs[i].ft] = (long)(a->n_act_pairs - 1);
+			ap[q->pairs[i].ft] = &q->pairs[i];
+		}
 		if (!(o->flags & QR_ACT_FLAG_CANCEL) &&
 		    !isnan(o->local_sqnr_db) && o->local_sqnr_db < worst) {
 			worst = o->local_sqnr_db;
 			r->worst_local = (long)(a->n_act_pairs - 1);
 		}
 	}
-	born(c, sq, own, at, r);
-	free(sq);
-	free(own);
+	qr_es_analyse(c, k, at, ap);
+	qr_ws_results(c, k, pv, a->n_act_pairs - first);
+	free(pv);
+	free(ap);
 	free(at);
 	a->act_outputs = xreallocarray(a->act_outputs,
 				       a->n_act_outputs + q->n_outs + 1,
@@ -378,6 +303,7 @@ qr_ar_results(struct qr_ar_ctx *c)
 	for (k = 0; k < c->n_c; k++)
 		cand_out(c, k, rms);
 	free(rms);
+	qr_ol_results(c);
 }
 
 /* Free the activation part of a (called by qr_analysis_free). */
@@ -436,8 +362,16 @@ qr_an_act_free(struct qr_analysis *a)
 	}
 	free(a->act_unmatched);
 	for (i = 0; a->act_runs != NULL && i < a->n_quant; i++) {
-		free(a->act_runs[i].path);
-		free(a->act_runs[i].why);
+		struct qr_act_run *r = &a->act_runs[i];
+		size_t j;
+
+		free(r->path);
+		free(r->why);
+		for (j = 0; j < r->n_worst; j++) {
+			free(r->worst[j].trace);
+			free(r->worst[j].thumb);
+		}
 	}
 	free(a->act_runs);
+	qr_ol_free(a);
 }

@@ -119,32 +119,6 @@ step_unmap(float *p, size_t cap)
 	}
 }
 
-/* to as a copy of from (its arrays resized to from's channels). */
-static void
-chan_copy(struct qr_as_chan *to, const struct qr_as_chan *from)
-{
-	size_t n = from->ch;
-
-	if (to->ch != n) {
-		qr_as_chan_free(to);
-		if (n > 0) {
-			to->mn = xmalloc(n * sizeof *to->mn);
-			to->mx = xmalloc(n * sizeof *to->mx);
-			to->sum = xmalloc(n * sizeof *to->sum);
-			to->cnt = xmalloc(n * sizeof *to->cnt);
-		}
-		to->ch = n;
-	}
-	if (n > 0) {
-		memcpy(to->mn, from->mn, n * sizeof *to->mn);
-		memcpy(to->mx, from->mx, n * sizeof *to->mx);
-		memcpy(to->sum, from->sum, n * sizeof *to->sum);
-		memcpy(to->cnt, from->cnt, n * sizeof *to->cnt);
-	}
-	to->min = from->min;
-	to->max = from->max;
-}
-
 /*
  * Copy t into float tensor f's buffer of slot s and add it to the
  * statistics (float tasks only, in sample order); f->undo keeps them as
@@ -183,7 +157,7 @@ qr_ar_ft_take(struct qr_ar_ctx *c, struct qr_ar_ftens *f, size_t s,
 		f->shape = qr_an_dims_str(t->dims, t->ndim);
 		f->seen = 1;
 	}
-	chan_copy(&f->undo, &f->chan);
+	qr_as_chan_copy(&f->undo, &f->chan);
 	qr_as_chan_add(&f->chan, f->buf[s], t->dims, t->ndim);
 	f->n_values += t->n_elem;
 	return 1;
@@ -201,7 +175,7 @@ ft_untake(struct qr_ar_ctx *c, size_t s)
 
 		if (!f->have[s])
 			continue;
-		chan_copy(&f->chan, &f->undo);
+		qr_as_chan_copy(&f->chan, &f->undo);
 		f->n_values -= f->n[s];
 		if (f->first) {
 			free(f->shape);
@@ -1018,6 +992,8 @@ qr_analysis_run_data(struct qr_analysis *a, const struct qr_model *fmodel,
 	c.refs = xcalloc(c.n_ft + 1, sizeof *c.refs);
 	for (k = 0; k < n_quant; k++)
 		qr_ar_cand_setup(&c, &c.c[k]);
+	qr_ol_setup(&c);
+	qr_ws_setup(&c);
 
 	/* the first sample in step; the others too if it was big */
 	c.lanes_free = lanes;

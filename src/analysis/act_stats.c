@@ -309,6 +309,7 @@ qr_cmp_add(struct qr_cmp_acc *a, const float *x, const float *y, size_t n)
 	a->cos_sum += cs;
 	a->cos_min = a->samples == 0 || cs < a->cos_min ? cs : a->cos_min;
 	a->cos_max = a->samples == 0 || cs > a->cos_max ? cs : a->cos_max;
+	a->cos_last = cs;
 	a->samples++;
 }
 
@@ -660,6 +661,65 @@ chan_run_avx2(const float *p, size_t n, float *mn, float *mx, double *s,
 }
 #endif
 
+/*
+ * One sample into the input-channel sums of a weighted layer's input:
+ * per channel of in->axis max |x|, sum x^2 and the count, and over the
+ * whole tensor the power sums of x up to the fourth (for the kurtosis),
+ * finite values only, in double. Skipped when the channel count differs
+ * from the first sample's.
+ */
+static void
+inch_add(struct qr_as_inch *in, const float *x, const int64_t *dims, int ndim)
+{
+	int ax = in->axis < 0 ? ndim - 1 : in->axis;
+	size_t outer, ch, inner, o, k, i;
+	double m0 = 0, m1 = 0, m2 = 0, m3 = 0;
+	uint64_t n = 0;
+
+	if (ndim < 1 || ax >= ndim)
+		return;
+	qr_an_split(dims, ndim, ax, &outer, &ch, &inner);
+	if (in->ch == 0 && ch > 0) {
+		in->ch = ch;
+		in->amax = xcalloc(ch, sizeof *in->amax);
+		in->ss = xcalloc(ch, sizeof *in->ss);
+		in->cnt = xcalloc(ch, sizeof *in->cnt);
+	}
+	if (ch != in->ch || ch == 0)
+		return;
+	for (o = 0; o < outer; o++)
+		for (k = 0; k < ch; k++) {
+			const float *p = x + (o * ch + k) * inner;
+			float amax = in->amax[k];
+			double ss = 0;
+			uint64_t m = 0;
+
+			for (i = 0; i < inner; i++) {
+				double v = p[i], v2;
+
+				if (!isfinite(v))
+					continue;
+				amax = fabsf(p[i]) > amax ? fabsf(p[i]) : amax;
+				v2 = v * v;
+				ss += v2;
+				m0 += v;
+				m2 += v2 * v;
+				m3 += v2 * v2;
+				m++;
+			}
+			in->amax[k] = amax;
+			in->ss[k] += ss;
+			in->cnt[k] += m;
+			m1 += ss;
+			n += m;
+		}
+	in->m[0] += m0;
+	in->m[1] += m1;
+	in->m[2] += m2;
+	in->m[3] += m3;
+	in->n += n;
+}
+
 int
 qr_as_chan_add(struct qr_as_chan *c, const float *x, const int64_t *dims,
 	       int ndim)
@@ -688,6 +748,8 @@ qr_as_chan_add(struct qr_as_chan *c, const float *x, const int64_t *dims,
 		c->min = INFINITY;
 		c->max = -INFINITY;
 	}
+	if (c->in != NULL)
+		inch_add(c->in, x, dims, ndim);
 	if (ch != c->ch)
 		return 0;
 	for (o = 0; o < outer; o++) {
@@ -725,6 +787,83 @@ qr_as_chan_add(struct qr_as_chan *c, const float *x, const int64_t *dims,
 	return 1;
 }
 
+static void
+inch_free(struct qr_as_inch *in)
+{
+	if (in == NULL)
+		return;
+	free(in->amax);
+	free(in->ss);
+	free(in->cnt);
+	free(in);
+}
+
+/* *to as a copy of from: its arrays reused when the channel counts
+ * agree (the float run copies every sample's statistics). */
+static void
+inch_copy(struct qr_as_inch **to, const struct qr_as_inch *from)
+{
+	struct qr_as_inch *r = *to;
+	size_t n = from != NULL ? from->ch : 0;
+
+	if (from == NULL || (r != NULL && r->ch != n)) {
+		inch_free(r);
+		*to = r = NULL;
+	}
+	if (from == NULL)
+		return;
+	if (r == NULL) {
+		*to = r = xcalloc(1, sizeof *r);
+		if (n > 0) {
+			r->amax = xmalloc(n * sizeof *r->amax);
+			r->ss = xmalloc(n * sizeof *r->ss);
+			r->cnt = xmalloc(n * sizeof *r->cnt);
+		}
+	}
+	r->axis = from->axis;
+	r->ch = n;
+	memcpy(r->m, from->m, sizeof r->m);
+	r->n = from->n;
+	if (n > 0) {
+		memcpy(r->amax, from->amax, n * sizeof *r->amax);
+		memcpy(r->ss, from->ss, n * sizeof *r->ss);
+		memcpy(r->cnt, from->cnt, n * sizeof *r->cnt);
+	}
+}
+
+/* See analysis-int.h. The float run keeps a copy of each tensor's
+ * statistics from before the sample it takes, to put back when that
+ * run fails (act_sched.c). */
+void
+qr_as_chan_copy(struct qr_as_chan *to, const struct qr_as_chan *from)
+{
+	size_t n = from->ch;
+
+	if (to->ch != n) {
+		struct qr_as_inch *keep = to->in;
+
+		to->in = NULL;
+		qr_as_chan_free(to);
+		to->in = keep;
+		if (n > 0) {
+			to->mn = xmalloc(n * sizeof *to->mn);
+			to->mx = xmalloc(n * sizeof *to->mx);
+			to->sum = xmalloc(n * sizeof *to->sum);
+			to->cnt = xmalloc(n * sizeof *to->cnt);
+		}
+		to->ch = n;
+	}
+	if (n > 0) {
+		memcpy(to->mn, from->mn, n * sizeof *to->mn);
+		memcpy(to->mx, from->mx, n * sizeof *to->mx);
+		memcpy(to->sum, from->sum, n * sizeof *to->sum);
+		memcpy(to->cnt, from->cnt, n * sizeof *to->cnt);
+	}
+	to->min = from->min;
+	to->max = from->max;
+	inch_copy(&to->in, from->in);
+}
+
 void
 qr_as_chan_free(struct qr_as_chan *c)
 {
@@ -732,5 +871,6 @@ qr_as_chan_free(struct qr_as_chan *c)
 	free(c->mx);
 	free(c->sum);
 	free(c->cnt);
+	inch_free(c->in);
 	memset(c, 0, sizeof *c);
 }

@@ -25,6 +25,13 @@
  *                   run's float values put in the candidate's tensors
  *   act_results.c   running sums into the per-activation, per-pair and
  *                   per-output results
+ *   error_sources.c where a candidate's error comes from: the noise each
+ *                   layer makes and amplifies, shares per op group, where
+ *                   it is born
+ *   outliers.c      activation outliers at the weighted layers' inputs:
+ *                   SmoothQuant's predicted gain
+ *   worst_samples.c the samples a candidate matches worst, with their
+ *                   per-layer cosines and thumbnails
  *
  * Ownership: qr_an_* functions that return heap memory say so; everything
  * else is borrowed from the model or the graph index.
@@ -41,6 +48,7 @@
 
 struct qr_exec;
 struct qr_graph;
+struct qr_ws_store;
 struct qr_node;
 struct qr_tensor;
 struct qr_tensor_data;
@@ -273,6 +281,18 @@ void qr_as_hist_add(double lo, double hi, uint64_t *bins, size_t nbins,
 		    uint64_t *under, uint64_t *over, const float *v,
 		    size_t n);
 
+/* Per input channel of a weighted layer (a Conv's axis 1, a MatMul's
+ * last axis): what SmoothQuant's view needs, over samples. */
+struct qr_as_inch {
+	int axis;                /* input-channel axis; -1: the last */
+	size_t ch;               /* channels (0 before the first sample) */
+	float *amax;             /* per channel: max |x| */
+	double *ss;              /* per channel: sum x^2 */
+	uint64_t *cnt;           /* per channel: finite values */
+	double m[4];             /* whole tensor: sum x, x^2, x^3, x^4 */
+	uint64_t n;              /* whole tensor: finite values */
+};
+
 /* Per-channel min/max/mean of an activation, over samples. */
 struct qr_as_chan {
 	size_t ch;               /* channels (0 before the first sample) */
@@ -280,10 +300,15 @@ struct qr_as_chan {
 	double *sum;             /* per channel, finite values */
 	uint64_t *cnt;           /* per channel, finite values */
 	double min, max;         /* whole tensor */
+	struct qr_as_inch *in;   /* input-channel sums too, when the tensor
+				  * feeds a weighted layer (qr_ol_setup);
+				  * owned */
 };
 int qr_as_channel_axis(int ndim);
 int qr_as_chan_add(struct qr_as_chan *c, const float *x, const int64_t *dims,
 		   int ndim);
+/* to as a deep copy of from (to's arrays reused or replaced). */
+void qr_as_chan_copy(struct qr_as_chan *to, const struct qr_as_chan *from);
 void qr_as_chan_free(struct qr_as_chan *c);
 
 /* ---- act_match.c ---- */
@@ -419,6 +444,8 @@ struct qr_ar_cand {
 				  * entries and compared inputs) */
 	struct qr_ar_pair *undo; /* in step: pairs before the sample, put
 				  * back if the float run fails on it */
+	struct qr_ws_store *worst; /* the worst samples so far (cumulative
+				  * task only) */
 };
 
 /* One sample in flight: the inputs (copied, the feed reuses its own)
@@ -539,5 +566,57 @@ void qr_ar_step_read(struct qr_ar_hctx *h, size_t i);
 void qr_ar_results(struct qr_ar_ctx *c);
 /* Free the activation fields of a (qr_analysis_free calls it). */
 void qr_an_act_free(struct qr_analysis *a);
+
+/* error_sources.c */
+
+/* Where candidate k's error comes from, once its pairs are in
+ * c->a->act_pairs: each pair's noise_db, noise_share, noise_gain_db and
+ * same_grid, and act_runs[k]'s es, born, born_share and born_drop_db.
+ * at[ft] is the act_pairs index of float tensor ft's pair (-1: none, or
+ * a cancellation) and ap[ft] the pair's sums. */
+void qr_es_analyse(struct qr_ar_ctx *c, size_t k, const long *at,
+		   const struct qr_ar_pair *const *ap);
+
+/* outliers.c */
+
+/* Mark the compared float tensors that feed a Conv, Gemm or MatMul with
+ * a constant weight: their input-channel sums are taken (chan.in). */
+void qr_ol_setup(struct qr_ar_ctx *c);
+/* c->a->outliers from those sums and the float weights. */
+void qr_ol_results(struct qr_ar_ctx *c);
+void qr_ol_free(struct qr_analysis *a);
+
+/* worst_samples.c */
+
+/* The worst samples of one candidate, kept while the cumulative run goes:
+ * at most QR_WORST_SAMPLES of them, each with a cosine per pair (and a
+ * thumbnail of at most 64 x 64 pixels): QR_WORST_SAMPLES floats and one
+ * counter per pair, whatever the number of samples. */
+struct qr_ws_kept {
+	size_t sample;           /* sample index */
+	double cos;              /* its output cosine */
+	float *trace;            /* per pair of the candidate (am.n) */
+	uint8_t *thumb;          /* RGB, or NULL */
+	int w, h;                /* thumbnail pixels */
+};
+struct qr_ws_store {
+	uint64_t *seen;          /* per pair: cum.samples when the last
+				  * sample was noted */
+	size_t next;             /* index of the next sample */
+	int images;              /* the data are images: thumbnails */
+	size_t n;                /* kept */
+	struct qr_ws_kept e[QR_WORST_SAMPLES];
+};
+/* A store for every candidate that runs. */
+void qr_ws_setup(struct qr_ar_ctx *c);
+/* The cumulative run of q has compared its outputs on the sample in sl:
+ * out_cos is the lowest output cosine (NaN: none compared). */
+void qr_ws_note(struct qr_ar_cand *q, const struct qr_ar_slot *sl,
+		double out_cos);
+/* act_runs[k]'s worst samples; pv[i] is q's pair i's index among the
+ * candidate's act_pairs (-1: not there), n_pv of them in act_pairs. */
+void qr_ws_results(struct qr_ar_ctx *c, size_t k, const long *pv,
+		   size_t n_pv);
+void qr_ws_free(struct qr_ar_cand *q);
 
 #endif

@@ -153,6 +153,8 @@ qr_analysis_take_data(struct qr_analysis *dst, struct qr_analysis *src)
 	dst->n_act_unmatched = src->n_act_unmatched;
 	dst->act_unmatched = src->act_unmatched;
 	dst->act_runs = src->act_runs;
+	dst->n_outliers = src->n_outliers;
+	dst->outliers = src->outliers;
 	memset(&src->data, 0, sizeof src->data);
 	src->n_act_tensors = src->n_act_pairs = 0;
 	src->n_act_outputs = src->n_act_unmatched = 0;
@@ -162,6 +164,8 @@ qr_analysis_take_data(struct qr_analysis *dst, struct qr_analysis *src)
 	src->act_unmatched = NULL;
 	src->act_runs = NULL;
 	qr_analysis_hazards(dst);
+	src->n_outliers = 0;
+	src->outliers = NULL;
 }
 
 /* Free a and everything it owns; NULL does nothing. */

@@ -17,8 +17,10 @@
  * model and every candidate, one sample at a time, and adds the
  * activation comparison: matched tensors (act_match.c), streaming
  * statistics (act_stats.c, act_quant.c), local vs cumulative error
- * (act_sched.c, act_hook.c, act_results.c). qr_analysis_hazards then adds
- * the hazards the data shows.
+ * (act_sched.c, act_hook.c, act_results.c), where each candidate's error
+ * comes from (error_sources.c), its worst samples (worst_samples.c) and
+ * the activation outliers at the weighted layers' inputs (outliers.c).
+ * qr_analysis_hazards then adds the hazards the data shows.
  *
  * Ownership: qr_analysis_new returns a result the caller frees with
  * qr_analysis_free. Strings in it are copies owned by the result (so the
@@ -246,6 +248,42 @@ enum {
 				      * points at it */
 };
 
+#define QR_OL_ALPHAS 11           /* migration strengths 0, 0.1, ..., 1 */
+
+/* SmoothQuant's view of a weighted layer's input (outliers.c): per input
+ * channel j the float activation's max |x| (a_j) against the weight's
+ * max |w| (w_j), and the predicted SQNR of the layer's int8 product when
+ * s_j = a_j^alpha / w_j^(1-alpha) moves range from the activation to the
+ * weight (Xiao et al. 2023). */
+struct qr_act_outlier {
+	char *layer;            /* the Conv, Gemm or MatMul */
+	char *op;               /* its op type */
+	size_t tensor;          /* its input: index into act_tensors */
+	int depth;              /* the layer's topological position */
+	size_t channels;        /* input channels */
+	float *act_absmax;      /* a_j: max |x| per input channel, all
+				 * samples */
+	float *w_range;         /* w_j: max |w| over the weights reading
+				 * input channel j */
+	double absmax_max;      /* max_j a_j */
+	double absmax_median;   /* median_j a_j (numpy's) */
+	double max_over_median; /* their ratio; NaN when the median is 0 */
+	size_t top_channel;     /* the j of max_j a_j */
+	double kurtosis;        /* m4 / m2^2 of the activation's values
+				 * (central moments; 3 for a Gaussian) */
+	double sqnr_none_db;    /* predicted SQNR of the int8 product as the
+				 * layer is (no migration: s_j = 1), dB */
+	double sqnr_db[QR_OL_ALPHAS]; /* the same after migration at alpha =
+				 * k / (QR_OL_ALPHAS - 1), dB */
+	double best_alpha;      /* the alpha of the best SQNR (the lowest
+				 * on ties) */
+	double best_sqnr_db;
+	float *heat;            /* 4 x heat_cols: log10(a_j / median), log10
+				 * (w_j / median), the same at alpha 0.5;
+				 * channels max-pooled to heat_cols */
+	size_t heat_cols;
+};
+
 /* A float activation that some candidate's tensor was matched to, with
  * the float model's own statistics (shared by all candidates). */
 struct qr_act_tensor {
@@ -302,6 +340,20 @@ struct qr_act_pair {
 	uint64_t under_float, over_float; /* outside [hist_lo, hist_hi] */
 	uint64_t under_quant, over_quant;
 	int flags;              /* QR_ACT_FLAG_* */
+	/* where the error comes from (error_sources.c) */
+	double noise_db;        /* noise the layer makes itself over its
+				 * signal, 10 log10(local sum (x-y)^2 / sum
+				 * x^2) = -local_sqnr_db; -inf when exact */
+	double noise_share;     /* its share (0..1) of the noise the
+				 * candidate's layers make; NaN when left out
+				 * (cancellation, nothing compared) */
+	double noise_gain_db;   /* its cumulative noise-to-signal ratio over
+				 * what its inputs bring plus what it makes,
+				 * dB; NaN when undefined */
+	int same_grid;          /* 1: only moves or selects values already
+				 * on its input's grid (same scale and zero
+				 * point), so the candidate loses nothing
+				 * there: no share */
 };
 
 /* A graph output of the float model compared with a candidate's output
@@ -331,6 +383,63 @@ struct qr_act_unmatched {
 	char *reason;           /* why */
 };
 
+/* Groups of ops for the error shares (qr_op_group). */
+enum qr_op_group {
+	QR_OPG_LINEAR = 0,       /* Conv, Gemm, MatMul and other weighted ops */
+	QR_OPG_ELTWISE,          /* Add, Mul, Div, Pow, ... */
+	QR_OPG_ACTIVATION,       /* Relu, Sigmoid, Gelu, Exp, ... */
+	QR_OPG_POOL,             /* pools and reductions */
+	QR_OPG_NORM,             /* normalizations and Softmax */
+	QR_OPG_MOVE,             /* reshapes, concats, gathers, resizes */
+	QR_OPG_INPUT,            /* graph inputs */
+	QR_OPG_OTHER,
+	QR_OPG_N
+};
+/* The group of an op type of the float model ("input" for a graph input). */
+int qr_op_group(const char *op);
+/* "Conv/Gemm/MatMul", "elementwise", "activations", "pooling",
+ * "normalization", "data movement", "inputs", "other". */
+const char *qr_op_group_name(int g);
+
+#define QR_ES_TOP 5              /* creators and amplifiers listed */
+#define QR_ES_DOMINANT 0.5       /* a layer that makes this share of the
+				  * noise makes more than all others
+				  * together: without it the output's
+				  * noise at least halves (+3 dB) */
+#define QR_ES_AMPLIFY_DB 3.0     /* a gain from which a layer amplifies:
+				  * it doubles the noise it is given */
+
+/* Where one candidate's error comes from (error_sources.c). */
+struct qr_error_sources {
+	int computed;            /* 1 once the pairs were analysed */
+	double created_db;       /* 10 log10 of the summed noise-to-signal
+				  * ratios the layers make (-inf: none) */
+	double top_share;        /* the largest noise_share; NaN: no noise */
+	int accumulates;         /* 1: no layer makes QR_ES_DOMINANT of the
+				  * noise: it builds up over many */
+	size_t n_creators;
+	long creators[QR_ES_TOP];   /* act_pairs indices, largest share first */
+	size_t n_amplifiers;
+	long amplifiers[QR_ES_TOP]; /* act_pairs indices, largest gain first
+				     * (gain of QR_ES_AMPLIFY_DB or more) */
+	double group_share[QR_OPG_N]; /* share of the noise per op group */
+	size_t group_pairs[QR_OPG_N]; /* pairs analysed per op group */
+};
+
+#define QR_WORST_SAMPLES 5       /* worst samples kept per candidate */
+
+/* A sample whose output the candidate matches worst. */
+struct qr_worst_sample {
+	size_t sample;           /* index into data.sample_names */
+	double cosine;           /* its output cosine (lowest over outputs) */
+	size_t n_trace;          /* the candidate's act_pairs */
+	float *trace;            /* its cosine per pair of the candidate, in
+				  * act_pairs order; NaN where not compared */
+	uint8_t *thumb;          /* RGB thumbnail (thumb_w x thumb_h), or
+				  * NULL: not an image */
+	int thumb_w, thumb_h;    /* pixels */
+};
+
 /* How the data run went for one candidate. */
 struct qr_act_run {
 	char *path;             /* candidate path */
@@ -340,11 +449,17 @@ struct qr_act_run {
 	size_t n_name;          /*   by name */
 	size_t n_structure;     /*   by structure */
 	size_t n_flagged;       /* pairs with a threshold flag */
-	long born;              /* pair (index into act_pairs) after which
-				 * cumulative SQNR drops most, or -1 */
-	double born_drop_db;    /* that drop, dB (SQNR capped at 100 dB) */
+	long born;              /* pair (index into act_pairs) that makes
+				 * most of the noise, when it makes
+				 * QR_ES_DOMINANT of it or more; else -1 */
+	double born_drop_db;    /* cumulative SQNR from its inputs to it,
+				 * dB (SQNR capped at 100 dB) */
 	long worst_local;       /* pair with the lowest local SQNR, or -1 */
 	double seconds;         /* time in its runs */
+	double born_share;      /* born's noise_share */
+	struct qr_error_sources es; /* where the error comes from */
+	size_t n_worst;         /* worst samples, lowest output cosine first */
+	struct qr_worst_sample worst[QR_WORST_SAMPLES];
 };
 
 /* A sample the float model could not take, left out of every number. */
@@ -460,6 +575,10 @@ struct qr_analysis {
 	struct qr_hazard *hazards;        /* by candidate, then kind */
 	struct qr_an_hazard_plan *hz_plan; /* what the graph pass keeps for
 					    * the data pass (hazards.c) */
+	size_t n_outliers;
+	struct qr_act_outlier *outliers;  /* activation outliers at the
+					   * inputs of weighted layers, by
+					   * depth */
 };
 
 /* Analyse the float model and n_quant candidates (quant may be NULL when
@@ -638,6 +757,7 @@ struct qr_cmp_acc {
 	double cos_min;          /* min per-sample cosine */
 	double cos_max;          /* max per-sample cosine */
 	uint64_t nan_x, inf_x, nan_y, inf_y; /* non-finite counts */
+	double cos_last;         /* the last sample's cosine */
 };
 void qr_cmp_add(struct qr_cmp_acc *a, const float *x, const float *y,
 		size_t n);
@@ -656,5 +776,21 @@ void qr_cle_pair_scales(const float *r1, const float *r2, size_t n, float *s);
 /* CLE triplet: s12 = r0/cbrt(r0 r1 r2), s23 = cbrt(r0 r1 r2)/r2. */
 void qr_cle_triplet_scales(const float *r0, const float *r1, const float *r2,
 			   size_t n, float *s12, float *s23);
+/* SmoothQuant's migration scales (Xiao et al. 2023): s[j] = amax[j]^alpha
+ * / wr[j]^(1 - alpha) for n input channels; 1 where amax or wr is 0. */
+void qr_smooth_scales(const float *amax, const float *wr, size_t n,
+		      double alpha, double *s);
+/*
+ * Predicted SQNR (dB) of a weighted layer's int8 product once its input
+ * channels are divided by s and the weight's multiplied by it (s NULL:
+ * as it is; outliers.c has the model): w is [out][in / groups][taps]
+ * (output channel o reads input channels from (o / (out / groups)) * (in
+ * / groups) on), amax and msq the activation's max |x| and mean x^2 per
+ * input channel (in entries). +inf when nothing is lost, NaN when there
+ * is no signal.
+ */
+double qr_smooth_sqnr(const float *w, size_t out, size_t in, size_t groups,
+		      size_t taps, const float *amax, const double *msq,
+		      const double *s);
 
 #endif

@@ -48,6 +48,26 @@ pending_new(struct qr_chart_queue *q, const char *file)
 	return p;
 }
 
+/* See report-int.h. */
+enum qr_status
+qr_report_png_write(const struct qr_chart_queue *q, const char *file,
+		    const uint8_t *rgb, int w, int h, struct qr_diag *d)
+{
+	size_t n = (size_t)w * (size_t)h, i;
+	uint8_t *rgba = xmalloc(4 * (n ? n : 1));
+	char *path = qr_path_join(q->chartdir, file);
+	enum qr_status st;
+
+	for (i = 0; i < n; i++) {
+		memcpy(rgba + 4 * i, rgb + 3 * i, 3);
+		rgba[4 * i + 3] = 255;
+	}
+	st = qr_png_write_rgba(path, rgba, w, h, 4 * w, d);
+	free(path);
+	free(rgba);
+	return st;
+}
+
 /* Append v in decimal: a chart's <map> has thousands of coordinates. */
 static void
 put_int(struct qr_buf *b, int v)

@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -363,6 +364,10 @@ act_json(const struct qr_analysis *a, const struct qr_act_pair *p)
 	cJSON_AddNumberToObject(h, "quant_under", (double)p->under_quant);
 	cJSON_AddNumberToObject(h, "quant_over", (double)p->over_quant);
 	cJSON_AddItemToObject(o, "flags", flags_array(p->flags));
+	add_num(o, "noise_db", p->noise_db);
+	add_num(o, "noise_share", p->noise_share);
+	add_num(o, "noise_gain_db", p->noise_gain_db);
+	cJSON_AddBoolToObject(o, "noise_same_grid", p->same_grid);
 	return o;
 }
 
@@ -458,6 +463,131 @@ qr_json_act_unmatched(const struct qr_analysis *a, size_t k)
 	return arr;
 }
 
+/* ---- error sources, outliers, worst samples ---- */
+
+/* A pair as a creator or amplifier: tensor, layer, op and the number. */
+static cJSON *
+source_json(const struct qr_analysis *a, long pi, const char *key, double v)
+{
+	const struct qr_act_pair *p = &a->act_pairs[pi];
+	const struct qr_act_tensor *t = &a->act_tensors[p->tensor];
+	cJSON *o = cJSON_CreateObject();
+
+	add_str(o, "tensor", t->name);
+	add_str(o, "layer", t->layer);
+	add_str(o, "op", t->op);
+	add_num(o, key, v);
+	add_num(o, "noise_db", p->noise_db);
+	return o;
+}
+
+static cJSON *
+error_sources_json(const struct qr_analysis *a,
+		   const struct qr_error_sources *es)
+{
+	cJSON *o = cJSON_CreateObject(), *arr;
+	size_t i;
+
+	add_num(o, "created_db", es->created_db);
+	add_num(o, "top_share", es->top_share);
+	cJSON_AddNumberToObject(o, "dominant_share", QR_ES_DOMINANT);
+	cJSON_AddBoolToObject(o, "accumulates", es->accumulates);
+	arr = cJSON_AddArrayToObject(o, "creators");
+	for (i = 0; i < es->n_creators; i++)
+		cJSON_AddItemToArray(arr, source_json(
+			a, es->creators[i], "noise_share",
+			a->act_pairs[es->creators[i]].noise_share));
+	arr = cJSON_AddArrayToObject(o, "amplifiers");
+	for (i = 0; i < es->n_amplifiers; i++)
+		cJSON_AddItemToArray(arr, source_json(
+			a, es->amplifiers[i], "noise_gain_db",
+			a->act_pairs[es->amplifiers[i]].noise_gain_db));
+	arr = cJSON_AddArrayToObject(o, "groups");
+	for (i = 0; i < QR_OPG_N; i++) {
+		cJSON *g;
+
+		if (es->group_pairs[i] == 0)
+			continue;
+		g = cJSON_CreateObject();
+		add_str(g, "group", qr_op_group_name((int)i));
+		add_num(g, "share", es->group_share[i]);
+		cJSON_AddNumberToObject(g, "layers",
+					(double)es->group_pairs[i]);
+		cJSON_AddItemToArray(arr, g);
+	}
+	return o;
+}
+
+static cJSON *
+worst_samples_json(const struct qr_analysis *a, size_t k)
+{
+	const struct qr_act_run *r = &a->act_runs[k];
+	cJSON *arr = cJSON_CreateArray();
+	size_t i;
+
+	for (i = 0; i < r->n_worst; i++) {
+		const struct qr_worst_sample *w = &r->worst[i];
+		int label = w->sample < a->data.samples
+			? a->data.labels[w->sample] : -1;
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddNumberToObject(o, "sample", (double)w->sample);
+		add_str(o, "name", w->sample < a->data.samples
+			? a->data.sample_names[w->sample] : NULL);
+		cJSON_AddItemToObject(o, "label", label >= 0
+				      ? cJSON_CreateNumber(label)
+				      : cJSON_CreateNull());
+		add_num(o, "cosine", w->cosine);
+		if (w->thumb != NULL) {
+			char f[64];
+
+			snprintf(f, sizeof f, "charts/" QR_THUMB_FMT, k + 1,
+				 i + 1);
+			add_str(o, "thumbnail", f);
+		} else {
+			cJSON_AddNullToObject(o, "thumbnail");
+		}
+		cJSON_AddItemToObject(o, "trace",
+				      float_array(w->trace, w->n_trace));
+		cJSON_AddItemToArray(arr, o);
+	}
+	return arr;
+}
+
+static cJSON *
+outlier_json(const struct qr_analysis *a, const struct qr_act_outlier *x)
+{
+	cJSON *o = cJSON_CreateObject(), *arr;
+	size_t k;
+
+	add_str(o, "layer", x->layer);
+	add_str(o, "op", x->op);
+	add_str(o, "tensor", a->act_tensors[x->tensor].name);
+	cJSON_AddNumberToObject(o, "depth", x->depth);
+	cJSON_AddNumberToObject(o, "channels", (double)x->channels);
+	add_num(o, "absmax_max", x->absmax_max);
+	add_num(o, "absmax_median", x->absmax_median);
+	add_num(o, "max_over_median", x->max_over_median);
+	cJSON_AddNumberToObject(o, "top_channel", (double)x->top_channel);
+	add_num(o, "kurtosis", x->kurtosis);
+	add_num(o, "sqnr_db", x->sqnr_none_db);
+	add_num(o, "sqnr_alpha05_db", x->sqnr_db[(QR_OL_ALPHAS - 1) / 2]);
+	add_num(o, "best_alpha", x->best_alpha);
+	add_num(o, "best_sqnr_db", x->best_sqnr_db);
+	add_num(o, "gain_db", x->best_sqnr_db - x->sqnr_none_db);
+	arr = cJSON_AddArrayToObject(o, "alphas");
+	for (k = 0; k < QR_OL_ALPHAS; k++)
+		cJSON_AddItemToArray(arr, cJSON_CreateNumber(
+			(double)k / (QR_OL_ALPHAS - 1)));
+	cJSON_AddItemToObject(o, "sqnr_by_alpha_db",
+			      double_array(x->sqnr_db, QR_OL_ALPHAS));
+	cJSON_AddItemToObject(o, "act_absmax",
+			      float_array(x->act_absmax, x->channels));
+	cJSON_AddItemToObject(o, "w_range",
+			      float_array(x->w_range, x->channels));
+	return o;
+}
+
 static cJSON *
 run_json(const struct qr_analysis *a, size_t k)
 {
@@ -479,6 +609,8 @@ run_json(const struct qr_analysis *a, size_t k)
 		x = cJSON_AddObjectToObject(o, "error_born_at");
 		add_str(x, "tensor", a->act_tensors[p->tensor].name);
 		add_str(x, "layer", a->act_tensors[p->tensor].layer);
+		add_num(x, "noise_share", r->born_share);
+		add_num(x, "local_sqnr_db", p->local_sqnr_db);
 		add_num(x, "sqnr_drop_db", r->born_drop_db);
 	} else {
 		cJSON_AddNullToObject(o, "error_born_at");
@@ -495,6 +627,10 @@ run_json(const struct qr_analysis *a, size_t k)
 	}
 	cJSON_AddItemToObject(o, "unmatched", qr_json_act_unmatched(a, k));
 	add_num(o, "seconds", r->seconds);
+	if (r->es.computed)
+		cJSON_AddItemToObject(o, "error_sources",
+				      error_sources_json(a, &r->es));
+	cJSON_AddItemToObject(o, "worst_samples", worst_samples_json(a, k));
 	return o;
 }
 
@@ -589,6 +725,9 @@ qr_report_json_new(const struct qr_analysis *a,
 	arr = cJSON_AddArrayToObject(root, "activation_runs");
 	for (i = 0; a->act_runs != NULL && i < a->n_quant; i++)
 		cJSON_AddItemToArray(arr, run_json(a, i));
+	arr = cJSON_AddArrayToObject(root, "outliers");
+	for (i = 0; i < a->n_outliers; i++)
+		cJSON_AddItemToArray(arr, outlier_json(a, &a->outliers[i]));
 
 	arr = cJSON_AddArrayToObject(root, "hazards");
 	for (i = 0; i < a->n_hazards; i++)

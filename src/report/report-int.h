@@ -14,6 +14,8 @@
  *                   the verdict, and the whole context in page order
  *   view_weights.c  weight ranges, quantized weights, CLE sets
  *   view_acts.c     activations on the data, the overview's worst layers
+ *   view_diag.c     where the error comes from, worst samples,
+ *                   activation outliers
  *   view_layers.c   the table of every layer and each layer's page
  *   view_ci.c       the --fail-if and --compare-to pages
  *   view_hazards.c  the hazards: the overview's section, a layer's own
@@ -32,6 +34,7 @@
 #define QR_REPORT_INT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util/util.h"
 
@@ -57,6 +60,8 @@ struct qr_report_opts;
 #define QR_SCHEMA_VERSION 2 /* report.json; bump when a key changes meaning */
 #define QR_DEAD_LIST_MAX 64 /* dead channels listed per weight in
 			       report.json */
+#define QR_THUMB_FMT "ws%zu-%zu.png" /* a worst sample's thumbnail under
+					charts/: candidate, rank (from 1) */
 
 /* ---- embedded.c (generated) ---- */
 
@@ -276,6 +281,11 @@ enum qr_status qr_report_chart_queue(struct qr_chart_queue *q,
 void qr_report_heatmap_queue(struct qr_chart_queue *q, const char *file,
 			     const float *v, size_t rows, size_t cols,
 			     int cell, float vmin, float vmax);
+/* Write rgb (w x h pixels, 3 bytes each) as chartdir/file now (a
+ * thumbnail: too small to queue). QR_EIO naming the file. */
+enum qr_status qr_report_png_write(const struct qr_chart_queue *q,
+				   const char *file, const uint8_t *rgb, int w,
+				   int h, struct qr_diag *d);
 /* Wait for every queued image. QR_EIO or QR_EUSAGE from an image, naming
  * it. */
 enum qr_status qr_report_chart_flush(struct qr_chart_queue *q,
@@ -404,6 +414,25 @@ void qr_view_act_verdict(const struct qr_analysis *a, size_t k,
  * over every candidate, for the overview. */
 void qr_view_worst_acts(const struct qr_analysis *a,
 			const struct qr_view_ctx *cc, struct cJSON *root);
+
+/* ---- view_diag.c ---- */
+
+/* The error-source clause of the verdict for candidate k, appended to b:
+ * "; error is born at X (it makes 84% of the noise; ...)" or "; the
+ * error builds up over many layers ...", then the amplifiers. */
+void qr_view_sources_text(const struct qr_analysis *a, size_t k,
+			  struct qr_buf *b);
+/* x["born"] ({tensor, page, anchor, share}) and x["builds_up"] ({top,
+ * anchor}) of candidate k's headline; null when they do not apply. cc
+ * may be NULL (no page links). */
+void qr_view_born(const struct qr_analysis *a, const struct qr_view_ctx *cc,
+		  size_t k, struct cJSON *x);
+/* Into act (root.act, with its cands built): each candidate's sources
+ * and worst samples (thumbnails written, trace charts queued), and
+ * act.outliers with a heatmap each. QR_EIO writing a thumbnail,
+ * QR_EUSAGE from a chart. */
+enum qr_status qr_view_diag(struct qr_view_ctx *cc,
+			    const struct qr_analysis *a, struct cJSON *act);
 
 /* ---- view_layers.c ---- */
 

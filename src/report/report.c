@@ -25,6 +25,7 @@
 #define MARKER ".qreport"
 #define SUMMARY_WORST 10 /* layers listed in summary.md */
 #define SUMMARY_HAZARDS 20 /* hazards listed in summary.md */
+#define SUMMARY_OUTLIERS 5 /* outlier layers listed in summary.md */
 
 /* The pages, in nav-bar order. */
 static const struct page {
@@ -247,11 +248,53 @@ summary_headlines(struct qr_buf *b, const cJSON *view)
 					 x, "one_flagged"))
 			    ? " layer below threshold" : " layers below threshold");
 		if (cJSON_IsObject(born))
-			md_fill(b, born, "; error is born at {tensor}");
+			md_fill(b, born, "; error is born at {tensor} ({share} "
+				"of the noise)");
+		if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(
+			    x, "builds_up")))
+			md_fill(b, cJSON_GetObjectItemCaseSensitive(
+					x, "builds_up"),
+				"; error builds up over many layers (largest "
+				"layer {top})");
 		qr_buf_puts(b, "\n");
 	}
 	if (any)
 		qr_buf_puts(b, "\n");
+}
+
+/* "## Where the error comes from": each compared candidate's sources
+ * sentence, then the layers whose inputs migration would help most. */
+static void
+summary_sources(struct qr_buf *b, const cJSON *view)
+{
+	const cJSON *act = cJSON_GetObjectItemCaseSensitive(view, "act"), *x;
+	int first = 1, shown = 0;
+
+	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(act, "cands")) {
+		const cJSON *s = cJSON_GetObjectItemCaseSensitive(x, "sources");
+
+		if (!cJSON_IsObject(s))
+			continue;
+		if (first)
+			qr_buf_puts(b, "\n## Where the error comes from\n\n");
+		first = 0;
+		md_fill(b, x, "- {label}: ");
+		md_fill(b, s, "{sentence}\n");
+	}
+	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(act,
+							      "outliers")) {
+		if (shown == 0)
+			qr_buf_puts(b, "\n## Activation outliers (SmoothQuant)"
+				    "\n\n| # | layer | max / median | SQNR "
+				    "as is (dB) | best alpha | best SQNR (dB) "
+				    "| gain (dB) |\n"
+				    "|--:|---|--:|--:|--:|--:|--:|\n");
+		if (shown++ == SUMMARY_OUTLIERS)
+			break;
+		qr_buf_printf(b, "| %d | ", shown);
+		md_fill(b, x, "{layer} | {ratio} | {sqnr} | {best_alpha} | "
+			"{best_sqnr} | {gain} |\n");
+	}
 }
 
 static void
@@ -419,8 +462,12 @@ qr_report_summary_md(const struct qr_analysis *a, const cJSON *view)
 					"top-1 agreement {top1}");
 			md_fill(&b, x, "; layers below threshold: {n_flagged}");
 			if (cJSON_IsObject(born))
-				md_fill(&b, born,
-					"; error is born at {tensor}");
+				md_fill(&b, born, "; error is born at {tensor} "
+					"({share} of the noise)");
+			if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+				    x, "builds_up")))
+				qr_buf_puts(&b, "; error builds up over many "
+					    "layers");
 			qr_buf_puts(&b, "\n");
 		}
 		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
@@ -440,6 +487,7 @@ qr_report_summary_md(const struct qr_analysis *a, const cJSON *view)
 
 	summary_hazards(&b, view);
 	summary_worst_acts(&b, view);
+	summary_sources(&b, view);
 	qr_buf_puts(&b, "\n## Worst weight layers\n\n");
 	x = cJSON_GetObjectItemCaseSensitive(view, "problems");
 	if (cJSON_GetArraySize(x) == 0) {

@@ -368,18 +368,7 @@ verdict_lines(const struct qr_analysis *a, const struct qr_view_ctx *cc,
 		qr_view_str(x, "flagged_class", r->n_flagged ? "bad" : "good");
 		if (r->n_flagged > 0 && strcmp(cls, "good") == 0)
 			cls = "warn";
-		if (r->born >= 0) {
-			cJSON *o = cJSON_CreateObject();
-			const struct qr_act_tensor *t =
-				&a->act_tensors[a->act_pairs[r->born].tensor];
-
-			cJSON_ReplaceItemInObject(x, "born", o);
-			qr_view_str(o, "tensor", qr_or_empty(t->name));
-			qr_view_page(cc, o, t->layer);
-			qr_view_fmt(o, "anchor", "activations.html#ap-%ld",
-				    r->born);
-			qr_view_fmt(o, "drop", "%.1f", r->born_drop_db);
-		}
+		qr_view_born(a, cc, k, x);
 		qr_view_str(x, "class", cls);
 	}
 	cJSON_AddBoolToObject(v, "has_lines", a->n_quant > 0);

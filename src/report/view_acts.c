@@ -555,12 +555,18 @@ act_cand_view(struct qr_view_ctx *cc, const struct qr_analysis *a, size_t k,
 	cJSON_AddNullToObject(o, "worst_local");
 	cJSON_AddNullToObject(o, "main_output");
 	if (r->born >= 0) {
+		char sh[32];
+
 		cJSON_DeleteItemFromObject(o, "born");
 		x = cJSON_AddObjectToObject(o, "born");
 		qr_view_str(x, "tensor", tensor_name(a, (size_t)r->born));
 		qr_view_fmt(x, "anchor", "ap-%ld", r->born);
-		qr_view_fmt(x, "drop", "%.1f", r->born_drop_db);
+		snprintf(sh, sizeof sh, "%.0f%%", 100 * r->born_share);
+		qr_view_str(x, "share", sh);
+		qr_view_sqnr(x, "local_sqnr",
+			     a->act_pairs[r->born].local_sqnr_db);
 	}
+	cJSON_AddBoolToObject(o, "builds_up", r->es.accumulates);
 	if (r->worst_local >= 0) {
 		cJSON_DeleteItemFromObject(o, "worst_local");
 		x = cJSON_AddObjectToObject(o, "worst_local");
@@ -672,11 +678,15 @@ qr_view_acts(struct qr_view_ctx *cc, const struct qr_analysis *a, cJSON *root)
 		st = act_channel_chart(cc, t, x);
 	}
 	cJSON_AddBoolToObject(o, "has_tensors", a->n_act_tensors > 0);
+	/* last, so every chart before keeps its file name */
+	if (st == QR_OK)
+		st = qr_view_diag(cc, a, o);
 	return st;
 }
 
 /* The activation sentence of the verdict for candidate k, e.g. "output
- * cosine 0.9991; 3 layers below threshold; error is born at `conv3_2`". */
+ * cosine 0.9991; 3 layers below threshold; error is born at `conv3_2`
+ * (it makes 84% of the noise ...)". */
 void
 qr_view_act_verdict(const struct qr_analysis *a, size_t k, struct qr_buf *b,
 		    const char **cls)
@@ -711,10 +721,9 @@ qr_view_act_verdict(const struct qr_analysis *a, size_t k, struct qr_buf *b,
 		      r->n_flagged == 1 ? "" : "s");
 	if (r->n_flagged > 0 && strcmp(*cls, "good") == 0)
 		*cls = "warn";
-	if (r->born >= 0)
-		qr_buf_printf(b, "; error is born at %s (cumulative SQNR drops %.1f dB)",
-			      tensor_name(a, (size_t)r->born), r->born_drop_db);
-	if (r->worst_local >= 0 && r->worst_local != r->born)
+	qr_view_sources_text(a, k, b);
+	if (r->worst_local >= 0 && r->worst_local != r->born &&
+	    (r->es.n_creators == 0 || r->worst_local != r->es.creators[0]))
 		qr_buf_printf(b, "; worst local error at %s",
 			      tensor_name(a, (size_t)r->worst_local));
 	qr_buf_puts(b, ".");

@@ -7,8 +7,9 @@
 //   4. every internal link resolves: its file exists and its #anchor is an
 //      id (or <a name>) in the target page.
 // Then it checks the overview's Hazards section (it renders, with rows
-// linking to layer pages and to their kind on the help page) and saves
-// a screenshot of index.html.
+// linking to layer pages and to their kind on the help page), that the
+// error-source, worst-sample and outlier sections render (activations.html,
+// the overview's verdict lines), and saves a screenshot of index.html.
 //
 // usage: node check.js REPORT_DIR SCREENSHOT.png
 // Prints TAP. Exit status 0 when every page passed.
@@ -64,7 +65,7 @@ async function main() {
 		}
 	}
 
-	console.log(`1..${pages.length * 4 + 2}`);
+	console.log(`1..${pages.length * 4 + 6}`);
 	const page = browser.pages()[0] || await browser.newPage();
 	let outside = [], errors = [];
 	await page.route("**/*", (route) => {
@@ -141,6 +142,7 @@ async function main() {
 		}
 		ok(bad.length === 0, `${rel}: all ${links.length} links resolve`, bad);
 	}
+	await sections(page, dir, ok);
 	await page.goto(pathToFileURL(path.join(dir, "index.html")).href, { waitUntil: "load" });
 	const hz = await page.evaluate(() => {
 		const h = document.getElementById("hazards");
@@ -170,6 +172,64 @@ async function main() {
 	await browser.close();
 	fs.rmSync(userData, { recursive: true, force: true });
 	process.exit(failed ? 1 : 0);
+}
+
+// What the activations page and the overview say about where the error
+// comes from, the worst samples and the activation outliers, as rendered.
+async function sections(page, dir, ok) {
+	await page.goto(pathToFileURL(path.join(dir, "activations.html")).href, { waitUntil: "load" });
+	const a = await page.evaluate(async () => {
+		Array.from(document.images).forEach((i) => { i.loading = "eager"; });
+		await Promise.all(Array.from(document.images).map((i) => i.complete ? null :
+			new Promise((r) => { i.onload = i.onerror = r; })));
+		const out = { src: [], worst: [], outliers: null };
+		for (const h of document.querySelectorAll("h3[id^='src-']")) {
+			const p = h.nextElementSibling;
+			const grid = p && p.nextElementSibling;
+			out.src.push({ id: h.id, sentence: p ? p.textContent : "",
+				tables: grid ? grid.querySelectorAll("table").length : 0,
+				rows: grid ? grid.querySelectorAll("tbody tr").length : 0 });
+		}
+		for (const h of document.querySelectorAll("h3[id^='worst-']")) {
+			const t = h.nextElementSibling.nextElementSibling;
+			const rows = Array.from(t.querySelectorAll("tbody tr"));
+			out.worst.push({ id: h.id, rows: rows.length,
+				thumbs: rows.filter((r) => {
+					const i = r.querySelector("img.thumb");
+					return i && i.naturalWidth >= 64;
+				}).length,
+				traces: rows.filter((r) => {
+					const l = r.querySelector("a[href^='#ws-']");
+					const f = l && document.getElementById(l.getAttribute("href").slice(1));
+					const i = f && f.querySelector("img");
+					return i && i.naturalWidth > 0;
+				}).length });
+		}
+		const o = document.getElementById("outliers");
+		if (o) {
+			const t = o.nextElementSibling.nextElementSibling;
+			out.outliers = { rows: t.querySelectorAll("tbody tr").length,
+				heat: Array.from(document.querySelectorAll("figure.heat img"))
+					.filter((i) => i.getAttribute("src").startsWith("charts/ho") &&
+						i.naturalWidth > 0).length };
+		}
+		return out;
+	});
+	ok(a.src.length === 2 && a.src.every((x) => /born at|builds up/.test(x.sentence) &&
+		x.tables >= 2 && x.rows >= 3),
+	   "activations.html: each candidate says where its error comes from, with its tables",
+	   a.src.map((x) => `${x.id}: ${x.tables} tables, ${x.rows} rows: ${x.sentence}`));
+	ok(a.worst.length === 2 && a.worst.every((x) => x.rows === 5 && x.thumbs === 5 && x.traces === 5),
+	   "activations.html: five worst samples per candidate, each with its thumbnail and trace chart",
+	   a.worst.map((x) => `${x.id}: ${x.rows} rows, ${x.thumbs} thumbnails, ${x.traces} traces`));
+	ok(a.outliers !== null && a.outliers.rows > 0 && a.outliers.heat === a.outliers.rows,
+	   "activations.html: the outlier table, one heatmap per layer",
+	   [JSON.stringify(a.outliers)]);
+	await page.goto(pathToFileURL(path.join(dir, "index.html")).href, { waitUntil: "load" });
+	const lines = await page.evaluate(() =>
+		Array.from(document.querySelectorAll("ul.headlines li")).map((l) => l.textContent));
+	ok(lines.length === 2 && lines.every((l) => /error is born at|error builds up over many layers/.test(l)),
+	   "index.html: each verdict line says where the error comes from", lines);
 }
 
 main().catch((e) => {
