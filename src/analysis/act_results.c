@@ -362,6 +362,7 @@ cand_out(struct qr_ar_ctx *c, size_t k, const double *rms)
 		o->float_correct = oa->fcorrect;
 		o->quant_correct = oa->qcorrect;
 	}
+	qr_llm_results(c, k);
 }
 
 /* See analysis-int.h. Only sums, histograms and per-channel ranges are
@@ -433,6 +434,7 @@ qr_an_act_free(struct qr_analysis *a)
 	for (i = 0; a->act_runs != NULL && i < a->n_quant; i++) {
 		free(a->act_runs[i].path);
 		free(a->act_runs[i].why);
+		qr_llm_result_free(a->act_runs[i].llm);
 	}
 	free(a->act_runs);
 }
