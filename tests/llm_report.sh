@@ -176,11 +176,16 @@ if [b["block"] for b in llm["blocks"]] != [0, 1, 2, 3]:
     bad.append("blocks %r" % [b["block"] for b in llm["blocks"]])
 if "empty" not in (r["dataset"]["preprocessing"] or ""):
     bad.append("the data description does not say the past is empty")
-if not os.path.exists(os.path.join(d, "report", "charts", "llm_blocks_q0.png")):
-    bad.append("no charts/llm_blocks_q0.png")
+charts = os.listdir(os.path.join(d, "report", "charts"))
+for want in ("llm-blocks-q1.png", "int4-scales-q1.png", "int4-sqnr-q1.png"):
+    if not [c for c in charts if c.endswith(want)]:
+        bad.append("no charts/*%s" % want)
 summary = open(os.path.join(d, "report", "summary.md")).read()
-if "perplexity" not in summary:
-    bad.append("summary.md says nothing of perplexity")
+if "next token" not in summary or "perplexity" not in summary:
+    bad.append("summary.md says nothing of the next token or perplexity")
+index = open(os.path.join(d, "report", "index.html")).read()
+if "top-1 agreement" not in index:
+    bad.append("index.html says nothing of the next token")
 print("# kl_mean %.6g top1 %.4g top5 %.4g ppl %.6g -> %.6g" % (
     np.mean(kl_all), np.mean(t1_all), np.mean(t5_all), pf, pq))
 for b in bad:
