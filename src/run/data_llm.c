@@ -187,7 +187,7 @@ llm_shape(const struct qr_dataset *ds, struct llm_shape *sh,
 	}
 	sh->t = sh->p + sh->s;
 	m = slot_named(ds, MASK);
-	if (m != NULL && !qr_data_llm_derives(ds, m)) {
+	if (m != NULL && m->src != NULL && m->src->kind != &qr_data_llm) {
 		if (m->t->ndim != 2 || m->t->dims[0] != sh->b)
 			return qr_errorf(d, QR_ESHAPE, "input '%s': a [%lld, "
 					 "T] mask is needed to derive the "
