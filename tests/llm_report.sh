@@ -30,19 +30,12 @@ MODELS="${QR_MODELS:-$top_builddir/tests/models-cache}/llm"
 # on these inputs (o_proj about 1e-4 apart, the logits 4e-3: an engine
 # difference, not the metrics').
 PAIRS="llama_f32:llama_q4_b32_sym_al0:ort llama_f32_rope:llama_q4_b32_asym_al4_rope:qreport"
-missing=
-for p in $PAIRS; do
-	p=${p%:*}
-	for m in ${p%%:*} ${p#*:}; do
-		[ -f "$MODELS/$m.onnx" ] || missing="$missing $m"
-	done
-done
-if [ -n "$missing" ]; then
-	mkdir -p "$MODELS"
-	$PY "$top_srcdir/tests/models/make_llama.py" "$MODELS" $missing \
-		>"$MODELS/make.log" 2>&1 ||
-		{ echo "Bail out! making the models failed: see $MODELS/make.log"; exit 1; }
-fi
+missing=$(for p in $PAIRS; do p=${p%:*}; for m in ${p%%:*} ${p#*:}; do
+	[ -f "$MODELS/$m.onnx" ] || echo "$m"; done; done)
+[ -z "$missing" ] || { mkdir -p "$MODELS" && $PY \
+	"$top_srcdir/tests/models/make_llama.py" "$MODELS" $missing \
+	>"$MODELS/make.log" 2>&1; } ||
+	{ echo "Bail out! making the models failed: see $MODELS/make.log"; exit 1; }
 
 work=$(mktemp -d /tmp/qr-llmrep-XXXXXX)
 trap 'rm -rf "$work"' EXIT INT TERM
