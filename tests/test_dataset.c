@@ -27,6 +27,21 @@
 
 static char tmpdir[] = "/tmp/qr-dataset-XXXXXX";
 
+/* Storage for the options' sources and overrides (the caller's). */
+static struct qr_data_source opt_sources[8];
+static struct qr_dims_override opt_overrides[8];
+
+/* Zero o and point it at the storage above, emptied. */
+static void
+opts_zero(struct qr_dataset_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	memset(opt_sources, 0, sizeof opt_sources);
+	memset(opt_overrides, 0, sizeof opt_overrides);
+	o->sources = opt_sources;
+	o->overrides = opt_overrides;
+}
+
 static char *
 fixture(const char *name)
 {
@@ -485,7 +500,7 @@ test_preprocess(void)
 	float *x = NULL;
 	enum qr_status st;
 
-	memset(&o, 0, sizeof o);
+	opts_zero(&o);
 	o.scale = 1;
 	o.mean[0] = 10, o.mean[1] = 20, o.mean[2] = 30;
 	o.std[0] = 2, o.std[1] = 4, o.std[2] = 5;
@@ -508,7 +523,7 @@ test_preprocess(void)
 	ok(st == QR_OK && floats_near(x, bgr, 12, 0, "bgr"), "BGR order");
 	free(x);
 
-	memset(&o, 0, sizeof o);
+	opts_zero(&o);
 	o.scale = 1;
 	st = one_sample(&f.m, &o, g2, &x, NULL, &d);
 	ok(st == QR_OK && floats_near(x, gray2rgb, 12, 0, "gray2rgb"),
@@ -613,7 +628,7 @@ test_digits(void)
 		   d.msg);
 		goto out;
 	}
-	memset(&o, 0, sizeof o);
+	opts_zero(&o);
 	o.samples = 100;
 	o.scale = 0.00392156862745098f;
 	for (k = 0; k < 3; k++)
@@ -710,7 +725,7 @@ test_folders(void)
 	enum qr_status st;
 
 	fake1(&f, QR_DT_FLOAT, 1, 3, 4, 4);
-	memset(&o, 0, sizeof o);
+	opts_zero(&o);
 	o.samples = 100;
 	o.n_sources = 1;
 	o.sources[0].path = dir;
@@ -829,7 +844,7 @@ test_npy(void)
 	p1 = write_npy("npy/one.npy", QR_DT_FLOAT, 3, one, v, 12);
 	p2 = write_npy("npy/nobatch.npy", QR_DT_UINT8, 2, noba, v + 6, 6);
 	p3 = write_npy("npy/four.npy", QR_DT_FLOAT, 3, four, v, 12);
-	memset(&o, 0, sizeof o);
+	opts_zero(&o);
 	o.samples = 20;
 	o.n_sources = 1;
 	o.sources[0].path = p2;
@@ -910,7 +925,7 @@ test_pb(void)
 		ok(0, "load %s: %s", PB_CASE, d.msg);
 		goto out;
 	}
-	memset(&o, 0, sizeof o);
+	opts_zero(&o);
 	o.n_sources = 1;
 	o.sources[0].path = PB_CASE "/test_data_set_0";
 	good = qr_dataset_open(m, &o, &ds, &d) == QR_OK &&
@@ -972,7 +987,7 @@ test_random(void)
 	memset(&f, 0, sizeof f);
 	fake_input(&f, "x", QR_DT_FLOAT, 2, dims);
 	fake_input(&f, "q", QR_DT_UINT8, 2, u8dims);
-	memset(&o, 0, sizeof o);
+	opts_zero(&o);
 	o.samples = 5;
 	o.seed = 42;
 	o.n_overrides = 1;
@@ -1023,7 +1038,7 @@ out:
 
 	/* a dynamic dim other than the batch: 1, with a warning */
 	memset(&d, 0, sizeof d);
-	memset(&o, 0, sizeof o);
+	opts_zero(&o);
 	a = NULL;
 	ok(qr_dataset_open(&f.m, &o, &a, &d) == QR_OK &&
 	   qr_dataset_next(a, &ia, &n, &label, &name, &d) == QR_OK &&
@@ -1116,7 +1131,7 @@ test_random_ints(void)
 	f.m.graph.n_node = sizeof nodes / sizeof nodes[0];
 	f.m.graph.inits = inits;
 	f.m.graph.n_init = 2;
-	memset(&o, 0, sizeof o);
+	opts_zero(&o);
 	o.samples = 10;
 	if (!ok(qr_dataset_open(&f.m, &o, &ds, &d) == QR_OK &&
 		d.n_warnings == 1 && strstr(d.warnings[0].msg, "'other'") &&
@@ -1185,7 +1200,7 @@ test_inputs(void)
 	memset(&f, 0, sizeof f);
 	fake_input(&f, "a", QR_DT_FLOAT, 2, ad);
 	fake_input(&f, "b", QR_DT_INT64, 2, bd);
-	memset(&o, 0, sizeof o);
+	opts_zero(&o);
 	o.n_sources = 2;
 	o.sources[0].input = "b";
 	o.sources[0].path = pb;

@@ -360,6 +360,7 @@ qr_ar_cand_free(struct qr_ar_cand *q)
 		free(q->outs[i].cos);
 		free(q->outs[i].sqnr);
 		qr_as_qparams_free(&q->outs[i].qp);
+		qr_llm_acc_free(q->outs[i].llm);
 	}
 	free(q->outs);
 	qr_ar_map_free(&q->map);
@@ -417,6 +418,7 @@ qr_ar_compare_outputs(struct qr_ar_cand *q, const struct qr_ar_slot *sl)
 		if (isnan(worst) || o->cos[o->samples] < worst)
 			worst = o->cos[o->samples];
 		o->samples++;
+		qr_llm_add(&o->llm, sl, i, x, y);
 		if (a->ndim != 2 || a->dims[1] < 2)
 			continue;
 		o->classifier = 1;

@@ -287,6 +287,7 @@ cand_out(struct qr_ar_ctx *c, size_t k, const double *rms)
 		o->float_correct = oa->fcorrect;
 		o->quant_correct = oa->qcorrect;
 	}
+	qr_llm_results(c, k);
 }
 
 /* See analysis-int.h. Only sums, histograms and per-channel ranges are
@@ -371,6 +372,7 @@ qr_an_act_free(struct qr_analysis *a)
 			free(r->worst[j].trace);
 			free(r->worst[j].thumb);
 		}
+		qr_llm_result_free(r->llm);
 	}
 	free(a->act_runs);
 	qr_ol_free(a);

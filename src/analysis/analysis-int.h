@@ -32,6 +32,8 @@
  *                   SmoothQuant's predicted gain
  *   worst_samples.c the samples a candidate matches worst, with their
  *                   per-layer cosines and thumbnails
+ *   llm_metrics.c   a decoder's next-token metrics (KL, top-1/top-5,
+ *                   perplexity) from its logits, and its blocks' outputs
  *
  * Ownership: qr_an_* functions that return heap memory say so; everything
  * else is borrowed from the model or the graph index.
@@ -417,6 +419,8 @@ struct qr_ar_outacc {
 				  * same argmax, rows with a label, float
 				  * and candidate argmax equal to it */
 	struct qr_as_qparams qp; /* for an integer output */
+	struct qr_llm_acc *llm;  /* next-token sums when this is a
+				  * decoder's logits (llm_metrics.c) */
 };
 
 /* A candidate: its executors, pairs and hook map, and the state of its
@@ -558,6 +562,20 @@ void qr_ar_ft_ready(struct qr_ar_ctx *c, size_t s, size_t i);
  * one read of it done. Nothing in the pipeline. */
 int qr_ar_step_wait(struct qr_ar_hctx *h, size_t i);
 void qr_ar_step_read(struct qr_ar_hctx *h, size_t i);
+
+/* llm_metrics.c */
+
+struct qr_llm_acc;
+/* Add one sample to *acc (made at the first) when output i of the
+ * float outputs in sl is a decoder's logits: x the float model's
+ * values, y the candidate's (as floats, fouts[i]->n_elem each). */
+void qr_llm_add(struct qr_llm_acc **acc, const struct qr_ar_slot *sl,
+		size_t i, const float *x, const float *y);
+void qr_llm_acc_free(struct qr_llm_acc *acc);
+/* Candidate k's qr_llm_result into a->act_runs[k].llm (after its
+ * act_pairs are out), or nothing when no output had next-token sums. */
+void qr_llm_results(struct qr_ar_ctx *c, size_t k);
+void qr_llm_result_free(struct qr_llm_result *r);
 
 /* act_results.c */
 

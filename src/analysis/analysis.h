@@ -440,6 +440,52 @@ struct qr_worst_sample {
 	int thumb_w, thumb_h;    /* pixels */
 };
 
+/* A decoder block's output compared (struct qr_llm_result.blocks). */
+struct qr_llm_block {
+	int block;              /* N of the layers.N / layers/N in its names */
+	long pair;              /* its output: the block's last compared
+				 * tensor in depth order (index into
+				 * act_pairs) */
+	double sqnr_db;         /* that pair's cumulative SQNR, dB */
+	double cosine;          /* its mean cosine */
+	double local_sqnr_db;   /* its local SQNR, dB */
+};
+
+/*
+ * What a candidate does to a decoder LLM's next-token predictions
+ * (llm_metrics.c), from the logits output ([B, S, V] or [B, V]) of a
+ * model with an input_ids input, the float model's as reference. Each
+ * position's distribution is softmax(logits) in double. Averages pool
+ * every position of every sample.
+ */
+struct qr_llm_result {
+	char *output;           /* the logits output (float model's name) */
+	size_t vocab;           /* V */
+	size_t samples;         /* samples compared (entries per array) */
+	size_t positions;       /* positions compared, every sample */
+	double *kl;             /* per sample: mean over its positions of
+				 * KL(P_float || P_quant), nats */
+	double *top1;           /* per sample: positions with the same
+				 * argmax / positions */
+	double *top5;           /* per sample: mean |top5_f ∩ top5_q| / 5 */
+	double kl_mean;         /* over every position, nats */
+	double kl_max;          /* largest of one position */
+	double top1_agree;      /* over every position */
+	double top5_overlap;    /* over every position */
+	int perplexity;         /* 1: the token ids are data (not random),
+				 * so the perplexities below are set */
+	double *ppl_float;      /* per sample: exp(mean NLL of ids[t+1]
+				 * at positions t = 0..S-2), float model */
+	double *ppl_quant;      /* the same, candidate */
+	size_t ppl_tokens;      /* predicted tokens, every sample */
+	double ppl_float_all;   /* exp(NLL summed over every predicted
+				 * token / ppl_tokens), float model */
+	double ppl_quant_all;   /* the same, candidate */
+	double ppl_change;      /* ppl_quant_all / ppl_float_all - 1 */
+	size_t n_blocks;
+	struct qr_llm_block *blocks; /* by block number */
+};
+
 /* How the data run went for one candidate. */
 struct qr_act_run {
 	char *path;             /* candidate path */
@@ -460,6 +506,8 @@ struct qr_act_run {
 	struct qr_error_sources es; /* where the error comes from */
 	size_t n_worst;         /* worst samples, lowest output cosine first */
 	struct qr_worst_sample worst[QR_WORST_SAMPLES];
+	struct qr_llm_result *llm; /* a decoder's next-token metrics
+				    * (owned), NULL for other models */
 };
 
 /* A sample the float model could not take, left out of every number. */

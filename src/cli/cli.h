@@ -155,7 +155,6 @@ char *qr_cli_conf_path(const struct qr_cli_conf *c, const char *p);
 /* ---- the report's options (report_options.c) ---- */
 
 #define QR_CLI_MAX_QUANT 16                   /* --quant models */
-#define QR_CLI_MAX_DATA QR_DATASET_MAX_INPUTS /* --data and --input values */
 
 /* What the command line and --config ask of the report. */
 struct qr_cli_args {
@@ -169,9 +168,11 @@ struct qr_cli_args {
 	int quiet;                  /* --quiet */
 	int weights_only;           /* --weights-only: no data run */
 	int exact;                  /* --exact: every run in ORT's order */
-	char *data[QR_CLI_MAX_DATA]; /* --data [NAME=]PATH, as given */
+	char **data;                /* --data [NAME=]PATH, as given (heap,
+				     * n_data entries: one per input of a
+				     * model with any number of them) */
 	size_t n_data;
-	char *dims[QR_CLI_MAX_DATA]; /* --input NAME:DIMS, as given */
+	char **dims;                /* --input NAME:DIMS, as given (heap) */
 	size_t n_dims;
 	long samples;               /* --samples; 0: unset (20) */
 	size_t max_memory;          /* --max-memory, bytes; 0: unset */

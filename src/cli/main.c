@@ -71,7 +71,7 @@ parse_dims(const char *s, struct qr_dims_override *o, char **name,
 
 		errno = 0;
 		v = strtol(p, &end, 10);
-		if (errno || end == p || v < 1 || o->ndim == 8)
+		if (errno || end == p || v < 0 || o->ndim == 8)
 			goto bad;
 		o->dims[o->ndim++] = v;
 		if (*end == '\0')
@@ -146,27 +146,32 @@ run_data(const struct qr_cli_args *o, const struct qr_model *fmodel,
 	struct qr_act_opts aopts = {0};
 	struct qr_dataset *ds = NULL;
 	struct progress prog = {0};
-	char *names[QR_CLI_MAX_DATA] = {0}, *dnames[QR_CLI_MAX_DATA] = {0};
+	char **names = xcalloc(o->n_data + 1, sizeof *names);
+	char **dnames = xcalloc(o->n_dims + 1, sizeof *dnames);
+	struct qr_data_source *srcs = xcalloc(o->n_data + 1, sizeof *srcs);
+	struct qr_dims_override *ovs = xcalloc(o->n_dims + 1, sizeof *ovs);
 	enum qr_status st = QR_OK;
 	size_t i, warn_first = d->n_warnings, n_classes = 0;
 	long nproc = sysconf(_SC_NPROCESSORS_ONLN);
 
 	memset(&dopts, 0, sizeof dopts);
+	dopts.sources = srcs;
+	dopts.overrides = ovs;
 	for (i = 0; i < o->n_data; i++) {
 		const char *v = o->data[i], *eq = strchr(v, '=');
 
 		if (eq != NULL && eq != v &&
 		    memchr(v, '/', (size_t)(eq - v)) == NULL) {
 			names[i] = xstrndup(v, (size_t)(eq - v));
-			dopts.sources[i].input = names[i];
-			dopts.sources[i].path = eq + 1;
+			srcs[i].input = names[i];
+			srcs[i].path = eq + 1;
 		} else {
-			dopts.sources[i].path = v;
+			srcs[i].path = v;
 		}
 	}
 	dopts.n_sources = o->n_data;
 	for (i = 0; i < o->n_dims && st == QR_OK; i++)
-		st = parse_dims(o->dims[i], &dopts.overrides[i], &dnames[i],
+		st = parse_dims(o->dims[i], &ovs[i], &dnames[i],
 				d);
 	if (st != QR_OK)
 		goto out;
@@ -208,10 +213,14 @@ run_data(const struct qr_cli_args *o, const struct qr_model *fmodel,
 		fputc('\n', stderr);
 out:
 	qr_dataset_free(ds);
-	for (i = 0; i < QR_CLI_MAX_DATA; i++) {
+	for (i = 0; i < o->n_data; i++)
 		free(names[i]);
+	for (i = 0; i < o->n_dims; i++)
 		free(dnames[i]);
-	}
+	free(names);
+	free(dnames);
+	free(srcs);
+	free(ovs);
 	return st;
 }
 
@@ -298,7 +307,9 @@ an_job_run(void *arg)
 static enum qr_status
 check_out_vs_inputs(const struct qr_cli_args *o, struct qr_diag *d)
 {
-	const char *in[QR_CLI_MAX_QUANT + 2 * QR_CLI_MAX_DATA + 4];
+	const char **in = xcalloc(QR_CLI_MAX_QUANT + 2 * o->n_data + 4,
+				  sizeof *in);
+	enum qr_status st = QR_OK;
 	size_t n = 0, i;
 
 	in[n++] = o->float_path;
@@ -314,13 +325,14 @@ check_out_vs_inputs(const struct qr_cli_args *o, struct qr_diag *d)
 	in[n++] = o->config;
 	in[n++] = o->templates;
 	in[n++] = o->compare_to;
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n && st == QR_OK; i++)
 		if (in[i] != NULL && qr_path_overlap(o->outdir, in[i]))
-			return qr_errorf(d, QR_EIO, "output '%s' and the input "
-					 "'%s' hold one another: the report "
-					 "would replace or mix with it; choose "
-					 "another -o", o->outdir, in[i]);
-	return QR_OK;
+			st = qr_errorf(d, QR_EIO, "output '%s' and the input "
+				       "'%s' hold one another: the report "
+				       "would replace or mix with it; choose "
+				       "another -o", o->outdir, in[i]);
+	free(in);
+	return st;
 }
 
 static enum qr_status

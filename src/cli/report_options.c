@@ -19,7 +19,6 @@
 #include "util/util.h"
 
 #define MAX_QUANT QR_CLI_MAX_QUANT
-#define MAX_DATA QR_CLI_MAX_DATA
 
 /* The generic setters' field of struct qr_cli_args. */
 #define OFF(field) offsetof(struct qr_cli_args, field)
@@ -134,15 +133,14 @@ parse_order(const char *s, int *out, struct qr_diag *d)
 	return QR_OK;
 }
 
-/* Append a --data or --input value (and its count check). */
+/* Append a --data or --input value to the heap array *v (no limit: a
+ * decoder takes two inputs per layer). */
 static enum qr_status
-push_str(char **v, size_t *n, const char *opt, const char *s,
+push_str(char ***v, size_t *n, const char *opt, const char *s,
 	 struct qr_diag *d)
 {
-	if (*n == MAX_DATA)
-		return qr_errorf(d, QR_EUSAGE, "at most %d %s values",
-				 MAX_DATA, opt);
-	v[(*n)++] = xstrdup(s);
+	*v = xreallocarray(*v, *n + 1, sizeof **v);
+	(*v)[(*n)++] = xstrdup(s);
 	return QR_OK;
 }
 
@@ -232,7 +230,7 @@ set_data(const struct qr_cli_opt *e, void *opts, const char *val,
 {
 	struct qr_cli_args *o = opts;
 
-	return push_str(o->data, &o->n_data, "--data", val, d);
+	return push_str(&o->data, &o->n_data, "--data", val, d);
 }
 
 static enum qr_status
@@ -241,7 +239,7 @@ set_input(const struct qr_cli_opt *e, void *opts, const char *val,
 {
 	struct qr_cli_args *o = opts;
 
-	return push_str(o->dims, &o->n_dims, "--input", val, d);
+	return push_str(&o->dims, &o->n_dims, "--input", val, d);
 }
 
 static enum qr_status
@@ -530,7 +528,7 @@ conf_ort_cpu(const struct qr_cli_opt *e, void *opts, const cJSON *it,
  * earlier key filled it); data paths are relative to the config's
  * folder. */
 static enum qr_status
-conf_strings(const cJSON *it, char **v, size_t *n, int is_data,
+conf_strings(const cJSON *it, char ***v, size_t *n, int is_data,
 	     const struct qr_cli_conf *c, struct qr_diag *d)
 {
 	const char *k = it->string;
@@ -568,7 +566,7 @@ conf_data(const struct qr_cli_opt *e, void *opts, const cJSON *it,
 {
 	struct qr_cli_args *o = opts;
 
-	return conf_strings(it, o->data, &o->n_data, 1, c, d);
+	return conf_strings(it, &o->data, &o->n_data, 1, c, d);
 }
 
 static enum qr_status
@@ -577,7 +575,7 @@ conf_input(const struct qr_cli_opt *e, void *opts, const cJSON *it,
 {
 	struct qr_cli_args *o = opts;
 
-	return conf_strings(it, o->dims, &o->n_dims, 0, c, d);
+	return conf_strings(it, &o->dims, &o->n_dims, 0, c, d);
 }
 
 static enum qr_status
@@ -1176,4 +1174,6 @@ qr_cli_args_free(struct qr_cli_args *o)
 		free(o->data[i]);
 	for (i = 0; i < o->n_dims; i++)
 		free(o->dims[i]);
+	free(o->data);
+	free(o->dims);
 }

@@ -518,6 +518,54 @@ error_sources_json(const struct qr_analysis *a,
 	return o;
 }
 
+/* A decoder's next-token metrics (struct qr_llm_result). */
+static cJSON *
+llm_json(const struct qr_analysis *a, const struct qr_llm_result *r)
+{
+	cJSON *o = cJSON_CreateObject(), *arr, *x;
+	size_t i;
+
+	add_str(o, "output", r->output);
+	cJSON_AddNumberToObject(o, "vocab", (double)r->vocab);
+	cJSON_AddNumberToObject(o, "samples", (double)r->samples);
+	cJSON_AddNumberToObject(o, "positions", (double)r->positions);
+	add_num(o, "kl_mean", r->kl_mean);
+	add_num(o, "kl_max", r->kl_max);
+	add_num(o, "top1_agree", r->top1_agree);
+	add_num(o, "top5_overlap", r->top5_overlap);
+	cJSON_AddItemToObject(o, "kl", double_array(r->kl, r->samples));
+	cJSON_AddItemToObject(o, "top1", double_array(r->top1, r->samples));
+	cJSON_AddItemToObject(o, "top5", double_array(r->top5, r->samples));
+	if (r->perplexity) {
+		x = cJSON_AddObjectToObject(o, "perplexity");
+		cJSON_AddNumberToObject(x, "tokens", (double)r->ppl_tokens);
+		add_num(x, "float", r->ppl_float_all);
+		add_num(x, "quant", r->ppl_quant_all);
+		add_num(x, "change", r->ppl_change);
+		cJSON_AddItemToObject(x, "float_per_sample",
+				      double_array(r->ppl_float, r->samples));
+		cJSON_AddItemToObject(x, "quant_per_sample",
+				      double_array(r->ppl_quant, r->samples));
+	} else {
+		cJSON_AddNullToObject(o, "perplexity");
+	}
+	arr = cJSON_AddArrayToObject(o, "blocks");
+	for (i = 0; i < r->n_blocks; i++) {
+		const struct qr_llm_block *b = &r->blocks[i];
+		const struct qr_act_pair *p = &a->act_pairs[b->pair];
+
+		x = cJSON_CreateObject();
+		cJSON_AddNumberToObject(x, "block", b->block);
+		add_str(x, "tensor", a->act_tensors[p->tensor].name);
+		add_str(x, "layer", a->act_tensors[p->tensor].layer);
+		add_num(x, "sqnr_db", b->sqnr_db);
+		add_num(x, "cosine", b->cosine);
+		add_num(x, "local_sqnr_db", b->local_sqnr_db);
+		cJSON_AddItemToArray(arr, x);
+	}
+	return o;
+}
+
 static cJSON *
 worst_samples_json(const struct qr_analysis *a, size_t k)
 {
@@ -626,6 +674,8 @@ run_json(const struct qr_analysis *a, size_t k)
 		cJSON_AddNullToObject(o, "worst_local");
 	}
 	cJSON_AddItemToObject(o, "unmatched", qr_json_act_unmatched(a, k));
+	if (r->llm != NULL)
+		cJSON_AddItemToObject(o, "llm", llm_json(a, r->llm));
 	add_num(o, "seconds", r->seconds);
 	if (r->es.computed)
 		cJSON_AddItemToObject(o, "error_sources",

@@ -16,6 +16,8 @@
  *   view_acts.c     activations on the data, the overview's worst layers
  *   view_diag.c     where the error comes from, worst samples,
  *                   activation outliers
+ *   view_llm.c      a decoder LLM's next-token metrics and blocks, and
+ *                   the block scales of int4 layers
  *   view_layers.c   the table of every layer and each layer's page
  *   view_ci.c       the --fail-if and --compare-to pages
  *   view_hazards.c  the hazards: the overview's section, a layer's own
@@ -433,6 +435,21 @@ void qr_view_born(const struct qr_analysis *a, const struct qr_view_ctx *cc,
  * QR_EUSAGE from a chart. */
 enum qr_status qr_view_diag(struct qr_view_ctx *cc,
 			    const struct qr_analysis *a, struct cJSON *act);
+/* ---- view_llm.c ---- */
+
+/* cand["llm"]: candidate k's next-token metrics, per sample, and its
+ * blocks with their chart; null for a model that is no decoder. */
+enum qr_status qr_view_llm_cand(struct qr_view_ctx *cc,
+				const struct qr_analysis *a, size_t k,
+				struct cJSON *cand);
+/* Append candidate k's next-token sentence to the verdict b (nothing
+ * for a model that is no decoder). */
+void qr_view_llm_verdict(const struct qr_analysis *a, size_t k,
+			 struct qr_buf *b);
+/* root.int4 / has_int4: per candidate with blocked int4 layers, each
+ * layer's block scale range and weight SQNR, with two charts. */
+enum qr_status qr_view_int4(struct qr_view_ctx *cc,
+			    const struct qr_analysis *a, struct cJSON *root);
 
 /* ---- view_layers.c ---- */
 

@@ -404,6 +404,25 @@ summary_worst_acts(struct qr_buf *b, const cJSON *view)
 	}
 }
 
+/* A decoder candidate's next-token line (llm: view_llm.c's object, or
+ * null for other models). */
+static void
+summary_llm(struct qr_buf *b, const cJSON *llm)
+{
+	const cJSON *ppl = cJSON_GetObjectItemCaseSensitive(llm, "ppl");
+
+	if (!cJSON_IsObject(llm))
+		return;
+	md_fill(b, llm, "    - next token ({positions} positions): KL "
+		"{kl} nats, top-1 agreement {top1}, top-5 overlap {top5}");
+	if (cJSON_IsObject(ppl))
+		md_fill(b, ppl, "; perplexity {float} → {quant} ({change}, "
+			"{tokens} tokens)");
+	else
+		qr_buf_puts(b, "; no perplexity (random token ids)");
+	qr_buf_puts(b, "\n");
+}
+
 char *
 qr_report_summary_md(const struct qr_analysis *a, const cJSON *view)
 {
@@ -478,6 +497,8 @@ qr_report_summary_md(const struct qr_analysis *a, const cJSON *view)
 			qr_buf_puts(&b, "  - ");
 			qr_md_escape(&b, x->valuestring);
 			qr_buf_puts(&b, "\n");
+			summary_llm(&b, cJSON_GetObjectItemCaseSensitive(
+					    x, "llm"));
 		}
 	} else if (a->data.why != NULL) {
 		qr_buf_puts(&b, "- Activations not compared: ");

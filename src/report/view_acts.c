@@ -592,6 +592,8 @@ act_cand_view(struct qr_view_ctx *cc, const struct qr_analysis *a, size_t k,
 	}
 	if (st == QR_OK)
 		st = act_depth_charts(cc, a, k, pv, n, o);
+	if (st == QR_OK)
+		st = qr_view_llm_cand(cc, a, k, o);
 	arr = cJSON_AddArrayToObject(o, "outputs");
 	for (i = 0; i < a->n_act_outputs; i++)
 		if (a->act_outputs[i].quant == k)
@@ -678,6 +680,8 @@ qr_view_acts(struct qr_view_ctx *cc, const struct qr_analysis *a, cJSON *root)
 		st = act_channel_chart(cc, t, x);
 	}
 	cJSON_AddBoolToObject(o, "has_tensors", a->n_act_tensors > 0);
+	if (st == QR_OK)
+		st = qr_view_int4(cc, a, root);
 	/* last, so every chart before keeps its file name */
 	if (st == QR_OK)
 		st = qr_view_diag(cc, a, o);
@@ -727,6 +731,7 @@ qr_view_act_verdict(const struct qr_analysis *a, size_t k, struct qr_buf *b,
 		qr_buf_printf(b, "; worst local error at %s",
 			      tensor_name(a, (size_t)r->worst_local));
 	qr_buf_puts(b, ".");
+	qr_view_llm_verdict(a, k, b);
 }
 
 /* root.worst_acts: the matched tensors with the lowest cumulative SQNR

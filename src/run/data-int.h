@@ -9,6 +9,9 @@
  *   data_images.c  a folder of images (class subfolders give labels)
  *   data_npy.c     .npy files, one sample or one batch array per file
  *   data_pb.c      ONNX test_data_set_* folders of input_<i>.pb files
+ *   data_llm.c     a decoder LLM's inputs that follow from its token ids
+ *                  (attention mask, positions, sequence lengths) and its
+ *                  empty KV cache by default
  *   image.c        the image decoders and the resize (dataset.h)
  *
  * Every kind of source is a struct qr_data_kind (name, detect, open,
@@ -62,6 +65,7 @@ extern const struct qr_data_kind qr_data_random;
 extern const struct qr_data_kind qr_data_images;
 extern const struct qr_data_kind qr_data_npy;
 extern const struct qr_data_kind qr_data_pb;
+extern const struct qr_data_kind qr_data_llm;
 
 /* One file (images, npy) or test_data_set folder (pb). */
 struct qr_data_item {
@@ -97,6 +101,8 @@ struct qr_data_slot {
 	int random_kind;         /* data_random.c's fill; -1 while taken */
 	int64_t rows;            /* random indices: values are 0..rows-1 */
 	const char *lookup;      /* random indices/ones: node that reads it */
+	int past_default;        /* a KV cache input whose symbolic past
+				  * length was set to 0 (data_llm.c) */
 };
 
 struct qr_dataset {
@@ -189,5 +195,15 @@ enum qr_status qr_data_items_probe(struct qr_dataset *ds,
 
 /* Image file names: .png, .jpg, .jpeg, .bmp (data_images.c). */
 int qr_data_is_image_name(const char *name);
+
+/* data_llm.c: 1 when name is a KV cache input (past_key_values.*). */
+int qr_data_llm_is_past(const char *name);
+/* Set the symbolic past length of a decoder's KV cache inputs left
+ * unbound by --input to 0 (an empty cache); nothing for other models. */
+void qr_data_llm_defaults(struct qr_dataset *ds);
+/* 1 when slot sl, given no data, is derived from the token ids
+ * (qr_data_llm feeds it). */
+int qr_data_llm_derives(const struct qr_dataset *ds,
+			const struct qr_data_slot *sl);
 
 #endif

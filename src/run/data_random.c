@@ -11,7 +11,8 @@
  * position attends. Other integers: uniform 0..255 (uint8) or -128..127
  * (int8), 0/1 for bool, zeros (with a warning) for wider ones. Sample i
  * of input k depends only on (seed, i, k). A dynamic dim 0 is 1; any
- * other dynamic dim is 1 with a warning.
+ * other dynamic dim is 1 with a warning (a decoder's past length is 0
+ * before this: data_llm.c).
  */
 #include <math.h>
 #include <stdint.h>
@@ -291,6 +292,12 @@ random_describe(const struct qr_dataset *ds, const struct qr_data_src *s,
 		"uniform 0/1", "zeros"};
 	const char *dt = qr_dtype_name(qr_data_slot_dtype(sl));
 
+	if (sl->past_default && sl->t->n_elem == 0) {
+		qr_buf_printf(b, "empty %s: past length 0 by default (an "
+			      "empty KV cache, the prompt run as prefill; "
+			      "--input NAME:DIMS gives another)", dt);
+		return;
+	}
 	if (sl->random_kind == RND_ONES) {
 		qr_buf_printf(b, "ones %s (an attention mask", dt);
 		if (sl->lookup != NULL)

@@ -491,6 +491,42 @@ describe_slot(const struct qr_dataset *ds, const struct qr_data_slot *sl,
 			      s->kind->name);
 }
 
+/* One clause per slot, "NAME: ..." when there are several; a run of a
+ * decoder's KV cache inputs described alike is one clause ("FIRST ..
+ * LAST (N inputs): ..."), so 64 of them make no wall of text. */
+static void
+describe_all(const struct qr_dataset *ds, struct qr_buf *b)
+{
+	struct qr_buf cur = {0}, next = {0};
+	size_t j, k;
+
+	for (j = 0; j < ds->n_slots; j = k) {
+		const struct qr_data_slot *sl = &ds->slots[j];
+
+		cur.len = 0;
+		describe_slot(ds, sl, &cur);
+		for (k = j + 1; k < ds->n_slots &&
+		     qr_data_llm_is_past(sl->vi->name) &&
+		     qr_data_llm_is_past(ds->slots[k].vi->name); k++) {
+			next.len = 0;
+			describe_slot(ds, &ds->slots[k], &next);
+			if (strcmp(cur.data, next.data) != 0)
+				break;
+		}
+		if (j > 0)
+			qr_buf_puts(b, "; ");
+		if (k > j + 1)
+			qr_buf_printf(b, "%s .. %s (%zu inputs): ",
+				      sl->vi->name, ds->slots[k - 1].vi->name,
+				      k - j);
+		else if (ds->n_slots > 1)
+			qr_buf_printf(b, "%s: ", sl->vi->name);
+		qr_buf_puts(b, cur.data);
+	}
+	qr_buf_free(&cur);
+	qr_buf_free(&next);
+}
+
 static int
 is_initializer(const struct qr_graph_data *g, const char *name)
 {
@@ -524,7 +560,7 @@ apply_overrides(struct qr_dataset *ds, const struct qr_dataset_opts *o,
 	size_t i;
 	int k;
 
-	for (i = 0; i < o->n_overrides && i < QR_DATASET_MAX_INPUTS; i++) {
+	for (i = 0; i < o->n_overrides; i++) {
 		ov = &o->overrides[i];
 		sl = ov->input != NULL ? find_slot(ds, ov->input) : NULL;
 		if (sl == NULL)
@@ -539,9 +575,9 @@ apply_overrides(struct qr_dataset *ds, const struct qr_dataset_opts *o,
 					 qr_data_slot_shape(sl, sh, sizeof sh),
 					 sl->ndim);
 		for (k = 0; k < ov->ndim; k++) {
-			if (ov->dims[k] <= 0)
+			if (ov->dims[k] < 0)
 				return qr_errorf(d, QR_EUSAGE, "--input '%s': "
-						 "dim %d must be positive",
+						 "dim %d is negative",
 						 ov->input, k);
 			if (sl->ndim >= 0 && sl->dims[k] >= 0 &&
 			    sl->dims[k] != ov->dims[k])
@@ -572,8 +608,6 @@ open_sources(struct qr_dataset *ds, const struct qr_dataset_opts *o,
 	struct qr_data_slot *sl;
 	size_t i, n = o->n_sources;
 
-	if (n > QR_DATASET_MAX_INPUTS)
-		n = QR_DATASET_MAX_INPUTS;
 	for (i = 0; i < n; i++) {
 		src = &o->sources[i];
 		if (src->input == NULL) {
@@ -664,30 +698,35 @@ qr_dataset_open(const struct qr_model *m, const struct qr_dataset_opts *o,
 	for (j = 0; j < ds->n_slots; j++)
 		ds->tv[j] = ds->slots[j].t;
 	/* at most one source per --data, then one per input left random */
-	ds->srcs = xcalloc(QR_DATASET_MAX_INPUTS + ds->n_slots,
-			   sizeof *ds->srcs);
-	if ((st = apply_overrides(ds, o, d)) != QR_OK ||
-	    (st = open_sources(ds, o, d)) != QR_OK)
+	ds->srcs = xcalloc(o->n_sources + ds->n_slots + 1, sizeof *ds->srcs);
+	if ((st = apply_overrides(ds, o, d)) != QR_OK)
+		goto out;
+	qr_data_llm_defaults(ds);
+	if ((st = open_sources(ds, o, d)) != QR_OK)
 		goto out;
 	ds->count = ds->samples;
 	for (i = 0; i < ds->n_srcs; i++)
 		if (ds->srcs[i]->n_samples < ds->count)
 			ds->count = ds->srcs[i]->n_samples;
-	for (j = 0; j < ds->n_slots; j++) {
-		struct qr_data_slot *sl = &ds->slots[j];
+	/* random sources, then those derived from them (data_llm.c) */
+	for (i = 0; i < 2; i++)
+		for (j = 0; j < ds->n_slots; j++) {
+			struct qr_data_slot *sl = &ds->slots[j];
+			int derived;
 
-		if (sl->src == NULL) {
+			if (sl->src != NULL)
+				continue;
+			derived = qr_data_llm_derives(ds, sl);
+			if (derived != (int)i)
+				continue;
 			sl->src = source_new(ds, NULL, j);
-			sl->src->kind = &qr_data_random;
+			sl->src->kind = derived ? &qr_data_llm
+						: &qr_data_random;
 			if ((st = sl->src->kind->open(ds, sl->src, o, d)) !=
 			    QR_OK)
 				goto out;
 		}
-		if (ds->n_slots > 1)
-			qr_buf_printf(&desc, "%s%s: ", j ? "; " : "",
-				      sl->vi->name);
-		describe_slot(ds, sl, &desc);
-	}
+	describe_all(ds, &desc);
 	ds->describe = qr_buf_take(&desc);
 out:
 	qr_buf_free(&desc);

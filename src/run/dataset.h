@@ -42,8 +42,6 @@ struct qr_dataset;
 enum qr_layout { QR_LAYOUT_AUTO = 0, QR_LAYOUT_NCHW, QR_LAYOUT_NHWC };
 enum qr_channel_order { QR_ORDER_RGB = 0, QR_ORDER_BGR };
 
-#define QR_DATASET_MAX_INPUTS 16
-
 /* Where one input's data comes from. */
 struct qr_data_source {
 	const char *input;       /* graph input name; NULL: the only input */
@@ -54,14 +52,14 @@ struct qr_data_source {
 struct qr_dims_override {
 	const char *input;       /* graph input name */
 	int ndim;                /* dims given */
-	int64_t dims[8];         /* values, all > 0 */
+	int64_t dims[8];         /* values, all >= 0 (0: an empty past) */
 };
 
 struct qr_dataset_opts {
 	size_t n_sources;        /* 0: random for every input */
-	struct qr_data_source sources[QR_DATASET_MAX_INPUTS];
+	struct qr_data_source *sources; /* n_sources, borrowed */
 	size_t n_overrides;
-	struct qr_dims_override overrides[QR_DATASET_MAX_INPUTS];
+	struct qr_dims_override *overrides; /* n_overrides, borrowed */
 	size_t samples;          /* samples to produce (default 20) */
 	uint64_t seed;           /* random source seed (default 0) */
 	/* image preprocessing: x = (pixel * scale - mean[c]) / std[c] */

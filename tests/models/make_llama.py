@@ -2,18 +2,26 @@
 """Make small Llama-style decoders in the form onnxruntime-genai's model
 builder writes them, for tests/ort_llm.sh.
 
-    make_llama.py OUT_DIR [NAME ...]     (all variants without names)
+    make_llama.py OUT_DIR [NAME ...] [--vocab V] [--hidden H]
+                  [--layers L] [--heads Q] [--kv-heads K] [--inter I]
+                  [--max-pos P] [--external]
+                                         (all variants without names)
 
-Each model: vocabulary 512, hidden 256, 4 layers, 8 query heads and 2
-key/value heads of 32, a SiLU-gated MLP of 768, RMS norms
+Each model, unless the options say otherwise: vocabulary 512, hidden
+256, 4 layers, 8 query heads and 2 key/value heads of 32 (hidden /
+heads), a SiLU-gated MLP of 768, RMS norms
 (SimplifiedLayerNormalization first, then SkipSimplifiedLayerNormalization
 carrying the residual, epsilon 1e-5), weights N(0, 0.02) from a fixed
-seed (norm scales 1 + N(0, 0.02)).
+seed (norm scales 1 + N(0, 0.02)). --external writes the weights
+to NAME.onnx.data beside the model (ONNX external data), as a model over
+protobuf's 2 GB must be (bench/llm.sh makes a TinyLlama-sized one:
+--vocab 32000 --hidden 2048 --layers 22 --heads 32 --kv-heads 4
+--inter 5632 --max-pos 2048).
 
   inputs   input_ids int64 [B,S], attention_mask int64 [B,T],
-           past_key_values.L.key / .value float [B,2,P,32]
+           past_key_values.L.key / .value float [B,KV,P,HEAD]
            (and position_ids int64 [B,S] in the _rope variants)
-  outputs  logits [B,S,512], present.L.key / .value [B,2,T,32]
+  outputs  logits [B,S,V], present.L.key / .value [B,KV,T,HEAD]
 
 seqlens_k and total_sequence_length are computed in the graph from
 attention_mask as the builder does (ReduceSum - 1, Cast int32;
@@ -267,15 +275,43 @@ def variants():
     return v
 
 
+SIZES = {"--vocab": "VOCAB", "--hidden": "HIDDEN", "--layers": "LAYERS",
+         "--heads": "HEADS", "--kv-heads": "KV_HEADS", "--inter": "INTER",
+         "--max-pos": "MAX_POS"}
+
+
 def main():
+    global HEAD
+    args, want, external = sys.argv[2:], [], False
     out = sys.argv[1]
-    want = sys.argv[2:]
+    i = 0
+    while i < len(args):
+        if args[i] in SIZES:
+            globals()[SIZES[args[i]]] = int(args[i + 1])
+            i += 2
+        elif args[i] == "--external":
+            external = True
+            i += 1
+        else:
+            want.append(args[i])
+            i += 1
+    HEAD = HIDDEN // HEADS
     os.makedirs(out, exist_ok=True)
     for name, kw in variants().items():
         if want and name not in want:
             continue
         model = build(name, **kw)
-        onnx.save(model, os.path.join(out, name + ".onnx"))
+        path = os.path.join(out, name + ".onnx")
+        if external:
+            if os.path.exists(path + ".data"):
+                os.remove(path + ".data")
+            onnx.save_model(model, path, save_as_external_data=True,
+                            all_tensors_to_one_file=True,
+                            location=name + ".onnx.data",
+                            size_threshold=1024)
+        else:
+            onnx.save(model, path)
+        del model
         print(name)
 
 
