@@ -1428,14 +1428,17 @@ run_images(const char *dir, enum qr_status *stp, struct qr_diag *d)
 	char *path = qr_path_join(skip_dir, dir);
 	struct qr_model *fm = load(fp), *qm = load(qp);
 	struct qr_dataset_opts dopts;
+	struct qr_data_source src;
 	struct qr_dataset *ds = NULL;
 	struct qr_act_opts o = { 0 };
 	struct qr_analysis *a = NULL;
 	int c;
 
 	memset(&dopts, 0, sizeof dopts);
+	memset(&src, 0, sizeof src);
+	src.path = path;
 	dopts.n_sources = 1;
-	dopts.sources[0].path = path;
+	dopts.sources = &src;
 	for (c = 0; c < 3; c++)
 		dopts.std[c] = 1;
 	*stp = fm == NULL || qm == NULL ? QR_EIO

@@ -488,6 +488,8 @@ qr_report_summary_md(const struct qr_analysis *a, const cJSON *view)
 				qr_buf_puts(&b, "; error builds up over many "
 					    "layers");
 			qr_buf_puts(&b, "\n");
+			summary_llm(&b, cJSON_GetObjectItemCaseSensitive(
+					    x, "llm"));
 		}
 		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
 			    v, "has_skipped")))
@@ -497,8 +499,6 @@ qr_report_summary_md(const struct qr_analysis *a, const cJSON *view)
 			qr_buf_puts(&b, "  - ");
 			qr_md_escape(&b, x->valuestring);
 			qr_buf_puts(&b, "\n");
-			summary_llm(&b, cJSON_GetObjectItemCaseSensitive(
-					    x, "llm"));
 		}
 	} else if (a->data.why != NULL) {
 		qr_buf_puts(&b, "- Activations not compared: ");
