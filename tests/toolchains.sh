@@ -45,14 +45,6 @@ set -u
 : "${top_srcdir:?}" "${top_builddir:?}" "${QREPORT:?}"
 
 TODO='
-*_ptq_*          format   format of torch.onnx exports (QuantizeLinear -> Cast -> DequantizeLinear)
-*_ptq_*          pairs
-*_ptq_*_renamed  renamed
-*_qat*           pairs
-*_qat_renamed    renamed
-*_trt*_renamed   pairs
-*_trt*_renamed   renamed
-*_trt_bn*        sqnr     weight SQNR with BatchNormalization kept on both sides (not folded)
 '
 
 . "$top_srcdir/tests/ort_lib.sh"

@@ -238,9 +238,10 @@ acc_mul_input(const struct side *s, const struct qr_node *n)
 /*
  * A node that carries one value in another form, linking two members of
  * a class: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear (its
- * first output), and the Cast and Mul that turn a MatMulInteger or
- * ConvInteger accumulator into the layer's float output. *in is the
- * input so linked.
+ * first output), the Cast and Mul that turn a MatMulInteger or
+ * ConvInteger accumulator into the layer's float output, and the no-op
+ * Cast or Identity some exporters put between Q and DQ (qdq_links.c).
+ * *in is the input so linked.
  */
 static int
 is_link(const struct side *s, const struct qr_node *n, size_t *in)
@@ -249,7 +250,7 @@ is_link(const struct side *s, const struct qr_node *n, size_t *in)
 
 	*in = 0;
 	if (is_qdq(n) || is_op(n, "DynamicQuantizeLinear") ||
-	    is_acc_cast(s, n))
+	    is_acc_cast(s, n) || qr_an_is_noop_link(s->g, n))
 		return 1;
 	if ((k = acc_mul_input(s, n)) < 0)
 		return 0;
@@ -535,7 +536,8 @@ pair_of(struct ctx *c, size_t ft)
 	return NULL;
 }
 
-/* The only consumer of float tensor ft when it is op1/op2, else NULL. */
+/* The only consumer of float tensor ft when it is op1/op2 (any op when
+ * op1 is NULL), else NULL. */
 static const struct qr_node *
 sole_consumer(struct side *s, size_t t, const char *op1, const char *op2)
 {
@@ -550,7 +552,7 @@ sole_consumer(struct side *s, size_t t, const char *op1, const char *op2)
 		return NULL;
 	n = qr_graph_node(s->g, cs[0]);
 	if (n->domain[0] != '\0' || n->n_out < 1 || n->out[0][0] == '\0' ||
-	    (!is_op(n, op1) && (op2 == NULL || !is_op(n, op2))))
+	    (op1 != NULL && !is_op(n, op1) && (op2 == NULL || !is_op(n, op2))))
 		return NULL;
 	return n;
 }
@@ -746,38 +748,6 @@ name_consistent(struct ctx *c, size_t ft, size_t r)
 	return ok;
 }
 
-static void
-match_names(struct ctx *c)
-{
-	static const char *const suffix[] = {
-		"_DequantizeLinear_Output", "_quantized", "",
-		"_QuantizeLinear_Input",
-	};
-	size_t ft, k;
-	char *nm;
-
-	for (ft = 0; ft < c->f.t.n; ft++) {
-		for (k = 0; k < sizeof suffix / sizeof suffix[0]; k++) {
-			size_t qt, r;
-
-			nm = xasprintf("%s%s", c->f.t.v[ft], suffix[k]);
-			qt = names_find(&c->q.t, nm);
-			if (qt != NONE && c->q.match[r = find(&c->q, qt)] == NONE &&
-			    name_consistent(c, ft, r)) {
-				add_pair(c, ft, r, QR_MATCH_NAME,
-					 xasprintf("name %s -> %s",
-						   c->f.t.v[ft], nm));
-				free(nm);
-				break;
-			}
-			free(nm);
-		}
-	}
-	for (ft = 0; ft < c->f.t.n; ft++)
-		if (c->f.match[ft] != NONE)
-			fuse_activation(c, ft);
-}
-
 /* A compute op: family (QR_AN_FAM_*) and its weight (NULL when the
  * weight is not a constant). */
 struct comp {
@@ -786,23 +756,13 @@ struct comp {
 	const struct qr_tensor_data *w;
 };
 
-/* The constant behind a weight input, seen through a DequantizeLinear. */
+/* The constant behind a weight input: itself, or seen through a
+ * DequantizeLinear or a fake-quantizing QuantizeLinear -> DequantizeLinear
+ * (qdq_links.c). */
 static const struct qr_tensor_data *
 weight_const(const struct qr_graph *g, const char *name)
 {
-	const struct qr_tensor_data *w = qr_graph_const(g, name);
-	long pi;
-	const struct qr_node *n;
-
-	if (w != NULL)
-		return w;
-	pi = qr_graph_producer(g, name);
-	if (pi < 0)
-		return NULL;
-	n = qr_graph_node(g, (size_t)pi);
-	if (is_op(n, "DequantizeLinear") && n->n_in >= 1)
-		return qr_graph_const(g, n->in[0]);
-	return NULL;
+	return qr_an_weight_behind(g, name);
 }
 
 static int
@@ -867,6 +827,173 @@ comp_eq(const struct comp *a, const struct comp *b)
 	return 1;
 }
 
+static const char *norm_op(const struct qr_node *n);
+
+/*
+ * A per-channel affine op reading tensor name in g: BatchNormalization,
+ * or Mul, Div, Add or Sub by a constant (the activation first for Div and
+ * Sub). Exporters fold these into a Conv's weights and bias, or keep
+ * them after it: QAT exports write Conv -> Div -> BatchNormalization, a
+ * float export may keep BatchNormalization, an unfused MatMul its bias
+ * Add.
+ */
+static int
+is_affine(const struct qr_graph *g, const struct qr_node *n, const char *name)
+{
+	int bin = is_op(n, "Mul") || is_op(n, "Add") || is_op(n, "Div") ||
+		  is_op(n, "Sub");
+
+	if (n->domain[0] != '\0' || n->n_out < 1 || n->out[0][0] == '\0')
+		return 0;
+	if (is_op(n, "BatchNormalization"))
+		return n->n_in >= 5 && strcmp(n->in[0], name) == 0;
+	if (!bin || n->n_in != 2)
+		return 0;
+	if (strcmp(n->in[0], name) == 0)
+		return weight_const(g, n->in[1]) != NULL;
+	return (is_op(n, "Mul") || is_op(n, "Add")) &&
+	       strcmp(n->in[1], name) == 0 && weight_const(g, n->in[0]) != NULL;
+}
+
+/* The affine op alone reading float tensor ft, or NULL. */
+static const struct qr_node *
+float_affine(struct ctx *c, size_t ft)
+{
+	const struct qr_node *n = sole_consumer(&c->f, ft, NULL, NULL);
+
+	return n != NULL && is_affine(c->f.g, n, c->f.t.v[ft]) ? n : NULL;
+}
+
+/* The node alone reading candidate class r (past its Q/DQ links), or
+ * NULL; *affine tells whether it is an affine op. */
+static const struct qr_node *
+quant_sole(struct ctx *c, size_t r, int *affine)
+{
+	size_t n, i, *cs = class_consumers(&c->q, r, &n);
+	const struct qr_node *a = NULL;
+
+	*affine = 0;
+	for (i = 0; i < c->q.t.n; i++)
+		if (find(&c->q, i) == r && qr_graph_is_output(c->q.g, c->q.t.v[i]))
+			n = 0;
+	if (n == 1) {
+		a = qr_graph_node(c->q.g, cs[0]);
+		for (i = 0; i < c->q.t.n && !*affine; i++)
+			*affine = find(&c->q, i) == r &&
+				  is_affine(c->q.g, a, c->q.t.v[i]);
+	}
+	free(cs);
+	return a;
+}
+
+/*
+ * Move a compute op's pair (float tensor *ft, candidate class *r) past
+ * the affine ops one side keeps and the other folded into the op, so
+ * both sides are compared where they compute the same function: after
+ * the float model's BatchNormalization when the candidate folded it,
+ * after the candidate's Div and BatchNormalization when the float model
+ * folded them (a QAT export against its folded float model). Ops both
+ * sides keep stay (compared before them, and they pair on their own).
+ * Appends what was passed to note (n bytes); 1 when something moved,
+ * -1 when an op to pass leads to a tensor already paired (the value to
+ * compare is compared there: this pair is not made), else 0.
+ */
+static int
+align_tails(struct ctx *c, size_t *ft, size_t *r, char *note, size_t n)
+{
+	int moved = 0, hop;
+	size_t len = strlen(note);
+
+	for (hop = 0; hop < 4; hop++) {
+		const struct qr_node *fa = float_affine(c, *ft), *qa;
+		int qaff;
+		size_t t;
+
+		qa = quant_sole(c, *r, &qaff);
+		/* both sides apply it (QLinearAdd counts as Add) */
+		if (fa != NULL && qa != NULL &&
+		    strcmp(fa->op_type, norm_op(qa)) == 0)
+			break;
+		if (!qaff)
+			qa = NULL;
+		if (fa != NULL) {
+			t = names_find(&c->f.t, fa->out[0]);
+			if (t == NONE || c->f.match[t] != NONE)
+				return -1;
+			*ft = t;
+			len += (size_t)snprintf(note + len, len < n ? n - len : 0,
+				"%s float %s '%s'", moved ? "," : "; after the",
+				fa->op_type, fa->name);
+		} else if (qa != NULL) {
+			t = names_find(&c->q.t, qa->out[0]);
+			if (t == NONE || c->q.match[find(&c->q, t)] != NONE)
+				return -1;
+			*r = find(&c->q, t);
+			len += (size_t)snprintf(note + len, len < n ? n - len : 0,
+				"%s candidate's %s '%s'", moved ? "," : "; after the",
+				qa->op_type, qa->name);
+		} else {
+			break;
+		}
+		moved = 1;
+	}
+	if (moved && len < n)
+		snprintf(note + len, n - len, ", which the other side folded "
+			 "into the layer");
+	return moved;
+}
+
+/* Whether float node fp and candidate node qp are both compute ops with
+ * a constant weight (what a scale or BatchNormalization can be folded
+ * into; a product of two activations folds nothing). */
+static int
+weighted(struct ctx *c, const struct qr_node *fp, const struct qr_node *qp)
+{
+	struct comp a, b;
+
+	return fp != NULL && qp != NULL && comp_of(c->f.g, fp, 0, &a) &&
+	       comp_of(c->q.g, qp, 1, &b) && a.w != NULL && b.w != NULL;
+}
+
+static void
+match_names(struct ctx *c)
+{
+	static const char *const suffix[] = {
+		"_DequantizeLinear_Output", "_quantized", "",
+		"_QuantizeLinear_Input",
+	};
+	size_t ft, k;
+	char *nm;
+
+	for (ft = 0; ft < c->f.t.n; ft++) {
+		for (k = 0; k < sizeof suffix / sizeof suffix[0] &&
+			    c->f.match[ft] == NONE; k++) {
+			const struct qr_node *fp = producer(&c->f, ft);
+			size_t qt, r, at = ft;
+			char note[256] = "";
+
+			nm = xasprintf("%s%s", c->f.t.v[ft], suffix[k]);
+			qt = names_find(&c->q.t, nm);
+			if (qt != NONE && c->q.match[r = find(&c->q, qt)] == NONE &&
+			    name_consistent(c, ft, r)) {
+				if (!weighted(c, fp, c->cprod[r]) ||
+				    align_tails(c, &at, &r, note,
+						sizeof note) >= 0)
+					add_pair(c, at, r, QR_MATCH_NAME,
+						 xasprintf("name %s -> %s%s",
+							   c->f.t.v[ft], nm,
+							   note));
+				free(nm);
+				break;
+			}
+			free(nm);
+		}
+	}
+	for (ft = 0; ft < c->f.t.n; ft++)
+		if (c->f.match[ft] != NONE)
+			fuse_activation(c, ft);
+}
+
 static void
 try_pair(struct ctx *c, size_t ft, size_t qt, const char *why)
 {
@@ -881,38 +1008,13 @@ try_pair(struct ctx *c, size_t ft, size_t qt, const char *why)
 	fuse_activation(c, ft);
 }
 
-/* Whether compute node n adds its bias itself (Gemm's C, Conv's B,
- * QLinearConv's and QGemm's bias). */
-static int
-adds_bias(const struct qr_node *n)
-{
-	size_t i = is_op(n, "Gemm") || is_op(n, "Conv") ||
-		   is_op(n, "ConvTranspose") ? 2 :
-		   is_op(n, "QLinearConv") ? 8 : is_op(n, "QGemm") ? 6 : NONE;
-
-	return i != NONE && i < n->n_in && n->in[i][0] != '\0';
-}
-
-/* The Add that alone reads float tensor ft and adds a constant to it
- * (a bias), or NULL. */
-static const struct qr_node *
-bias_add(struct ctx *c, size_t ft)
-{
-	const struct qr_node *a = sole_consumer(&c->f, ft, "Add", NULL);
-	size_t k;
-
-	for (k = 0; a != NULL && k < 2 && k < a->n_in; k++)
-		if (strcmp(a->in[k], c->f.t.v[ft]) != 0 &&
-		    weight_const(c->f.g, a->in[k]) != NULL)
-			return a;
-	return NULL;
-}
-
 /* Align the compute ops (LCS on family + weight shape) and pair their
- * outputs, the float one taken after a BatchNormalization the candidate
- * folded, or after a bias Add the candidate's op does itself (a MatMul
- * and Add that ONNX Runtime's optimiser, run by quant_pre_process,
- * fused into a Gemm: its output holds the bias, the MatMul's does not). */
+ * outputs, past the affine ops one side folded (align_tails): the float
+ * one after a BatchNormalization the candidate folded, or after a bias
+ * Add the candidate's op does itself (a MatMul and Add that ONNX
+ * Runtime's optimiser, run by quant_pre_process, fused into a Gemm: its
+ * output holds the bias, the MatMul's does not); the candidate's after
+ * the Div and BatchNormalization a QAT export keeps. */
 static void
 match_compute(struct ctx *c)
 {
@@ -934,19 +1036,20 @@ match_compute(struct ctx *c)
 			const struct qr_node *fn = qr_graph_node(c->f.g, fc[i].node);
 			const struct qr_node *qn = qr_graph_node(c->q.g, qc[j].node);
 			size_t ft = names_find(&c->f.t, fn->out[0]);
-			size_t qt = names_find(&c->q.t, qn->out[0]);
-			const struct qr_node *bn, *ba = NULL;
+			size_t qt = names_find(&c->q.t, qn->out[0]), r;
+			char note[256] = "";
+			int moved;
 
-			while (ft != NONE &&
-			       (bn = sole_consumer(&c->f, ft,
-						   "BatchNormalization", NULL)) &&
-			       qt != NONE &&
-			       !class_has_consumer(&c->q, find(&c->q, qt),
-						   "BatchNormalization", NULL))
-				ft = names_find(&c->f.t, bn->out[0]);
-			if (ft != NONE && adds_bias(qn) && !adds_bias(fn) &&
-			    (ba = bias_add(c, ft)) != NULL)
-				ft = names_find(&c->f.t, ba->out[0]);
+			if (ft != NONE && qt != NONE && fc[i].w && qc[j].w &&
+			    c->f.match[ft] == NONE &&
+			    c->q.match[r = find(&c->q, qt)] == NONE) {
+				moved = align_tails(c, &ft, &r, note,
+						    sizeof note);
+				if (moved < 0)
+					ft = NONE;
+				else if (moved)
+					qt = c->q.canon[r];
+			}
 			if (fc[i].w != NULL)
 				qr_an_dims_buf(fc[i].w->dims, fc[i].w->ndim,
 					       shape, sizeof shape);
@@ -955,8 +1058,7 @@ match_compute(struct ctx *c)
 			snprintf(why, sizeof why,
 				 "%s op #%zu of both graphs (weight %s): %s ~ %s%s",
 				 qr_an_family_name(fc[i].family), ++k, shape,
-				 fn->name, qn->name, ba ? " (with the float bias "
-				 "Add, which the candidate's op includes)" : "");
+				 fn->name, qn->name, note);
 			try_pair(c, ft, qt, why);
 			i++;
 			j++;

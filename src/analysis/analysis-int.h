@@ -6,6 +6,8 @@
  *   shapes.c        declared tensor shapes and shape strings
  *   summary.c       model summaries, quant format, quantized layers,
  *                   coverage
+ *   qdq_links.c     no-op nodes inside Q/DQ chains (Identity, torch's
+ *                   Cast) and the constant behind a weight
  *   weights.c       weighted-layer discovery and per-channel weight
  *                   statistics
  *   weight_match.c  float <-> quant weight pairing and dequantized SQNR
@@ -173,6 +175,21 @@ void qr_an_quant_summary(const struct qr_graph *g, const char *path,
 			 struct qr_an_qlayer **ql, size_t *n_ql);
 void qr_an_qlayers_free(struct qr_an_qlayer *ql, size_t n_ql);
 void qr_an_quant_summary_free(struct qr_quant_summary *qs);
+
+/* ---- qdq_links.c ---- */
+
+/* 1 when node n returns its first input's values unchanged inside a
+ * Q/DQ chain (Identity; a Cast of a QuantizeLinear's codes to a type
+ * that holds them, as torch.onnx writes). */
+int qr_an_is_noop_link(const struct qr_graph *g, const struct qr_node *n);
+/* name, or the tensor it copies through no-op links. */
+const char *qr_an_link_source(const struct qr_graph *g, const char *name);
+/* The constant behind a weight input: the input itself, or what a
+ * DequantizeLinear reads (integer codes), or the float constant a
+ * QuantizeLinear -> DequantizeLinear pair fake-quantizes; seen through
+ * no-op links. NULL when none. */
+const struct qr_tensor_data *qr_an_weight_behind(const struct qr_graph *g,
+						 const char *name);
 
 /* ---- weight_match.c ---- */
 

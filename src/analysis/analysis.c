@@ -193,6 +193,7 @@ qr_analysis_free(struct qr_analysis *a)
 		free(q->weight);
 		free(q->quant_weight);
 		free(q->match_reason);
+		free(q->folded);
 		free(q->granularity);
 	}
 	free(a->qweights);

@@ -173,6 +173,10 @@ struct qr_quant_weight {
 	char *quant_weight;     /* quantized weight name */
 	enum qr_match match;    /* how the pairing was made */
 	char *match_reason;     /* e.g. "name W -> W_quantized" */
+	char *folded;           /* the per-channel ops after the layer folded
+				 * into either side's weight before comparing
+				 * ("float weight folded with
+				 * BatchNormalization 'bn'"), or NULL */
 	char *granularity;      /* "per-tensor", "per-channel" or
 				 * "per-block" */
 	size_t block_size;      /* per-block: elements a scale covers */

@@ -290,17 +290,19 @@ is_float_compute(const struct qr_node *n)
 	return 0;
 }
 
-/* 1 when name is a constant, or a QuantizeLinear of one. */
+/* 1 when name is a constant, or a QuantizeLinear of one (seen through
+ * no-op links, qdq_links.c). */
 static int
 const_or_fakeq(const struct qr_graph *g, const char *name)
 {
 	const struct qr_node *p;
 
+	name = qr_an_link_source(g, name);
 	if (qr_graph_const(g, name))
 		return 1;
 	p = producer(g, name);
 	return p && op_is(p, "QuantizeLinear") && p->n_in > 0 &&
-	       qr_graph_const(g, p->in[0]) != NULL;
+	       qr_graph_const(g, qr_an_link_source(g, p->in[0])) != NULL;
 }
 
 /*
@@ -310,7 +312,8 @@ const_or_fakeq(const struct qr_graph *g, const char *name)
  *   qoperator    QLinear* (any domain), QGemm, QAttention, or integer ops
  *                fed without DynamicQuantizeLinear
  *   qdq          a QuantizeLinear on an activation (non-constant input)
- *                feeding a DequantizeLinear
+ *                feeding a DequantizeLinear, directly or through no-op
+ *                links (torch.onnx's Cast, Identity)
  *   weight-only  DequantizeLinear on constants only, or com.microsoft
  *                MatMulNBits
  *   float        none of these
@@ -339,7 +342,8 @@ qr_an_detect_format(const struct qr_graph *g)
 		else if (strcmp(op, "MatMulNBits") == 0)
 			wdq = 1;
 		else if (strcmp(op, "DequantizeLinear") == 0 && nd->n_in > 0) {
-			const struct qr_node *p = producer(g, nd->in[0]);
+			const struct qr_node *p =
+				producer(g, qr_an_link_source(g, nd->in[0]));
 
 			if (const_or_fakeq(g, nd->in[0]))
 				wdq = 1;
@@ -374,7 +378,7 @@ in_const(const struct qr_graph *g, const struct qr_node *n, size_t i)
 static int
 act_quantized(const struct qr_graph *g, const char *name)
 {
-	const struct qr_node *p = producer(g, name);
+	const struct qr_node *p = producer(g, qr_an_link_source(g, name));
 
 	if (p == NULL)
 		return 0;
@@ -454,7 +458,7 @@ dyn_scale(const struct qr_graph *g, const struct qr_node *n,
 static struct qr_tensor_data *
 fold_fake_quant(const struct qr_graph *g, const char *name)
 {
-	const struct qr_node *p = producer(g, name);
+	const struct qr_node *p = producer(g, qr_an_link_source(g, name));
 	const struct qr_tensor_data *w, *sc, *zp;
 	struct qr_tensor_data *q;
 	size_t i, outer = 1, len = 1, inner = 1, esz;
@@ -464,7 +468,7 @@ fold_fake_quant(const struct qr_graph *g, const char *name)
 	int qt, dt;
 
 	if (p == NULL || !op_is(p, "QuantizeLinear") || p->n_in < 2 ||
-	    (w = qr_graph_const(g, p->in[0])) == NULL ||
+	    (w = qr_graph_const(g, qr_an_link_source(g, p->in[0]))) == NULL ||
 	    !qr_an_is_float(w->dtype) || w->n_elem == 0 ||
 	    (sc = qr_graph_const(g, p->in[1])) == NULL || sc->n_elem == 0)
 		return NULL;
@@ -681,14 +685,15 @@ find_qlayer(const struct qr_graph *g, size_t i, struct qr_an_qlayer *ql,
 	} else if (is_default_domain(n->domain) && n->n_in > 1 &&
 		   (strcmp(op, "Conv") == 0 || strcmp(op, "ConvTranspose") == 0 ||
 		    strcmp(op, "Gemm") == 0 || strcmp(op, "MatMul") == 0)) {
-		const struct qr_node *dq = producer(g, n->in[1]);
+		const struct qr_node *dq =
+			producer(g, qr_an_link_source(g, n->in[1]));
 		const struct qr_tensor_data *q;
 		int64_t ax;
 
 		if (dq == NULL || !op_is(dq, "DequantizeLinear") ||
 		    dq->n_in < 2)
 			return 0;
-		q = qr_graph_const(g, dq->in[0]);
+		q = qr_graph_const(g, qr_an_link_source(g, dq->in[0]));
 		if (q == NULL)
 			q = ql->folded = fold_fake_quant(g, dq->in[0]);
 		if (q == NULL || qr_dtype_bits(q->dtype) == 0)

@@ -70,31 +70,179 @@ qr_an_bn_factors(const struct qr_graph *g, size_t node, size_t channels,
 	return f;
 }
 
-/* 1 when a BatchNormalization follows quant node i, directly or through
- * QuantizeLinear/DequantizeLinear. */
+/*
+ * The per-channel scale and shift ops after a weighted layer, which a
+ * toolchain may keep or fold into the weight: BatchNormalization, and
+ * Mul, Div, Add or Sub by a constant of 1 or `channels` elements (the
+ * Div a QAT export writes between Conv and BatchNormalization). Each is
+ * the only consumer of the value before it; QuantizeLinear,
+ * DequantizeLinear and no-op links between them are looked through.
+ * next is the op after the chain (NULL at a fork or a graph output).
+ */
+#define CHAIN_MAX 4
+
+struct chain {
+	size_t n;
+	const struct qr_node *op[CHAIN_MAX];
+	const struct qr_node *next;
+};
+
+/* 1 when constant t has 1 or channels elements. */
 static int
-quant_has_bn(const struct qr_graph *g, size_t i)
+per_channel_const(const struct qr_tensor_data *t, size_t channels)
 {
-	const struct qr_node *n = qr_graph_node(g, i);
+	return t != NULL && t->data != NULL &&
+	       (t->n_elem == 1 || t->n_elem == channels);
+}
+
+static int
+chain_op(const struct qr_graph *g, const struct qr_node *c, const char *cur,
+	 size_t channels)
+{
+	const char *op = c->op_type;
+	size_t i;
+
+	if (c->domain[0] != '\0')
+		return 0;
+	if (strcmp(op, "BatchNormalization") == 0) {
+		if (c->n_in < 5 || strcmp(c->in[0], cur) != 0)
+			return 0;
+		for (i = 1; i < 5; i++)
+			if (!per_channel_const(qr_graph_const(g, c->in[i]),
+					       channels) ||
+			    qr_graph_const(g, c->in[i])->n_elem != channels)
+				return 0;
+		return 1;
+	}
+	if (c->n_in != 2 || (strcmp(op, "Mul") != 0 && strcmp(op, "Div") != 0 &&
+			     strcmp(op, "Add") != 0 && strcmp(op, "Sub") != 0))
+		return 0;
+	if (strcmp(c->in[0], cur) == 0)
+		return per_channel_const(qr_graph_const(g, c->in[1]), channels);
+	return (op[0] == 'M' || op[0] == 'A') && strcmp(c->in[1], cur) == 0 &&
+	       per_channel_const(qr_graph_const(g, c->in[0]), channels);
+}
+
+static void
+chain_after(const struct qr_graph *g, size_t node, size_t channels,
+	    struct chain *ch)
+{
+	const struct qr_node *n = qr_graph_node(g, node);
 	const char *cur = n->n_out ? n->out[0] : NULL;
 	int hop;
 
-	for (hop = 0; cur && hop < 3; hop++) {
+	memset(ch, 0, sizeof *ch);
+	for (hop = 0; cur != NULL && cur[0] != '\0' && hop < 16; hop++) {
 		size_t nc;
-		const size_t *cs = qr_graph_consumers(g, cur, &nc);
+		const size_t *cs;
 		const struct qr_node *c;
 
+		if (qr_graph_is_output(g, cur))
+			return;
+		cs = qr_graph_consumers(g, cur, &nc);
 		if (nc != 1)
-			return 0;
+			return;
 		c = qr_graph_node(g, cs[0]);
-		if (strcmp(c->op_type, "BatchNormalization") == 0)
-			return 1;
+		if (c->n_out < 1)
+			return;
 		if (strcmp(c->op_type, "QuantizeLinear") != 0 &&
-		    strcmp(c->op_type, "DequantizeLinear") != 0)
-			return 0;
-		cur = c->n_out ? c->out[0] : NULL;
+		    strcmp(c->op_type, "DequantizeLinear") != 0 &&
+		    !qr_an_is_noop_link(g, c)) {
+			if (ch->n == CHAIN_MAX ||
+			    !chain_op(g, c, cur, channels)) {
+				ch->next = c;
+				return;
+			}
+			ch->op[ch->n++] = c;
+		}
+		cur = c->out[0];
 	}
-	return 0;
+}
+
+/* The op type a node computes as a float graph names it (QLinearMul is
+ * a Mul). */
+static const char *
+plain_op(const struct qr_node *n)
+{
+	return strncmp(n->op_type, "QLinear", 7) == 0 ? n->op_type + 7
+						     : n->op_type;
+}
+
+/* Keep of a's chain only what b does not do itself after its own chain:
+ * an op of a's that b applies as its next op (QOperator's QLinearMul
+ * after the layer) is in both functions, not folded by b. */
+static void
+chain_trim(struct chain *a, const struct chain *b)
+{
+	size_t j;
+
+	if (b->next == NULL)
+		return;
+	for (j = b->n; j < a->n; j++)
+		if (strcmp(a->op[j]->op_type, plain_op(b->next)) == 0) {
+			a->n = j;
+			return;
+		}
+}
+
+/* The chain's per-channel factor (channels entries, heap), or NULL when
+ * it is empty. Shifts (Add, Sub, BatchNormalization's mean and bias) do
+ * not change the weight. */
+static float *
+chain_factors(const struct qr_graph *g, const struct chain *ch,
+	      size_t channels)
+{
+	double *f;
+	float *out;
+	size_t k, c;
+
+	if (ch->n == 0)
+		return NULL;
+	f = xmalloc((channels ? channels : 1) * sizeof *f);
+	for (c = 0; c < channels; c++)
+		f[c] = 1.0;
+	for (k = 0; k < ch->n; k++) {
+		const struct qr_node *n = ch->op[k];
+		const struct qr_tensor_data *t;
+
+		if (strcmp(n->op_type, "BatchNormalization") == 0) {
+			const struct qr_tensor_data *gm = qr_graph_const(g, n->in[1]);
+			const struct qr_tensor_data *var = qr_graph_const(g, n->in[4]);
+			double eps = qr_node_attr_float(n, "epsilon", 1e-5f);
+
+			for (c = 0; c < channels; c++)
+				f[c] *= qr_tensor_get(gm, c) /
+					sqrt(qr_tensor_get(var, c) + eps);
+		} else if (strcmp(n->op_type, "Mul") == 0 ||
+			   strcmp(n->op_type, "Div") == 0) {
+			t = qr_graph_const(g, n->in[1]);
+			if (t == NULL)
+				t = qr_graph_const(g, n->in[0]);
+			for (c = 0; c < channels; c++) {
+				double v = qr_tensor_get(t, t->n_elem == 1 ? 0 : c);
+
+				f[c] = n->op_type[0] == 'D' ? f[c] / v : f[c] * v;
+			}
+		}
+	}
+	out = xmalloc((channels ? channels : 1) * sizeof *out);
+	for (c = 0; c < channels; c++)
+		out[c] = (float)f[c];
+	free(f);
+	return out;
+}
+
+/* "BatchNormalization 'bn', Div 'd'" for a chain, into buf. */
+static void
+chain_names(const struct chain *ch, char *buf, size_t n)
+{
+	size_t k, len = 0;
+
+	buf[0] = '\0';
+	for (k = 0; k < ch->n && len < n; k++)
+		len += (size_t)snprintf(buf + len, n - len, "%s%s '%s'",
+					k ? ", " : "", ch->op[k]->op_type,
+					ch->op[k]->name);
 }
 
 /* Integer range of a quantized dtype, or of bits-bit codes of its
@@ -227,28 +375,31 @@ broadcast(const struct qr_tensor_data *t, size_t nch)
  * quant axis (ONNX DequantizeLinear), SQNR = 10 log10(sum w^2 / sum (w -
  * w')^2) (as qr_sqnr_db), clipped = quantized values at qmin or qmax of
  * the dtype, out_of_range = float values beyond the representable range
- * by more than half a step. When the float Conv is followed by a
- * BatchNormalization and the candidate has none there, the float weight is
- * folded first (qr_an_bn_factors) so both sides describe the same
- * function. One pass over both weights. Returns 0 with a reason in why
- * when the scales do not fit.
+ * by more than half a step. The per-channel scale ops after each side's
+ * layer (BatchNormalization, a QAT export's Div; struct chain) are folded
+ * into that side's weight first, so both describe the function up to the
+ * same point: a side that keeps a BatchNormalization the other folded
+ * has it folded here, and when both keep it, both are folded. fold gets
+ * a description of what was folded (empty when nothing). One pass over
+ * both weights. Returns 0 with a reason in why when the scales do not
+ * fit.
  */
 static int
 compare(const struct qr_graph *fg, const struct qr_an_wlayer *fl,
 	const struct qr_graph *qg, const struct qr_an_qlayer *ql,
-	struct qr_quant_weight *qw, char *why, size_t why_n, int *bn_folded,
-	const char **bn_name)
+	struct qr_quant_weight *qw, char *why, size_t why_n, char *fold,
+	size_t fold_n)
 {
 	const struct qr_tensor_data *q = ql->q;
-	size_t outer, C, inner, o, c, nch, nb;
+	size_t outer, C, inner, o, c, nch, nb, cout;
 	const float *w = NULL;
-	float *sc = NULL, *zp = NULL, *bnf = NULL, *own = NULL;
-	const struct qr_node *bn = NULL;
+	float *sc = NULL, *zp = NULL, *ff = NULL, *fq = NULL, *own = NULL;
+	struct chain chf, chq;
 	struct deq_acc acc = { 0, 0, 0, 0 };
 	double dlo, dhi;
-	int ok = 0, owned = 0;
+	int ok = 0, owned = 0, per_channel = ql->per_channel, axis = ql->axis;
 
-	*bn_folded = 0;
+	fold[0] = '\0';
 	qr_an_split(q->dims, q->ndim, ql->axis, &outer, &C, &inner);
 	nb = ql->block ? (C + ql->block - 1) / ql->block : C;
 	nch = ql->block ? outer * nb * inner : ql->per_channel ? C : 1;
@@ -275,20 +426,55 @@ compare(const struct qr_graph *fg, const struct qr_an_wlayer *fl,
 		snprintf(why, why_n, "'%s' has no data", q->name);
 		goto out;
 	}
-	if (fl->family == QR_AN_FAM_CONV && !quant_has_bn(qg, ql->node))
-		bnf = qr_an_bn_factors(fg, fl->node,
-				       (size_t)fl->w->dims[fl->axis], &bn);
-	if (bnf) {
+	sc = broadcast(ql->scale, nch);
+	zp = broadcast(ql->zp, nch);
+	cout = (size_t)fl->w->dims[fl->axis];
+	if (fl->family == QR_AN_FAM_CONV || fl->family == QR_AN_FAM_CONVT) {
+		chain_after(fg, fl->node, cout, &chf);
+		chain_after(qg, ql->node, cout, &chq);
+		chain_trim(&chf, &chq);
+		chain_trim(&chq, &chf);
+		/* the candidate's codes are folded through their scales, one
+		 * per output channel: not for blocks, nor for channels along
+		 * another axis */
+		if (chq.n && (ql->block || !same_shape(fl->w, q) ||
+			      (per_channel && axis != fl->axis)))
+			chf.n = chq.n = 0;
+		ff = chain_factors(fg, &chf, cout);
+		fq = chain_factors(qg, &chq, cout);
+	}
+	if (ff) {
 		own = qr_an_to_f32(fl->w);
-		qr_an_scale_axis(own, fl->w->dims, fl->w->ndim, fl->axis, bnf);
+		qr_an_scale_axis(own, fl->w->dims, fl->w->ndim, fl->axis, ff);
 		w = own;
-		*bn_folded = 1;
-		*bn_name = bn->name;
 	} else {
 		w = qr_an_f32_view(fl->w, &owned);
 	}
-	sc = broadcast(ql->scale, nch);
-	zp = broadcast(ql->zp, nch);
+	if (fq) {
+		float *s2 = xmalloc(cout * sizeof *s2);
+		float *z2 = xmalloc(cout * sizeof *z2);
+
+		for (c = 0; c < cout; c++) {
+			s2[c] = sc[per_channel ? c : 0] * fq[c];
+			z2[c] = zp[per_channel ? c : 0];
+		}
+		free(sc);
+		free(zp);
+		sc = s2;
+		zp = z2;
+		per_channel = 1;
+		axis = fl->axis;
+		qr_an_split(q->dims, q->ndim, axis, &outer, &C, &inner);
+	}
+	if (ff || fq) {
+		char a[160], b[160];
+
+		chain_names(&chf, a, sizeof a);
+		chain_names(&chq, b, sizeof b);
+		snprintf(fold, fold_n, "%s%s%s%s%s", ff ? "float weight folded "
+			 "with " : "", a, ff && fq ? "; " : "",
+			 fq ? "candidate weight folded with " : "", b);
+	}
 	qrange(q->dtype, ql->bits, &dlo, &dhi);
 	if (ql->block) {
 		for (o = 0; o < outer; o++)
@@ -300,7 +486,7 @@ compare(const struct qr_graph *fg, const struct qr_an_wlayer *fl,
 					inner > 1, (float)dlo, (float)dhi,
 					&acc);
 			}
-	} else if (!ql->per_channel) {
+	} else if (!per_channel) {
 		deq_run(w, q, 0, q->n_elem, sc, zp, 0, (float)dlo, (float)dhi,
 			&acc);
 	} else {
@@ -339,7 +525,8 @@ out:
 	if (owned)
 		free((float *)w);
 	free(own);
-	free(bnf);
+	free(ff);
+	free(fq);
 	free(sc);
 	free(zp);
 	return ok;
@@ -465,14 +652,11 @@ add_pair(struct qr_analysis *a, size_t ci, const struct qr_graph *fg,
 {
 	struct qr_quant_weight qw;
 	const char *path = qr_graph_model(qg)->path;
-	char why[256], shp[128];
-	const char *bn_name = NULL;
-	char *fold;
-	int folded;
+	char why[256], shp[128], fold[400];
 
 	memset(&qw, 0, sizeof qw);
-	if (!compare(fg, fl, qg, ql, &qw, why, sizeof why, &folded,
-		     &bn_name)) {
+	if (!compare(fg, fl, qg, ql, &qw, why, sizeof why, fold,
+		     sizeof fold)) {
 		qr_warnf(d, "layer '%s': cannot compare with candidate %zu: "
 			 "%s", fl->n->name, ci + 1, why);
 		add_unmatched(a, fl->n->name, ci, path ? path : "", why);
@@ -485,18 +669,17 @@ add_pair(struct qr_analysis *a, size_t ci, const struct qr_graph *fg,
 	qw.quant_weight = xstrdup(ql->q->name);
 	qw.match = how;
 	qr_an_dims_buf(fl->w->dims, fl->w->ndim, shp, sizeof shp);
-	fold = folded ? xasprintf("; float weight folded with "
-				  "BatchNormalization '%s' first", bn_name)
-		      : xstrdup("");
+	if (fold[0] != '\0')
+		qw.folded = xstrdup(fold);
 	if (how == QR_MATCH_NAME)
-		qw.match_reason = xasprintf("name (%s): %s -> %s%s", rule,
-					    fl->w->name, ql->q->name, fold);
+		qw.match_reason = xasprintf("name (%s): %s -> %s%s%s", rule,
+					    fl->w->name, ql->q->name,
+					    fold[0] ? "; " : "", fold);
 	else
 		qw.match_reason = xasprintf("structure: %s layer with weight "
 					    "%s aligned in topological order"
-					    "%s", qr_an_family_name(fl->family),
-					    shp, fold);
-	free(fold);
+					    "%s%s", qr_an_family_name(fl->family),
+					    shp, fold[0] ? "; " : "", fold);
 	a->qweights = xreallocarray(a->qweights, a->n_qweights + 1,
 				    sizeof *a->qweights);
 	a->qweights[a->n_qweights++] = qw;

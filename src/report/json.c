@@ -163,6 +163,10 @@ qweight_json(const struct qr_quant_weight *q)
 	add_str(o, "quant_weight", q->quant_weight);
 	add_str(o, "match", qr_match_name(q->match));
 	add_str(o, "match_reason", q->match_reason);
+	if (q->folded)
+		add_str(o, "folded", q->folded);
+	else
+		cJSON_AddNullToObject(o, "folded");
 	add_str(o, "granularity", q->granularity);
 	if (q->block_size)
 		cJSON_AddNumberToObject(o, "block_size", (double)q->block_size);
