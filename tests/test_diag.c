@@ -281,6 +281,9 @@ test_chain(void)
 	ok(strstr(s, "error is born at r4") != NULL, "bad scale says so: %s",
 	   s);
 	free(s);
+	ok(r->es.n_suspect == 0 && a->act_runs[0].es.n_suspect == 0,
+	   "bad scale: a layer quantized badly is no suspect pairing (its "
+	   "error carries on)");
 	/* the gain as defined: rho_out / (rho_in + lambda) */
 	if (r4 >= 0 && r5 >= 0) {
 		const struct qr_act_pair *p = &a->act_pairs[r5];
@@ -291,6 +294,69 @@ test_chain(void)
 		ok_near(p->noise_gain_db, want, 1e-6, "r5's noise gain is its "
 			"cumulative NSR over r4's plus its own");
 	}
+out:
+	qr_analysis_free(a);
+	qr_tensor_free(x);
+}
+
+/* Two parallel branches, and the same candidate with the branches' names
+ * exchanged: name matching pairs each float branch with the other's
+ * values. The wrong pairs are flagged suspect (their error vanishes in
+ * the Add that reads both), and no verdict rests on them. */
+static void
+test_swap(void)
+{
+	static const char *const q[] = { "swap_qdq.onnx", "swap_bad.onnx",
+					 NULL };
+	struct qr_tensor *x = npy("swap_input.npy");
+	struct qr_analysis *a = run("swap_float.onnx", q, x, 4, "npy");
+	const struct qr_act_run *r0, *r1;
+	size_t i, bad = 0, sus0 = 0;
+	long ra, rb, sp, y;
+	char *st;
+
+	ok(a != NULL && a->data.samples == 6, "swap: 6 samples through the "
+	   "float model and two candidates");
+	if (a == NULL)
+		goto out;
+	r0 = &a->act_runs[0];
+	r1 = &a->act_runs[1];
+	for (i = 0; i < a->n_act_pairs; i++)
+		sus0 += a->act_pairs[i].quant == 0 &&
+			(a->act_pairs[i].flags & QR_ACT_FLAG_SUSPECT);
+	ok(sus0 == 0 && r0->es.n_suspect == 0, "swap: the right pairing has "
+	   "no suspect (%zu)", sus0);
+	ra = pair_of(a, 1, "ra");
+	rb = pair_of(a, 1, "rb");
+	sp = pair_of(a, 1, "s");
+	y = pair_of(a, 1, "y");
+	ok(ra >= 0 && rb >= 0 && a->act_pairs[ra].sqnr_db < 3 &&
+	   a->act_pairs[rb].sqnr_db < 3 &&
+	   (a->act_pairs[ra].flags & QR_ACT_FLAG_SUSPECT) &&
+	   (a->act_pairs[rb].flags & QR_ACT_FLAG_SUSPECT) &&
+	   r1->es.n_suspect == 2,
+	   "swap: both exchanged branches are suspect (SQNR %.1f, %.1f dB; "
+	   "%zu suspect)", ra >= 0 ? a->act_pairs[ra].sqnr_db : NAN,
+	   rb >= 0 ? a->act_pairs[rb].sqnr_db : NAN, r1->es.n_suspect);
+	ok(sp >= 0 && y >= 0 &&
+	   !(a->act_pairs[sp].flags & QR_ACT_FLAG_SUSPECT) &&
+	   !(a->act_pairs[y].flags & QR_ACT_FLAG_SUSPECT),
+	   "swap: the Add and the head, paired right, are not");
+	ok(r1->n_flagged == r0->n_flagged, "swap: layers below threshold as "
+	   "with the right pairing (%zu, %zu)", r1->n_flagged, r0->n_flagged);
+	for (i = 0; i < r1->es.n_creators; i++)
+		bad += r1->es.creators[i] == ra || r1->es.creators[i] == rb;
+	for (i = 0; i < r1->es.n_amplifiers; i++)
+		bad += r1->es.amplifiers[i] == ra || r1->es.amplifiers[i] == rb;
+	ok(bad == 0 && r1->born < 0 && r1->worst_local != ra &&
+	   r1->worst_local != rb, "swap: not born at, worst at, creating or "
+	   "amplifying at a suspect pair (born %s, worst %s)",
+	   name_of(a, r1->born), name_of(a, r1->worst_local));
+	st = sentence(a, 1);
+	ok(strstr(st, "2 suspect pairings left out") != NULL &&
+	   strstr(st, "born") == NULL && strstr(st, "amplified") == NULL,
+	   "swap: the verdict says so and names no source: %s", st);
+	free(st);
 out:
 	qr_analysis_free(a);
 	qr_tensor_free(x);
@@ -631,6 +697,7 @@ main(void)
 {
 	plan_no_plan();
 	RUN(test_chain);
+	RUN(test_swap);
 	RUN(test_amplifier);
 	RUN(test_same_grid);
 	RUN(test_smooth);

@@ -13,6 +13,8 @@
 #   pairs    every float compute layer's output is paired with the
 #            candidate tensor the manifest names (or one equally right:
 #            another DequantizeLinear of the same QuantizeLinear)
+#   verified every right pair is marked verified in report.json (not
+#            flagged a suspect pairing, shapes agree)
 #   wrong    no float tensor is paired with a tensor holding another
 #            value, nor is one the manifest says has no counterpart (a
 #            tensor of the right value that is not the one to compare,
@@ -176,7 +178,7 @@ def check(fx, d, k, rep, rc, orig):
     """the TAP lines of fixture fx, candidate k of the report in d"""
     row = {"name": fx["name"], "renamed": ""}
     table.append(row)
-    checks = ["format", "pairs", "wrong"] + (["renamed"] if orig else []) + ["weights", "sqnr", "ort"]
+    checks = ["format", "pairs", "wrong", "verified"] + (["renamed"] if orig else []) + ["weights", "sqnr", "ort"]
     if rep is None:
         log = (read(os.path.join(d, "qreport.log")) or "").strip().replace("\n", " ")[:300]
         for c in checks:
@@ -219,6 +221,11 @@ def check(fx, d, k, rep, rc, orig):
     found = len(want) - len(missing)
     tap(fx, "pairs", not missing, "%d of %d expected activation pairs found" % (found, len(want)), missing)
     tap(fx, "wrong", not wrong, "%d float tensors paired with another layer's tensor" % len(wrong), wrong)
+    # a right pair is not called suspect
+    false = ["%s ~ %s: flagged %s" % (t, p["quant_tensor"], ", ".join(p.get("flags", [])))
+             for t, p in pairs.items()
+             if t in exp and p["quant_tensor"] in exp[t]["accept"] and not p.get("verified")]
+    tap(fx, "verified", not false, "%d right pairs not verified" % len(false), false)
     row["pairs"] = "%d/%d" % (found, len(want))
     row["same"] = same
     row["wrong"] = len(wrong)

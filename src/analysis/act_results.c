@@ -241,19 +241,25 @@ cand_out(struct qr_ar_ctx *c, size_t k, const double *rms)
 		r->n_pairs++;
 		r->n_name += o->match == QR_MATCH_NAME;
 		r->n_structure += o->match == QR_MATCH_STRUCTURE;
-		r->n_flagged += (o->flags & (QR_ACT_FLAG_COSINE |
-					     QR_ACT_FLAG_SQNR)) != 0;
 		if (!(o->flags & QR_ACT_FLAG_CANCEL)) {
 			at[q->pairs[i].ft] = (long)(a->n_act_pairs - 1);
 			ap[q->pairs[i].ft] = &q->pairs[i];
 		}
-		if (!(o->flags & QR_ACT_FLAG_CANCEL) &&
-		    !isnan(o->local_sqnr_db) && o->local_sqnr_db < worst) {
+	}
+	/* flags QR_ACT_FLAG_SUSPECT: counted and ranked after it */
+	qr_es_analyse(c, k, at, ap);
+	for (i = first; i < a->n_act_pairs; i++) {
+		const struct qr_act_pair *o = &a->act_pairs[i];
+
+		if (o->flags & QR_ACT_NOT_FINDING)
+			continue;
+		r->n_flagged += (o->flags & (QR_ACT_FLAG_COSINE |
+					     QR_ACT_FLAG_SQNR)) != 0;
+		if (!isnan(o->local_sqnr_db) && o->local_sqnr_db < worst) {
 			worst = o->local_sqnr_db;
-			r->worst_local = (long)(a->n_act_pairs - 1);
+			r->worst_local = (long)i;
 		}
 	}
-	qr_es_analyse(c, k, at, ap);
 	qr_ws_results(c, k, pv, a->n_act_pairs - first);
 	free(pv);
 	free(ap);

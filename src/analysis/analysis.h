@@ -250,7 +250,15 @@ enum {
 				      * rounding noise, so its cosine and
 				      * SQNR are not flagged and no verdict
 				      * points at it */
+	QR_ACT_FLAG_SUSPECT = 128,   /* suspect pairing: its error vanishes
+				      * in the next compared layer, which
+				      * quantization cannot do
+				      * (error_sources.c); no verdict points
+				      * at it */
 };
+
+/* Flags that take a pair out of every verdict: it is not a finding. */
+#define QR_ACT_NOT_FINDING (QR_ACT_FLAG_CANCEL | QR_ACT_FLAG_SUSPECT)
 
 #define QR_OL_ALPHAS 11           /* migration strengths 0, 0.1, ..., 1 */
 
@@ -428,6 +436,7 @@ struct qr_error_sources {
 				     * (gain of QR_ES_AMPLIFY_DB or more) */
 	double group_share[QR_OPG_N]; /* share of the noise per op group */
 	size_t group_pairs[QR_OPG_N]; /* pairs analysed per op group */
+	size_t n_suspect;        /* pairs flagged QR_ACT_FLAG_SUSPECT */
 };
 
 #define QR_WORST_SAMPLES 5       /* worst samples kept per candidate */

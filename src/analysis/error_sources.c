@@ -47,6 +47,20 @@
  * the candidate loses nothing there, although the local run, which feeds
  * it float values, measures a rounding. It is marked same_grid, makes no
  * share and counts lambda 0 in its gain.
+ *
+ * Suspect pairings. Noise a layer hands on does not vanish: no op but an
+ * average over many values takes 20 dB off it in one step. When a
+ * compared tensor's inputs bring an NSR that it then shows QR_ES_VANISH_DB
+ * less of (gain below -QR_ES_VANISH_DB, its inputs below
+ * QR_ES_SUSPECT_DB), those inputs were not the candidate's values of the
+ * same tensor: they are marked suspect (QR_ACT_FLAG_SUSPECT), with the
+ * compared tensors above them as bad, up to where the values agree
+ * again. A pairing that swapped two parallel layers looks so; a layer
+ * quantized badly does not (its error carries on to the output).
+ * Reductions (pooling, Reduce*) average noise away by design and are
+ * not taken as evidence. Suspect tensors are left out as if not
+ * compared: no share, no verdict; their readers count from the inputs
+ * above them.
  */
 #include "analysis/analysis-int.h"
 
@@ -58,6 +72,9 @@
 #include "onnx/onnx.h"
 
 #define CAP_DB 100.0             /* SQNR cap for born_drop_db */
+#define QR_ES_VANISH_DB 20.0     /* noise gain below minus this: vanished */
+#define QR_ES_SUSPECT_DB 10.0    /* inputs this bad (cumulative SQNR, dB)
+				  * before vanishing noise are suspect */
 #define WALK_MAX 256             /* float nodes visited looking upward */
 #define INPUTS_MAX 64            /* compared inputs kept for the grid test */
 
@@ -193,17 +210,24 @@ node_group(const struct qr_ar_ctx *c, size_t ni)
  * ones above its producer, through tensors that are not compared (graph
  * inputs not compared are exact and stop the walk). Up to INPUTS_MAX of
  * them go to in[] (*n_in; *more when some did not fit). *grp gets the
- * op group of the layer: of its producer and the nodes walked through. */
+ * op group of the layer: of its producer and the nodes walked through;
+ * *pooled whether one of those pools or reduces; *via_bad (when bad is
+ * not NULL) whether the walk went through a tensor bad[] marks (a suspect
+ * pairing, compared no more). */
 static void
-inputs_of(const struct qr_ar_ctx *c, const struct tens *t, size_t i,
-	  unsigned char *seen, size_t *stack, size_t *visited, size_t *in,
-	  size_t *n_in, int *more, int *grp)
+inputs_via(const struct qr_ar_ctx *c, const struct tens *t, size_t i,
+	   unsigned char *seen, size_t *stack, size_t *visited, size_t *in,
+	   size_t *n_in, int *more, int *grp, int *pooled,
+	   const unsigned char *bad, int *via_bad)
 {
 	size_t sp = 0, nv = 0, j, k;
 
+	if (via_bad != NULL)
+		*via_bad = 0;
 	*n_in = 0;
 	*more = 0;
 	*grp = node_group(c, (size_t)c->ft[i].node);
+	*pooled = *grp == QR_OPG_POOL;
 	stack[sp++] = (size_t)c->ft[i].node;
 	while (sp > 0) {
 		const struct qr_node *n = qr_graph_node(c->fg, stack[--sp]);
@@ -228,6 +252,8 @@ inputs_of(const struct qr_ar_ctx *c, const struct tens *t, size_t i,
 			}
 			if (hit != QR_AR_NONE && c->ft[hit].node < 0)
 				continue;
+			if (hit != QR_AR_NONE && bad != NULL && bad[hit])
+				*via_bad = 1;
 			p = qr_graph_producer(c->fg, n->in[j]);
 			if (p < 0 || seen[p] || nv == WALK_MAX)
 				continue;
@@ -241,8 +267,18 @@ inputs_of(const struct qr_ar_ctx *c, const struct tens *t, size_t i,
 
 		if (rank_of(g) < rank_of(*grp))
 			*grp = g;
+		*pooled |= g == QR_OPG_POOL;
 		seen[visited[j]] = 0;
 	}
+}
+
+static void
+inputs_of(const struct qr_ar_ctx *c, const struct tens *t, size_t i,
+	  unsigned char *seen, size_t *stack, size_t *visited, size_t *in,
+	  size_t *n_in, int *more, int *grp, int *pooled)
+{
+	inputs_via(c, t, i, seen, stack, visited, in, n_in, more, grp, pooled,
+		   NULL, NULL);
 }
 
 /* 1 when pair p only re-rounds onto the grid of every input in[] (its
@@ -295,6 +331,73 @@ top_n(const double *v, const long *idx, size_t m, double floor, long *out,
 	return k;
 }
 
+/* Mark suspect pairings (see the top of this file): t[i].cmp cleared and
+ * the pair flagged; bad[i] set (c->n_ft entries). Returns how many. */
+static size_t
+suspects(struct qr_ar_ctx *c, struct tens *t, const long *at,
+	 unsigned char *seen, size_t *stack, size_t *visited,
+	 unsigned char *bad)
+{
+	struct qr_analysis *a = c->a;
+	size_t *in = xcalloc(INPUTS_MAX + 1, sizeof *in);
+	size_t *todo = xcalloc(c->n_ft + 1, sizeof *todo);
+	size_t i, j, n_in, n = 0, nt;
+	int more, grp, pooled;
+
+	for (i = 0; i < c->n_ft; i++) {
+		double sms = 0, smse = 0, rin, lim;
+
+		if (!t[i].cmp || c->ft[i].node < 0)
+			continue;
+		inputs_of(c, t, i, seen, stack, visited, in, &n_in, &more,
+			  &grp, &pooled);
+		if (n_in == 0 || pooled)
+			continue;
+		for (j = 0; j < n_in; j++) {
+			sms += t[in[j]].ms;
+			smse += t[in[j]].mse;
+		}
+		rin = sms > 0 ? smse / sms : NAN;
+		if (!(rin > pow(10.0, -QR_ES_SUSPECT_DB / 10.0)) ||
+		    isnan(t[i].rho) ||
+		    !(10.0 * log10(t[i].rho / rin) < -QR_ES_VANISH_DB))
+			continue;
+		/* the bad inputs, and the bad compared tensors above them */
+		lim = t[i].sq - QR_ES_VANISH_DB;
+		lim = lim < QR_ES_SUSPECT_DB ? lim : QR_ES_SUSPECT_DB;
+		nt = 0;
+		for (j = 0; j < n_in; j++)
+			if (t[in[j]].sq < lim && !bad[in[j]]) {
+				bad[in[j]] = 1;
+				todo[nt++] = in[j];
+			}
+		while (nt > 0) {
+			size_t u = todo[--nt];
+
+			if (c->ft[u].node < 0)
+				continue;
+			inputs_of(c, t, u, seen, stack, visited, in, &n_in,
+				  &more, &grp, &pooled);
+			for (j = 0; j < n_in; j++)
+				if (t[in[j]].sq < lim && !bad[in[j]]) {
+					bad[in[j]] = 1;
+					todo[nt++] = in[j];
+				}
+		}
+	}
+	for (i = 0; i < c->n_ft; i++)
+		if (bad[i] && at[i] >= 0) {
+			a->act_pairs[at[i]].flags |= QR_ACT_FLAG_SUSPECT;
+			n++;
+		}
+	for (i = 0; i < c->n_ft; i++)
+		if (bad[i])
+			t[i].cmp = 0;
+	free(todo);
+	free(in);
+	return n;
+}
+
 /* See analysis-int.h and the top of this file. */
 void
 qr_es_analyse(struct qr_ar_ctx *c, size_t k, const long *at,
@@ -313,8 +416,9 @@ qr_es_analyse(struct qr_ar_ctx *c, size_t k, const long *at,
 	double *gain = xcalloc(c->n_ft + 1, sizeof *gain);
 	double *drop = xcalloc(c->n_ft + 1, sizeof *drop);
 	long *idx = xcalloc(c->n_ft + 1, sizeof *idx);
+	unsigned char *bad = xcalloc(c->n_ft + 1, 1);
 	double total = 0;
-	int more, grp;
+	int more, grp, pooled, via_bad = 0;
 
 	memset(es, 0, sizeof *es);
 	es->computed = 1;
@@ -333,6 +437,7 @@ qr_es_analyse(struct qr_ar_ctx *c, size_t k, const long *at,
 		if (p->loc.samples > 0 && p->loc.sxx > 0)
 			t[i].lam = p->loc.see / p->loc.sxx;
 	}
+	es->n_suspect = suspects(c, t, at, seen, stack, visited, bad);
 	for (i = 0; i < c->n_ft; i++) {
 		struct qr_act_pair *o;
 		double sms = 0, smse = 0, lo = INFINITY, rin, l;
@@ -346,8 +451,8 @@ qr_es_analyse(struct qr_ar_ctx *c, size_t k, const long *at,
 		more = 0;
 		grp = QR_OPG_INPUT;
 		if (c->ft[i].node >= 0)
-			inputs_of(c, t, i, seen, stack, visited, in, &n_in,
-				  &more, &grp);
+			inputs_via(c, t, i, seen, stack, visited, in, &n_in,
+				   &more, &grp, &pooled, bad, &via_bad);
 		for (j = 0; j < n_in; j++) {
 			sms += t[in[j]].ms;
 			smse += t[in[j]].mse;
@@ -356,7 +461,8 @@ qr_es_analyse(struct qr_ar_ctx *c, size_t k, const long *at,
 		rin = n_in == 0 ? 0 : sms > 0 ? smse / sms : NAN;
 		o->same_grid = same_grid(c, i, ap[i], ap, in, n_in, more);
 		l = o->same_grid ? 0 : t[i].lam;
-		if (!isnan(l) && !isnan(rin) && !isnan(t[i].rho) &&
+		/* what a suspect pairing above brings is not known */
+		if (!via_bad && !isnan(l) && !isnan(rin) && !isnan(t[i].rho) &&
 		    rin + l > 0)
 			o->noise_gain_db = 10.0 * log10(t[i].rho / (rin + l));
 		drop[m] = isfinite(lo) ? lo - t[i].sq : NAN;
@@ -386,16 +492,20 @@ qr_es_analyse(struct qr_ar_ctx *c, size_t k, const long *at,
 	es->n_creators = top_n(lam, idx, m, 0.0, es->creators, QR_ES_TOP);
 	es->n_amplifiers = top_n(gain, idx, m, QR_ES_AMPLIFY_DB - 1e-12,
 				 es->amplifiers, QR_ES_TOP);
-	es->accumulates = total > 0 && es->top_share < QR_ES_DOMINANT;
+	/* the noise a suspect pairing's true counterpart makes is not
+	 * measured: no share is known, so nothing is said */
+	es->accumulates = total > 0 && es->top_share < QR_ES_DOMINANT &&
+			  es->n_suspect == 0;
 	r->born = -1;
 	r->born_share = r->born_drop_db = NAN;
-	if (es->n_creators > 0 && !es->accumulates) {
+	if (es->n_creators > 0 && !es->accumulates && es->n_suspect == 0) {
 		r->born = es->creators[0];
 		r->born_share = a->act_pairs[r->born].noise_share;
 		for (j = 0; j < m; j++)
 			if (idx[j] == r->born)
 				r->born_drop_db = drop[j];
 	}
+	free(bad);
 	free(idx);
 	free(drop);
 	free(gain);

@@ -272,7 +272,7 @@ pair_hazards(const struct qr_analysis *a, size_t i, struct qr_an_hz_list *out)
 	int sat = 0;
 
 	if (isnan(eb) || p->samples == 0 ||
-	    (p->flags & (QR_ACT_FLAG_SHAPE | QR_ACT_FLAG_CANCEL)))
+	    (p->flags & (QR_ACT_FLAG_SHAPE | QR_ACT_NOT_FINDING)))
 		return;
 	bits = log2(p->qmax - p->qmin + 1);
 	lo = (p->qmin - p->zero_point) * p->scale;

@@ -291,7 +291,7 @@ blocks_out(const struct qr_analysis *a, size_t k, struct qr_llm_result *r)
 		struct qr_llm_block *bl = NULL;
 		int n;
 
-		if (p->quant != k || (p->flags & (QR_ACT_FLAG_CANCEL |
+		if (p->quant != k || (p->flags & (QR_ACT_NOT_FINDING |
 						  QR_ACT_FLAG_SHAPE)))
 			continue;
 		if ((n = block_of(t->layer)) < 0 && (n = block_of(t->name)) < 0)

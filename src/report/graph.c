@@ -230,8 +230,9 @@ render(const struct qr_analysis *a, const struct qr_report_layers *L,
 		if (!weights_only && k < a->n_quant && l->act[k] >= 0) {
 			const struct qr_act_pair *p = &a->act_pairs[l->act[k]];
 
-			/* a cancellation's SQNR is rounding noise: no colour */
-			if (!(p->flags & QR_ACT_FLAG_CANCEL))
+			/* a cancellation's SQNR is rounding noise, a suspect
+			 * pairing's compares other values: no colour */
+			if (!(p->flags & QR_ACT_NOT_FINDING))
 				fill = sqnr_verdict(p->sqnr_db, ts);
 			line = sqnr_verdict(p->local_sqnr_db, ts);
 			fmt_db(c1, sizeof c1, p->sqnr_db);
@@ -241,7 +242,10 @@ render(const struct qr_analysis *a, const struct qr_report_layers *L,
 				      "cosine %.5f%s", c1, c2, p->cosine_mean,
 				      p->flags & QR_ACT_FLAG_CANCEL
 				      ? " (cancellation: the float value is "
-					"rounding noise)" : "");
+					"rounding noise)" :
+				      p->flags & QR_ACT_FLAG_SUSPECT
+				      ? " (suspect pairing: not the same "
+					"value)" : "");
 		} else if (weights_only && l->weight >= 0) {
 			const struct qr_weight_stats *w = &a->weights[l->weight];
 

@@ -304,6 +304,7 @@ flags_array(int f)
 		{ QR_ACT_FLAG_NONFINITE, "nonfinite" },
 		{ QR_ACT_FLAG_SHAPE, "shape" },
 		{ QR_ACT_FLAG_CANCEL, "cancellation" },
+		{ QR_ACT_FLAG_SUSPECT, "suspect_pairing" },
 	};
 	cJSON *a = cJSON_CreateArray();
 	size_t i;
@@ -325,6 +326,11 @@ act_json(const struct qr_analysis *a, const struct qr_act_pair *p)
 	add_str(o, "quant_tensor", p->quant_tensor);
 	add_str(o, "match", qr_match_name(p->match));
 	add_str(o, "match_reason", p->match_reason);
+	/* checked against its neighbours: shapes agree, and its error does
+	 * not vanish in the layers that read it (error_sources.c) */
+	cJSON_AddBoolToObject(o, "verified", p->samples > 0 &&
+			      !(p->flags & (QR_ACT_FLAG_SHAPE |
+					    QR_ACT_FLAG_SUSPECT)));
 	add_str(o, "layer", t->layer);
 	add_str(o, "op", t->op);
 	cJSON_AddNumberToObject(o, "depth", t->depth);
@@ -496,6 +502,7 @@ error_sources_json(const struct qr_analysis *a,
 	add_num(o, "top_share", es->top_share);
 	cJSON_AddNumberToObject(o, "dominant_share", QR_ES_DOMINANT);
 	cJSON_AddBoolToObject(o, "accumulates", es->accumulates);
+	cJSON_AddNumberToObject(o, "suspect_pairs", (double)es->n_suspect);
 	arr = cJSON_AddArrayToObject(o, "creators");
 	for (i = 0; i < es->n_creators; i++)
 		cJSON_AddItemToArray(arr, source_json(

@@ -247,6 +247,10 @@ summary_headlines(struct qr_buf *b, const cJSON *view)
 		qr_buf_puts(b, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
 					 x, "one_flagged"))
 			    ? " layer below threshold" : " layers below threshold");
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+			    x, "has_suspect")))
+			md_fill(b, x, "; {n_suspect} suspect pairing(s) left "
+				"out");
 		if (cJSON_IsObject(born))
 			md_fill(b, born, "; error is born at {tensor} ({share} "
 				"of the noise)");
@@ -480,6 +484,12 @@ qr_report_summary_md(const struct qr_analysis *a, const cJSON *view)
 				md_fill(&b, mo, ": output cosine {cos_mean}, "
 					"top-1 agreement {top1}");
 			md_fill(&b, x, "; layers below threshold: {n_flagged}");
+			if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+				    x, "has_suspect")))
+				md_fill(&b, x, "; suspect pairings left out of "
+					"the verdicts: {n_suspect} (their error "
+					"vanishes in the next layer: not the "
+					"same values)");
 			if (cJSON_IsObject(born))
 				md_fill(&b, born, "; error is born at {tensor} "
 					"({share} of the noise)");

@@ -47,8 +47,9 @@ qr_report_is_noise(const cJSON *item)
 	const cJSON *f;
 
 	cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(item, "flags"))
-		if (cJSON_IsString(f) && strcmp(f->valuestring,
-						"cancellation") == 0)
+		if (cJSON_IsString(f) &&
+		    (strcmp(f->valuestring, "cancellation") == 0 ||
+		     strcmp(f->valuestring, "suspect_pairing") == 0))
 			return 1;
 	return 0;
 }

@@ -364,6 +364,8 @@ verdict_lines(const struct qr_analysis *a, const struct qr_view_ctx *cc,
 				cJSON_AddNullToObject(o, "top1");
 		}
 		qr_view_count(x, "n_flagged", r->n_flagged);
+		qr_view_count(x, "n_suspect", r->es.n_suspect);
+		cJSON_AddBoolToObject(x, "has_suspect", r->es.n_suspect > 0);
 		cJSON_AddBoolToObject(x, "one_flagged", r->n_flagged == 1);
 		qr_view_str(x, "flagged_class", r->n_flagged ? "bad" : "good");
 		if (r->n_flagged > 0 && strcmp(cls, "good") == 0)

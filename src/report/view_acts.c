@@ -36,6 +36,7 @@ set_flags(cJSON *o, int f)
 		{ QR_ACT_FLAG_NONFINITE, "NaN/Inf" },
 		{ QR_ACT_FLAG_SHAPE, "shape differs" },
 		{ QR_ACT_FLAG_CANCEL, "cancellation" },
+		{ QR_ACT_FLAG_SUSPECT, "suspect pairing" },
 	};
 	struct qr_buf b = {0};
 	size_t i;
@@ -47,11 +48,12 @@ set_flags(cJSON *o, int f)
 				      names[i].name);
 	t = qr_buf_take(&b);
 	cJSON_AddStringToObject(o, "flags", t);
-	/* a cancellation alone is a note, not a problem */
-	cJSON_AddBoolToObject(o, "flagged", (f & ~QR_ACT_FLAG_CANCEL) != 0);
+	/* a cancellation or a suspect pairing is a note, not a problem */
+	cJSON_AddBoolToObject(o, "flagged", (f & QR_ACT_NOT_FINDING) == 0 &&
+			      f != 0);
 	cJSON_AddBoolToObject(o, "has_flags", f != 0);
 	cJSON_AddStringToObject(o, "flags_class",
-				(f & ~QR_ACT_FLAG_CANCEL) ? "bad" : "");
+				(f & QR_ACT_NOT_FINDING) == 0 && f ? "bad" : "");
 	free(t);
 }
 
@@ -152,7 +154,7 @@ act_depth_charts(struct qr_view_ctx *cc, const struct qr_analysis *a, size_t k,
 		qr_fmt_sqnr(c2, sizeof c2, p->local_sqnr_db);
 		titles2[i] = xasprintf("%s: SQNR %s dB cumulative, %s dB local",
 				       ticks[i], c1, c2);
-		if (!(p->flags & QR_ACT_FLAG_CANCEL)) /* noise: not ranked */
+		if (!(p->flags & QR_ACT_NOT_FINDING)) /* not ranked */
 			order[nr++] = i;
 	}
 	s[0] = (struct qr_series){ "min\xe2\x80\x93max over samples", lo, hi,
@@ -746,7 +748,7 @@ qr_view_worst_acts(const struct qr_analysis *a, const struct qr_view_ctx *cc,
 	double ts = a->data.sqnr_threshold, tc = a->data.cos_threshold;
 
 	for (i = 0; i < a->n_act_pairs; i++)
-		if (!(a->act_pairs[i].flags & QR_ACT_FLAG_CANCEL)) /* noise */
+		if (!(a->act_pairs[i].flags & QR_ACT_NOT_FINDING))
 			order[n++] = i;
 	sort_by_sqnr(a, NULL, order, n);
 	for (i = 0; i < n && i < QR_TOP_PROBLEMS; i++) {

@@ -75,7 +75,14 @@ qr_view_sources_text(const struct qr_analysis *a, size_t k, struct qr_buf *b)
 
 	if (!es->computed)
 		return;
-	if (r->born >= 0) {
+	if (es->n_suspect > 0) {
+		qr_buf_printf(b, "; %zu suspect pairing%s left out (%s error "
+			      "vanishes in the next compared layer: not the "
+			      "same values); where the error comes from is "
+			      "not said", es->n_suspect,
+			      es->n_suspect == 1 ? "" : "s",
+			      es->n_suspect == 1 ? "its" : "their");
+	} else if (r->born >= 0) {
 		fmt_share(sh, sizeof sh, r->born_share);
 		qr_buf_printf(b, "; error is born at %s (it makes %s of the "
 			      "noise; local SQNR %.1f dB)",

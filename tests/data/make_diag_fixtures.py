@@ -21,6 +21,15 @@
                     becomes a large one
   amp_qdq.onnx      its QDQ form, the graph input left float
   amp_input.npy     24 rows [24,16] of N(0,1): 6 samples of 4 rows
+  swap_float.onnx   x [4,32] -> two parallel Gemm [32,32] "ga", "gb"
+                    -> Relu "ra", "rb" -> Add "s" -> Gemm [32,8] "y"
+  swap_qdq.onnx     its QDQ form, the graph input left float
+  swap_bad.onnx     swap_qdq.onnx with every name of the two branches
+                    exchanged (ga... <-> gb..., ra... <-> rb...): the same
+                    function, but matching by name pairs float ga with
+                    the candidate's gb and so on, a wrong pairing that no
+                    check of names or inputs can see
+  swap_input.npy    24 rows [24,32] of N(0,1): 6 samples of 4 rows
   sq_float.onnx     x [1,6,5,5] -> Mul by per-channel gains (channel 2
                     x 40, channel 4 x 12: outlier channels) "h" ->
                     Conv [4,6,3,3] pad 1 "c"; h -> grouped Conv [6,3,3,3]
@@ -250,7 +259,47 @@ def amplifier():
     save(float_input(qq.quantize_qdq(m, calib), "x"), "amp_qdq.onnx")
 
 
+def swap():
+    rng = np.random.RandomState(11)
+    inits, nodes = {}, []
+    for b in "ab":
+        inits["W" + b] = rng.normal(0, np.sqrt(2 / 32), (32, 32)).astype(
+            np.float32)
+        inits["B" + b] = rng.normal(0, 0.05, (32,)).astype(np.float32)
+        nodes += [helper.make_node("Gemm", ["x", "W" + b, "B" + b],
+                                   ["g" + b], name="gemm_" + b),
+                  helper.make_node("Relu", ["g" + b], ["r" + b],
+                                   name="relu_" + b)]
+    inits["Wy"] = rng.normal(0, np.sqrt(1 / 32), (32, 8)).astype(np.float32)
+    inits["By"] = np.zeros(8, np.float32)
+    nodes += [helper.make_node("Add", ["ra", "rb"], ["s"], name="add"),
+              helper.make_node("Gemm", ["s", "Wy", "By"], ["y"], name="head")]
+    m = model(nodes, "swap",
+              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 32])],
+              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])],
+              inits)
+    save(m, "swap_float.onnx")
+    data = rng.normal(0, 1, (24, 32)).astype(np.float32)
+    np.save(os.path.join(OUT, "swap_input.npy"), data)
+    q = float_input(qq.quantize_qdq(m, [data[i:i + 4]
+                                        for i in range(0, 24, 4)]), "x")
+    save(q, "swap_qdq.onnx")
+
+    def other(name):
+        for a, b in (("ga", "gb"), ("gb", "ga"), ("ra", "rb"), ("rb", "ra")):
+            if name.startswith(a):
+                return b + name[2:]
+        return name
+    for n in q.graph.node:
+        n.input[:] = [other(i) for i in n.input]
+        n.output[:] = [other(o) for o in n.output]
+    for t in q.graph.initializer:
+        t.name = other(t.name)
+    save(q, "swap_bad.onnx")
+
+
 os.makedirs(OUT, exist_ok=True)
 chain()
 smooth()
 amplifier()
+swap()
