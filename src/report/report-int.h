@@ -59,7 +59,7 @@ struct qr_report_opts;
 #define QR_SQNR_BAD_DB 20.0   /* SQNR below: bad */
 #define QR_SQNR_WARN_DB 30.0  /* SQNR below: worth a look */
 #define QR_HTML_MAX_CHARS 1000 /* longer strings are cut in HTML display */
-#define QR_SCHEMA_VERSION 2 /* report.json; bump when a key changes meaning */
+#define QR_SCHEMA_VERSION 3 /* report.json; bump when a key changes meaning */
 #define QR_DEAD_LIST_MAX 64 /* dead channels listed per weight in
 			       report.json */
 #define QR_THUMB_FMT "ws%zu-%zu.png" /* a worst sample's thumbnail under
