@@ -336,7 +336,7 @@ test_report(void)
 	   "matrix");
 	qr_view_act_verdict(a, 0, &b, &cls);
 	ok(b.len && strstr(b.data, "top-1 agreement 75.0% (3 of 12 samples "
-			   "flipped: 3 -> 7 x2, 1 -> 4)") != NULL &&
+			   "flipped: 3 \xe2\x86\x92 7 x2, 1 \xe2\x86\x92 4)") != NULL &&
 	   strstr(b.data, "KL ") != NULL && strcmp(cls, "bad") == 0,
 	   "verdict: the flips and KL");
 	diag("%s", b.data ? b.data : "");

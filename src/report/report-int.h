@@ -456,7 +456,7 @@ enum qr_status qr_view_int4(struct qr_view_ctx *cc,
 /* ---- view_outputs.c ---- */
 
 struct qr_out_classes;
-/* "(3 of 100 samples flipped: 281 -> 285 x2, 7 -> 1)" of a classifier
+/* "3 of 100 samples flipped: 281 → 285 x2, 7 → 1" of a classifier
  * output (rows instead of samples when a sample has several), appended
  * to b. */
 void qr_view_flip_text(const struct qr_out_classes *c, struct qr_buf *b);

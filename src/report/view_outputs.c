@@ -26,14 +26,19 @@ rows_word(const struct qr_out_classes *c)
 	return c->rows == c->samples ? "samples" : "rows";
 }
 
-/* Class i with its name when the data names as many classes. */
+/* Class i, with its name when the data names as many classes (new). */
 static char *
 class_label(const struct qr_analysis *a, size_t classes, size_t i)
 {
+	char *n = xasprintf("%zu", i);
+
 	if (a->data.n_classes == classes && a->data.classes[i] != NULL &&
-	    strcmp(a->data.classes[i], "") != 0)
-		return xasprintf("%zu %s", i, a->data.classes[i]);
-	return xasprintf("%zu", i);
+	    strcmp(a->data.classes[i], "") != 0 &&
+	    strcmp(a->data.classes[i], n) != 0) {
+		free(n);
+		n = xasprintf("%zu %s", i, a->data.classes[i]);
+	}
+	return n;
 }
 
 /* See report-int.h. */
@@ -43,21 +48,20 @@ qr_view_flip_text(const struct qr_out_classes *c, struct qr_buf *b)
 	size_t i;
 
 	if (c->flipped == 0) {
-		qr_buf_printf(b, "(none of %zu %s flipped)", c->rows,
+		qr_buf_printf(b, "none of %zu %s flipped", c->rows,
 			      rows_word(c));
 		return;
 	}
-	qr_buf_printf(b, "(%zu of %zu %s flipped: ", c->flipped, c->rows,
+	qr_buf_printf(b, "%zu of %zu %s flipped: ", c->flipped, c->rows,
 		      rows_word(c));
 	for (i = 0; i < c->n_flips && i < FLIPS_VERDICT; i++) {
-		qr_buf_printf(b, "%s%zu -> %zu", i ? ", " : "",
+		qr_buf_printf(b, "%s%zu \xe2\x86\x92 %zu", i ? ", " : "",
 			      c->flips[i].from, c->flips[i].to);
 		if (c->flips[i].count > 1)
 			qr_buf_printf(b, " x%zu", c->flips[i].count);
 	}
 	if (c->n_flips > FLIPS_VERDICT)
 		qr_buf_printf(b, ", %zu more pairs", c->n_flips - FLIPS_VERDICT);
-	qr_buf_puts(b, ")");
 }
 
 /* See report-int.h. */
@@ -69,9 +73,9 @@ qr_view_output_clause(const struct qr_act_output *p, struct qr_buf *b)
 	char sq[32];
 
 	if (c != NULL && c->rows > 0) {
-		qr_buf_printf(b, ", top-1 agreement %.1f%% ", 100 * c->top1);
+		qr_buf_printf(b, ", top-1 agreement %.1f%% (", 100 * c->top1);
 		qr_view_flip_text(c, b);
-		qr_buf_printf(b, ", KL %.3g nats, top-%zu overlap %.1f%%",
+		qr_buf_printf(b, "), KL %.3g nats, top-%zu overlap %.1f%%",
 			      c->kl_mean, c->k, 100 * c->top5);
 	} else if (g != NULL && g->pixels > 0) {
 		qr_buf_printf(b, ", pixel agreement %.2f%%, mIoU %.3f",
