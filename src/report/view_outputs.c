@@ -279,6 +279,7 @@ sqnr_chart(struct qr_view_ctx *cc, const struct qr_analysis *a,
 	spec.hlines = &hl;
 	spec.n_hlines = 1;
 	snprintf(name, sizeof name, "out-q%zu-%zu", p->quant + 1, j + 1);
+	cJSON_DeleteItemFromObject(o, "sqnr_chart");
 	st = qr_view_chart(cc, o, "sqnr_chart", "model-", name, &spec,
 			   "The output's SQNR and cosine on each sample",
 			   NULL, titles);
