@@ -5,7 +5,9 @@
 # chromium, headless. Every page is checked for requests leaving the
 # report folder, console errors, images that did not load and internal
 # links that do not resolve; index.html is saved as a screenshot in
-# tests/browser-index.png.
+# tests/browser-index.png. A second report, of a model with a segmenter-
+# and a detector-shaped output (tests/data/outputs/seg_*.onnx), has its
+# Outputs section checked too.
 #
 # Skipped with a message (never passed) when chromium, node or
 # tests/browser/node_modules (npm ci --ignore-scripts) are missing.
@@ -42,4 +44,17 @@ if [ $rc -ne 3 ]; then
 	sed 's/^/# /' "$OUT.err"
 	exit 0
 fi
-cd "$B" && exec node check.js "$OUT" "$top_builddir/tests/browser-index.png"
+# a segmenter- and a detector-shaped output (tests/data/outputs/)
+D="$top_srcdir/tests/data/outputs"
+"$QREPORT" --float "$D/seg_float.onnx" --quant "$D/seg_cand.onnx" \
+	--data "x=$D/seg_input.npy" --quiet -o "$OUT-outputs" >/dev/null \
+	2>"$OUT.err"
+rc=$?
+if [ $rc -ne 0 ]; then
+	echo "1..1"
+	echo "not ok 1 - qreport exit $rc on tests/data/outputs/seg_*.onnx"
+	sed 's/^/# /' "$OUT.err"
+	exit 0
+fi
+cd "$B" && exec node check.js "$OUT" "$top_builddir/tests/browser-index.png" \
+	"$OUT-outputs"

@@ -361,6 +361,7 @@ qr_ar_cand_free(struct qr_ar_cand *q)
 		free(q->outs[i].sqnr);
 		qr_as_qparams_free(&q->outs[i].qp);
 		qr_llm_acc_free(q->outs[i].llm);
+		qr_om_acc_free(q->outs[i].om);
 	}
 	free(q->outs);
 	qr_ar_map_free(&q->map);
@@ -372,23 +373,12 @@ qr_ar_cand_free(struct qr_ar_cand *q)
 	free(q->why);
 }
 
-static size_t
-argmax_row(const float *v, size_t n)
-{
-	size_t i, best = 0;
-
-	for (i = 1; i < n; i++)
-		if (v[i] > v[best])
-			best = i;
-	return best;
-}
-
 /* Compare the candidate's graph outputs with the float model's (kept in
  * slot sl). Cumulative tasks only, in sample order. */
 void
 qr_ar_compare_outputs(struct qr_ar_cand *q, const struct qr_ar_slot *sl)
 {
-	size_t nq, i, r;
+	size_t nq, i;
 	struct qr_tensor *const *qo = qr_exec_outputs(q->e, &nq);
 	float *x = NULL, *y = NULL;
 	double worst = NAN;
@@ -419,22 +409,7 @@ qr_ar_compare_outputs(struct qr_ar_cand *q, const struct qr_ar_slot *sl)
 			worst = o->cos[o->samples];
 		o->samples++;
 		qr_llm_add(&o->llm, sl, i, x, y);
-		if (a->ndim != 2 || a->dims[1] < 2)
-			continue;
-		o->classifier = 1;
-		for (r = 0; r < (size_t)a->dims[0]; r++) {
-			size_t w = (size_t)a->dims[1];
-			size_t af = argmax_row(x + r * w, w);
-			size_t aq = argmax_row(y + r * w, w);
-
-			o->rows++;
-			o->agree += af == aq;
-			if (sl->label >= 0 && a->dims[0] == 1) {
-				o->labeled++;
-				o->fcorrect += af == (size_t)sl->label;
-				o->qcorrect += aq == (size_t)sl->label;
-			}
-		}
+		qr_om_add(o, sl, i, x, y);
 	}
 	free(x);
 	free(y);

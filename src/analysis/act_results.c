@@ -292,6 +292,7 @@ cand_out(struct qr_ar_ctx *c, size_t k, const double *rms)
 		o->labeled = oa->labeled;
 		o->float_correct = oa->fcorrect;
 		o->quant_correct = oa->qcorrect;
+		qr_om_results(oa, o);
 	}
 	qr_llm_results(c, k);
 }
@@ -360,6 +361,7 @@ qr_an_act_free(struct qr_analysis *a)
 		free(a->act_outputs[i].quant_name);
 		free(a->act_outputs[i].cosine);
 		free(a->act_outputs[i].sqnr_db);
+		qr_om_result_free(&a->act_outputs[i]);
 	}
 	free(a->act_outputs);
 	for (i = 0; i < a->n_act_unmatched; i++) {

@@ -34,8 +34,13 @@
  *                   SmoothQuant's predicted gain
  *   worst_samples.c the samples a candidate matches worst, with their
  *                   per-layer cosines and thumbnails
+ *   distribution.c  a row of scores as a probability distribution:
+ *                   log-softmax, KL divergence, top k and its overlap
  *   llm_metrics.c   a decoder's next-token metrics (KL, top-1/top-5,
  *                   perplexity) from its logits, and its blocks' outputs
+ *   outputs.c       what a candidate's graph outputs say: a classifier's
+ *                   KL, top-1/top-5 and class flips, a segmenter's
+ *                   per-pixel agreement and per-class IoU
  *
  * Ownership: qr_an_* functions that return heap memory say so; everything
  * else is borrowed from the model or the graph index.
@@ -80,6 +85,32 @@ void qr_an_scale_axis(float *w, const int64_t *dims, int ndim, int axis,
 /* outer, channel and inner extents of dims around axis. */
 void qr_an_split(const int64_t *dims, int ndim, int axis, size_t *outer,
 		 size_t *chans, size_t *inner);
+
+/* ---- distribution.c ---- */
+
+#define QR_AN_PROB_FLOOR 1e-7    /* a probability below counts as this
+				  * in a log (a quantized softmax rounds
+				  * small ones to 0: KL stays finite) */
+#define QR_AN_PROB_SUM_TOL 1e-3  /* a row of values in [0, 1] summing to
+				  * 1 within this is a distribution */
+
+/* out[v] = log softmax(x)[v] over n values, in double (the maximum
+ * subtracted, then the log of the sum of exponentials). */
+void qr_an_log_softmax(const float *x, size_t n, double *out);
+/* out[v] = log of x[v] / sum of x's positive values, each probability
+ * floored at QR_AN_PROB_FLOOR (negative values count as 0). */
+void qr_an_log_probs(const float *x, size_t n, double *out);
+/* 1 when x's n values are in [0, 1] and sum to 1 within
+ * QR_AN_PROB_SUM_TOL: probabilities, not logits. */
+int qr_an_is_distribution(const float *x, size_t n);
+/* KL(P || Q) = sum_v exp(lp_v) (lp_v - lq_v) of two log distributions
+ * over n classes, nats. */
+double qr_an_kl(const double *lp, const double *lq, size_t n);
+/* The indices of the k largest of x[n] (k <= n) into top, by value
+ * descending; ties to the lower index. */
+void qr_an_top_k(const float *x, size_t n, size_t k, size_t *top);
+/* |a ∩ b| of two lists of k distinct indices. */
+size_t qr_an_top_common(const size_t *a, const size_t *b, size_t k);
 
 /* ---- shapes.c ---- */
 
@@ -431,13 +462,16 @@ struct qr_ar_outacc {
 	size_t samples, cap;     /* entries used and allocated in cos, sqnr */
 	double *cos, *sqnr;      /* per sample: cosine, SQNR (dB) */
 	struct qr_cmp_acc total; /* over every sample */
-	int classifier;          /* the output is [rows, classes] */
+	int classifier;          /* the output is a classifier's (set by
+				  * outputs.c at the first sample) */
 	size_t rows, agree, labeled, fcorrect, qcorrect; /* rows compared,
 				  * same argmax, rows with a label, float
 				  * and candidate argmax equal to it */
 	struct qr_as_qparams qp; /* for an integer output */
 	struct qr_llm_acc *llm;  /* next-token sums when this is a
 				  * decoder's logits (llm_metrics.c) */
+	struct qr_om_acc *om;    /* its kind and a classifier's or
+				  * segmenter's sums (outputs.c) */
 };
 
 /* A candidate: its executors, pairs and hook map, and the state of its
@@ -593,6 +627,23 @@ void qr_llm_acc_free(struct qr_llm_acc *acc);
  * act_pairs are out), or nothing when no output had next-token sums. */
 void qr_llm_results(struct qr_ar_ctx *c, size_t k);
 void qr_llm_result_free(struct qr_llm_result *r);
+
+/* outputs.c */
+
+struct qr_om_acc;
+/* Add one sample of output i (sl->fouts[i]) to o: its kind at the first
+ * sample (o->om made, o->classifier set), then a classifier's rows
+ * (o->rows, agree, labeled, fcorrect, qcorrect and the KL, top-k and
+ * flip sums) or a segmenter's pixels. x the float model's values, y the
+ * candidate's (as floats, fouts[i]->n_elem each). Called once per
+ * sample compared, after o->samples grew. */
+void qr_om_add(struct qr_ar_outacc *o, const struct qr_ar_slot *sl,
+	       size_t i, const float *x, const float *y);
+void qr_om_acc_free(struct qr_om_acc *acc);
+/* o's kind, and its cls or seg (owned by o), from oa's sums. */
+void qr_om_results(const struct qr_ar_outacc *oa, struct qr_act_output *o);
+/* Free o's cls and seg (set to NULL). */
+void qr_om_result_free(struct qr_act_output *o);
 
 /* act_results.c */
 

@@ -368,6 +368,76 @@ struct qr_act_pair {
 				 * there: no share */
 };
 
+/* What a graph output holds, read from the float model's first sample
+ * (outputs.c): the metrics beyond cosine and SQNR follow from it. */
+enum qr_out_kind {
+	QR_OUT_OTHER = 0,        /* anything else (boxes, features): cosine
+				  * and SQNR per sample only */
+	QR_OUT_CLASSIFIER,       /* float [N, C] or [N, C, 1, 1], C >= 2, N
+				  * the batch of the first input: one score
+				  * row per item */
+	QR_OUT_SEGMENTER,        /* float [N, C, H, W], C >= 2, H W > 1:
+				  * class scores per pixel */
+};
+/* "other", "classifier", "segmenter". */
+const char *qr_out_kind_name(int kind);
+
+#define QR_FLIP_MATRIX_MAX 20    /* classes up to which the whole flip
+				  * matrix is kept */
+
+/* Float class -> candidate class, for the rows whose top-1 differs. */
+struct qr_class_flip {
+	size_t from;             /* the float model's class */
+	size_t to;               /* the candidate's class */
+	size_t count;            /* rows */
+};
+
+/*
+ * A classifier output compared (outputs.c). Each row is a distribution:
+ * softmax of the values when they are logits, the values divided by
+ * their sum when the float model's first sample gives probabilities
+ * (every row in [0, 1] summing to 1); the float model's is the
+ * reference.
+ */
+struct qr_out_classes {
+	size_t classes;          /* C */
+	int probabilities;       /* 1: the values are probabilities, used
+				  * as they are; 0: logits, softmax taken */
+	size_t k;                /* classes in the top-k overlap: min(5, C) */
+	size_t rows;             /* rows compared, every sample */
+	size_t flipped;          /* rows whose top-1 class differs */
+	double kl_mean;          /* mean over rows of KL(P_float || P_quant),
+				  * nats */
+	double kl_max;           /* the largest of one row */
+	double top1;             /* rows with the same top-1 / rows */
+	double top5;             /* mean over rows of |topk_f ∩ topk_q| / k */
+	size_t samples;          /* entries in the per-sample arrays */
+	double *kl;              /* per sample: mean KL over its rows */
+	double *top1_s;          /* per sample: same top-1 / rows */
+	double *top5_s;          /* per sample: mean top-k overlap */
+	size_t n_flips;          /* distinct (from, to) pairs */
+	struct qr_class_flip *flips; /* every one, most rows first (then by
+				  * from, to) */
+	uint64_t *matrix;        /* classes x classes rows counted by
+				  * [float class][candidate class] when
+				  * classes <= QR_FLIP_MATRIX_MAX, else
+				  * NULL */
+};
+
+/* A segmenter output compared: the class of each pixel is the argmax
+ * over C (the first index of the maximum). */
+struct qr_out_seg {
+	size_t classes;          /* C */
+	uint64_t pixels;         /* pixels compared, every sample */
+	uint64_t agree;          /* pixels with the same class */
+	size_t samples;          /* entries in agree_s */
+	double *agree_s;         /* per sample: agreeing pixels / pixels */
+	uint64_t *inter;         /* per class: pixels both give it */
+	uint64_t *uni;           /* per class: pixels either gives it */
+	double miou;             /* mean of inter / uni over the classes
+				  * with uni > 0; NaN when none */
+};
+
 /* A graph output of the float model compared with a candidate's output
  * at the same position. */
 struct qr_act_output {
@@ -379,12 +449,17 @@ struct qr_act_output {
 	double *sqnr_db;        /* per sample */
 	double cosine_mean, cosine_min;
 	double sqnr_total_db;   /* samples concatenated */
-	int classifier;         /* rank 2 with last dim > 1 */
+	int classifier;         /* kind is QR_OUT_CLASSIFIER */
 	size_t rows;            /* classifier rows compared (batch x samples) */
 	size_t agree;           /* rows with the same top-1 class */
 	size_t labeled;         /* rows with a label */
 	size_t float_correct;   /* labeled rows the float model got right */
 	size_t quant_correct;   /* labeled rows the candidate got right */
+	int kind;               /* enum qr_out_kind */
+	struct qr_out_classes *cls; /* QR_OUT_CLASSIFIER: KL, top-k, flips
+				 * (owned), else NULL */
+	struct qr_out_seg *seg; /* QR_OUT_SEGMENTER: pixel agreement, IoU
+				 * (owned), else NULL */
 };
 
 /* A float tensor a candidate has no counterpart for. */

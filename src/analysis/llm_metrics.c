@@ -8,7 +8,7 @@
  * output named "logits", else its first float output of rank 3 [B, S, V]
  * (or rank 2 [B, V]) with V > 1, [B, S] matching input_ids. At every
  * position (b, t) with lf = log_softmax(float logits), lq = the same for
- * the candidate, in double (max subtracted, then log of the sum of exp):
+ * the candidate (distribution.c has the maths):
  *   - KL(P_float || P_quant) = sum_v exp(lf_v) (lf_v - lq_v), nats;
  *   - top-1 agreement: the same argmax (the first index of the maximum);
  *   - top-5 overlap: |top5_f ∩ top5_q| / 5 (ties to the lower index;
@@ -102,42 +102,6 @@ logits_index(const struct qr_ar_slot *sl, const struct qr_tensor *ids)
 	return first;
 }
 
-/* out[v] = log softmax(x)[v] over n values, in double. */
-static void
-log_softmax(const float *x, size_t n, double *out)
-{
-	double mx = -INFINITY, sum = 0, lse;
-	size_t v;
-
-	for (v = 0; v < n; v++)
-		if (x[v] > mx)
-			mx = x[v];
-	for (v = 0; v < n; v++)
-		sum += exp((double)x[v] - mx);
-	lse = mx + log(sum);
-	for (v = 0; v < n; v++)
-		out[v] = (double)x[v] - lse;
-}
-
-/* The indices of the k largest of x[n] into top (by value, descending;
- * ties to the lower index). */
-static void
-top_k(const float *x, size_t n, size_t k, size_t *top)
-{
-	size_t v, j, m = 0;
-
-	for (v = 0; v < n; v++) {
-		if (m == k && x[v] <= x[top[k - 1]])
-			continue;
-		j = m < k ? m++ : k - 1;
-		while (j > 0 && x[top[j - 1]] < x[v]) {
-			top[j] = top[j - 1];
-			j--;
-		}
-		top[j] = v;
-	}
-}
-
 static void
 series_push(struct llm_series *s, double kl, double t1, double t5,
 	    double pf, double pq)
@@ -176,7 +140,7 @@ qr_llm_add(struct qr_llm_acc **accp, const struct qr_ar_slot *sl, size_t i,
 {
 	const struct qr_tensor *ids = input_named(sl, "input_ids"), *t;
 	struct qr_llm_acc *a = *accp;
-	size_t b, p, v, vocab, nb, ns, k, j, n = 0, toks = 0;
+	size_t b, p, vocab, nb, ns, k, n = 0, toks = 0;
 	size_t tf[TOPK], tq[TOPK];
 	double kl_s = 0, t1_s = 0, t5_s = 0, nf = 0, nq = 0;
 
@@ -200,17 +164,14 @@ qr_llm_add(struct qr_llm_acc **accp, const struct qr_ar_slot *sl, size_t i,
 		for (p = 0; p < ns; p++) {
 			const float *xr = x + (b * ns + p) * vocab;
 			const float *yr = y + (b * ns + p) * vocab;
-			double kl = 0, common = 0;
+			double kl, common;
 
-			log_softmax(xr, vocab, a->lf);
-			log_softmax(yr, vocab, a->lq);
-			for (v = 0; v < vocab; v++)
-				kl += exp(a->lf[v]) * (a->lf[v] - a->lq[v]);
-			top_k(xr, vocab, k, tf);
-			top_k(yr, vocab, k, tq);
-			for (v = 0; v < k; v++)
-				for (j = 0; j < k; j++)
-					common += tf[v] == tq[j];
+			qr_an_log_softmax(xr, vocab, a->lf);
+			qr_an_log_softmax(yr, vocab, a->lq);
+			kl = qr_an_kl(a->lf, a->lq, vocab);
+			qr_an_top_k(xr, vocab, k, tf);
+			qr_an_top_k(yr, vocab, k, tq);
+			common = (double)qr_an_top_common(tf, tq, k);
 			kl_s += kl;
 			if (kl > a->kl_max || n + a->positions == 0)
 				a->kl_max = kl;

@@ -381,6 +381,72 @@ act_json(const struct qr_analysis *a, const struct qr_act_pair *p)
 	return o;
 }
 
+#define FLIPS_JSON 100 /* flips listed per output, most rows first */
+
+/* A classifier output's KL, top-k and flips (struct qr_out_classes). */
+static cJSON *
+classification_json(const struct qr_out_classes *r)
+{
+	cJSON *o = cJSON_CreateObject(), *arr, *x;
+	size_t i, j;
+
+	cJSON_AddNumberToObject(o, "classes", (double)r->classes);
+	add_str(o, "input", r->probabilities ? "probabilities" : "logits");
+	cJSON_AddNumberToObject(o, "k", (double)r->k);
+	cJSON_AddNumberToObject(o, "rows", (double)r->rows);
+	cJSON_AddNumberToObject(o, "flipped", (double)r->flipped);
+	add_num(o, "kl_mean", r->kl_mean);
+	add_num(o, "kl_max", r->kl_max);
+	add_num(o, "top1_agreement", r->top1);
+	add_num(o, "top5_overlap", r->top5);
+	cJSON_AddItemToObject(o, "kl", double_array(r->kl, r->samples));
+	cJSON_AddItemToObject(o, "top1", double_array(r->top1_s, r->samples));
+	cJSON_AddItemToObject(o, "top5", double_array(r->top5_s, r->samples));
+	cJSON_AddNumberToObject(o, "distinct_flips", (double)r->n_flips);
+	arr = cJSON_AddArrayToObject(o, "flips");
+	for (i = 0; i < r->n_flips && i < FLIPS_JSON; i++) {
+		x = cJSON_CreateObject();
+		cJSON_AddNumberToObject(x, "from", (double)r->flips[i].from);
+		cJSON_AddNumberToObject(x, "to", (double)r->flips[i].to);
+		cJSON_AddNumberToObject(x, "count", (double)r->flips[i].count);
+		cJSON_AddItemToArray(arr, x);
+	}
+	if (r->matrix == NULL) {
+		cJSON_AddNullToObject(o, "flip_matrix");
+		return o;
+	}
+	arr = cJSON_AddArrayToObject(o, "flip_matrix");
+	for (i = 0; i < r->classes; i++) {
+		x = cJSON_CreateArray();
+		for (j = 0; j < r->classes; j++)
+			cJSON_AddItemToArray(x, cJSON_CreateNumber(
+				(double)r->matrix[i * r->classes + j]));
+		cJSON_AddItemToArray(arr, x);
+	}
+	return o;
+}
+
+/* A segmenter output's pixel agreement and IoU (struct qr_out_seg). */
+static cJSON *
+segmentation_json(const struct qr_out_seg *r)
+{
+	cJSON *o = cJSON_CreateObject(), *arr;
+	size_t i;
+
+	cJSON_AddNumberToObject(o, "classes", (double)r->classes);
+	cJSON_AddNumberToObject(o, "pixels", (double)r->pixels);
+	add_num(o, "pixel_agreement", r->pixels
+		? (double)r->agree / (double)r->pixels : NAN);
+	add_num(o, "miou", r->miou);
+	arr = cJSON_AddArrayToObject(o, "iou");
+	for (i = 0; i < r->classes; i++)
+		cJSON_AddItemToArray(arr, qr_json_num(r->uni[i]
+			? (double)r->inter[i] / (double)r->uni[i] : NAN));
+	cJSON_AddItemToObject(o, "pixel_agreement_per_sample",
+			      double_array(r->agree_s, r->samples));
+	return o;
+}
+
 static cJSON *
 output_json(const struct qr_act_output *p)
 {
@@ -405,6 +471,17 @@ output_json(const struct qr_act_output *p)
 		? (double)p->float_correct / (double)p->labeled : NAN);
 	cJSON_AddNumberToObject(o, "rows", (double)p->rows);
 	cJSON_AddNumberToObject(o, "labeled", (double)p->labeled);
+	add_str(o, "kind", qr_out_kind_name(p->kind));
+	if (p->cls != NULL)
+		cJSON_AddItemToObject(o, "classification",
+				      classification_json(p->cls));
+	else
+		cJSON_AddNullToObject(o, "classification");
+	if (p->seg != NULL)
+		cJSON_AddItemToObject(o, "segmentation",
+				      segmentation_json(p->seg));
+	else
+		cJSON_AddNullToObject(o, "segmentation");
 	return o;
 }
 

@@ -18,6 +18,8 @@
  *                   activation outliers
  *   view_llm.c      a decoder LLM's next-token metrics and blocks, and
  *                   the block scales of int4 layers
+ *   view_outputs.c  a graph output's classifier or segmenter metrics,
+ *                   class flips and per-sample SQNR chart
  *   view_layers.c   the table of every layer and each layer's page
  *   view_ci.c       the --fail-if and --compare-to pages
  *   view_hazards.c  the hazards: the overview's section, a layer's own
@@ -59,7 +61,7 @@ struct qr_report_opts;
 #define QR_SQNR_BAD_DB 20.0   /* SQNR below: bad */
 #define QR_SQNR_WARN_DB 30.0  /* SQNR below: worth a look */
 #define QR_HTML_MAX_CHARS 1000 /* longer strings are cut in HTML display */
-#define QR_SCHEMA_VERSION 2 /* report.json; bump when a key changes meaning */
+#define QR_SCHEMA_VERSION 3 /* report.json; bump when a key changes meaning */
 #define QR_DEAD_LIST_MAX 64 /* dead channels listed per weight in
 			       report.json */
 #define QR_THUMB_FMT "ws%zu-%zu.png" /* a worst sample's thumbnail under
@@ -450,6 +452,36 @@ void qr_view_llm_verdict(const struct qr_analysis *a, size_t k,
  * layer's block scale range and weight SQNR, with two charts. */
 enum qr_status qr_view_int4(struct qr_view_ctx *cc,
 			    const struct qr_analysis *a, struct cJSON *root);
+
+/* ---- view_outputs.c ---- */
+
+struct qr_out_classes;
+/* "3 of 100 samples flipped: 281 → 285 x2, 7 → 1" of a classifier
+ * output (rows instead of samples when a sample has several), appended
+ * to b. */
+void qr_view_flip_text(const struct qr_out_classes *c, struct qr_buf *b);
+/* The verdict's clause for output p, appended to b with a leading ", ":
+ * a classifier's top-1 agreement, flips, KL and top-5 overlap; a
+ * segmenter's pixel agreement and mIoU; else its SQNR and its worst
+ * sample's. Nothing when no sample was compared. */
+void qr_view_output_clause(const struct qr_act_output *p, struct qr_buf *b);
+/* Into output p's view o: kind, classes (KL, top-k, flips, the matrix)
+ * or seg (pixel agreement, IoU per class), null otherwise; clause (the
+ * verdict's, without its comma); sqnr_chart null until
+ * qr_view_output_charts. */
+void qr_view_output_metrics(const struct qr_analysis *a,
+			    const struct qr_act_output *p, struct cJSON *o);
+/* Into per-sample row x of output p: s_kl, s_top1, s_top5,
+ * s_top1_class, s_pix (sample i; "—" where they do not apply; named
+ * apart from the output's own keys, which a template section sees). */
+void qr_view_output_sample(const struct qr_act_output *p, size_t i,
+			   struct cJSON *x);
+/* Each output that is no classifier, of every candidate in act
+ * (root.act, its cands built): a per-sample SQNR and cosine chart in
+ * its sqnr_chart. QR_EUSAGE from a chart. */
+enum qr_status qr_view_output_charts(struct qr_view_ctx *cc,
+				     const struct qr_analysis *a,
+				     struct cJSON *act);
 
 /* ---- view_layers.c ---- */
 

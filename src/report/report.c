@@ -408,6 +408,15 @@ summary_worst_acts(struct qr_buf *b, const cJSON *view)
 	}
 }
 
+/* Whether o[key] is a non-empty string. */
+static int
+summary_has(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(v) && v->valuestring[0] != '\0';
+}
+
 /* A decoder candidate's next-token line (llm: view_llm.c's object, or
  * null for other models). */
 static void
@@ -480,7 +489,10 @@ qr_report_summary_md(const struct qr_analysis *a, const cJSON *view)
 				md_fill(&b, x, ": not compared: {why}\n");
 				continue;
 			}
-			if (cJSON_IsObject(mo))
+			if (cJSON_IsObject(mo) && summary_has(mo, "clause"))
+				md_fill(&b, mo, ": output cosine {cos_mean}, "
+					"{clause}");
+			else if (cJSON_IsObject(mo))
 				md_fill(&b, mo, ": output cosine {cos_mean}, "
 					"top-1 agreement {top1}");
 			md_fill(&b, x, "; layers below threshold: {n_flagged}");

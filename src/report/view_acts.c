@@ -509,8 +509,10 @@ act_output_view(const struct qr_analysis *a, const struct qr_act_output *p)
 		qr_view_sqnr(x, "sqnr", p->sqnr_db[i]);
 		qr_view_str(x, "sqnr_class",
 			    qr_act_sqnr_class(p->sqnr_db[i], ts));
+		qr_view_output_sample(p, i, x);
 		cJSON_AddItemToArray(arr, x);
 	}
+	qr_view_output_metrics(a, p, o);
 	return o;
 }
 
@@ -687,6 +689,8 @@ qr_view_acts(struct qr_view_ctx *cc, const struct qr_analysis *a, cJSON *root)
 	/* last, so every chart before keeps its file name */
 	if (st == QR_OK)
 		st = qr_view_diag(cc, a, o);
+	if (st == QR_OK)
+		st = qr_view_output_charts(cc, a, o);
 	return st;
 }
 
@@ -712,9 +716,10 @@ qr_view_act_verdict(const struct qr_analysis *a, size_t k, struct qr_buf *b,
 		      a->data.source);
 	if (mo != NULL) {
 		qr_buf_printf(b, " output cosine %.4f", mo->cosine_mean);
-		if (mo->classifier && mo->rows)
-			qr_buf_printf(b, ", top-1 agreement %.1f%%",
-				      100.0 * mo->agree / mo->rows);
+		qr_view_output_clause(mo, b);
+		if (mo->cls != NULL && mo->cls->flipped > 0 &&
+		    strcmp(*cls, "good") == 0)
+			*cls = "warn";
 		if (mo->labeled)
 			qr_buf_printf(b, ", accuracy %.1f%% (float %.1f%%)",
 				      100.0 * mo->quant_correct / mo->labeled,

@@ -9,9 +9,13 @@
 // Then it checks the overview's Hazards section (it renders, with rows
 // linking to layer pages and to their kind on the help page), that the
 // error-source, worst-sample and outlier sections render (activations.html,
-// the overview's verdict lines), and saves a screenshot of index.html.
+// the overview's verdict lines), that each candidate's Outputs section
+// shows the classifier's KL, top-5 overlap, flips and 10 x 10 flip matrix,
+// and saves a screenshot of index.html. With a second report (OUTPUTS_DIR,
+// a model with a segmenter-shaped and a detector-shaped output) it checks
+// that one's pixel agreement, IoU table and per-sample SQNR charts.
 //
-// usage: node check.js REPORT_DIR SCREENSHOT.png
+// usage: node check.js REPORT_DIR SCREENSHOT.png [OUTPUTS_DIR]
 // Prints TAP. Exit status 0 when every page passed.
 "use strict";
 const fs = require("fs");
@@ -33,13 +37,14 @@ function pagesOf(dir) {
 }
 
 async function main() {
-	const [dirArg, shot] = process.argv.slice(2);
+	const [dirArg, shot, outArg] = process.argv.slice(2);
 	if (!dirArg || !shot) {
 		console.error("usage: node check.js REPORT_DIR SCREENSHOT.png");
 		process.exit(2);
 	}
 	const dir = fs.realpathSync(dirArg);
 	const root = pathToFileURL(dir).href + "/";
+	const outRoot = outArg ? pathToFileURL(fs.realpathSync(outArg)).href + "/" : null;
 	const pages = pagesOf(dir);
 	const userData = fs.mkdtempSync(path.join(require("os").tmpdir(), "qr-chromium-"));
 	const browser = await chromium.launchPersistentContext(userData, {
@@ -65,12 +70,13 @@ async function main() {
 		}
 	}
 
-	console.log(`1..${pages.length * 4 + 6}`);
+	console.log(`1..${pages.length * 4 + 7 + (outArg ? 1 : 0)}`);
 	const page = browser.pages()[0] || await browser.newPage();
 	let outside = [], errors = [];
 	await page.route("**/*", (route) => {
 		const url = route.request().url();
-		if (url.startsWith(root) || url === root.slice(0, -1)) {
+		if (url.startsWith(root) || url === root.slice(0, -1) ||
+		    (outRoot !== null && url.startsWith(outRoot))) {
 			route.continue();
 		} else {
 			outside.push(url);
@@ -143,6 +149,7 @@ async function main() {
 		ok(bad.length === 0, `${rel}: all ${links.length} links resolve`, bad);
 	}
 	await sections(page, dir, ok);
+	if (outArg) await segOutputs(page, fs.realpathSync(outArg), ok);
 	await page.goto(pathToFileURL(path.join(dir, "index.html")).href, { waitUntil: "load" });
 	const hz = await page.evaluate(() => {
 		const h = document.getElementById("hazards");
@@ -225,11 +232,56 @@ async function sections(page, dir, ok) {
 	ok(a.outliers !== null && a.outliers.rows > 0 && a.outliers.heat === a.outliers.rows,
 	   "activations.html: the outlier table, one heatmap per layer",
 	   [JSON.stringify(a.outliers)]);
+	const outs = await page.evaluate(() => Array.from(
+		document.querySelectorAll("h3[id$='-outputs']")).map((h) => {
+		const sec = h.closest("section");
+		const kv = (k) => {
+			const th = Array.from(sec.querySelectorAll("table.kv th"))
+				.find((t) => t.textContent.startsWith(k));
+			return th ? th.nextElementSibling.textContent : null;
+		};
+		const m = sec.querySelector("table.flipmatrix");
+		return { id: h.id, kl: kv("KL("), top5: kv("Top-5 overlap"),
+			flips: kv("Flips"), dist: kv("Distributions"),
+			matrix: m ? [m.querySelectorAll("tbody tr").length,
+				m.querySelectorAll("tbody tr:first-child td").length,
+				m.querySelectorAll("td.diag").length] : null,
+			samples: sec.querySelectorAll("details table tbody tr").length };
+	}));
+	ok(outs.length === 2 && outs.every((o) => /nats mean/.test(o.kl) &&
+		/%$/.test(o.top5) && /of 20 samples flipped/.test(o.flips) &&
+		/logits: softmax taken/.test(o.dist) && o.matrix !== null &&
+		o.matrix.join() === "10,10,10"),
+	   "activations.html: each candidate's Outputs show KL, top-5, the flips and a 10 x 10 flip matrix",
+	   outs.map((o) => JSON.stringify(o)));
 	await page.goto(pathToFileURL(path.join(dir, "index.html")).href, { waitUntil: "load" });
 	const lines = await page.evaluate(() =>
 		Array.from(document.querySelectorAll("ul.headlines li")).map((l) => l.textContent));
 	ok(lines.length === 2 && lines.every((l) => /error is born at|error builds up over many layers/.test(l)),
 	   "index.html: each verdict line says where the error comes from", lines);
+}
+
+// The segmenter- and detector-shaped outputs' section of a second report:
+// pixel agreement and the IoU table for the one, a per-sample SQNR chart
+// (loaded) for both.
+async function segOutputs(page, dir, ok) {
+	await page.goto(pathToFileURL(path.join(dir, "activations.html")).href, { waitUntil: "load" });
+	const s = await page.evaluate(async () => {
+		Array.from(document.images).forEach((i) => { i.loading = "eager"; });
+		await Promise.all(Array.from(document.images).map((i) => i.complete ? null :
+			new Promise((r) => { i.onload = i.onerror = r; })));
+		const th = Array.from(document.querySelectorAll("table.kv th"))
+			.find((t) => t.textContent === "Pixel agreement");
+		return { pixel: th ? th.nextElementSibling.textContent : null,
+			iou: Array.from(document.querySelectorAll("summary"))
+				.filter((x) => x.textContent === "IoU per class").length,
+			charts: Array.from(document.querySelectorAll("img"))
+				.filter((i) => /charts\/model-\d+-out-q1-\d/.test(i.getAttribute("src")) &&
+					i.naturalWidth > 0).length };
+	});
+	ok(s.pixel !== null && /% of 80 pixels/.test(s.pixel) && s.iou === 1 && s.charts === 2,
+	   "activations.html (outputs report): pixel agreement, IoU per class, a per-sample SQNR chart per output",
+	   [JSON.stringify(s)]);
 }
 
 main().catch((e) => {
