@@ -1234,9 +1234,12 @@ unmatched_reason(struct ctx *c, size_t ft)
 	const struct qr_node *n;
 	size_t at;
 
-	if ((n = sole_consumer(&c->f, ft, "BatchNormalization", NULL)) != NULL)
+	if ((n = sole_consumer(&c->f, ft, "BatchNormalization", NULL)) != NULL &&
+	    (at = names_find(&c->f.t, n->out[0])) != NONE &&
+	    c->f.match[at] != NONE)
 		return xasprintf("BatchNormalization '%s' follows; the candidate "
-				 "folded it into this layer", n->name);
+				 "folded it into this layer; compared after it",
+				 n->name);
 	if ((n = sole_consumer(&c->f, ft, "Relu", "Clip")) != NULL &&
 	    (at = names_find(&c->f.t, n->out[0])) != NONE &&
 	    c->f.match[at] != NONE)
