@@ -754,6 +754,8 @@ struct comp {
 	size_t node;
 	int family;
 	const struct qr_tensor_data *w;
+	int nd;                  /* the weight's logical shape: its dims, or */
+	int64_t d[8];            /* MatMulNBits' [K, N] (w is packed) */
 };
 
 /* The constant behind a weight input: itself, or seen through a
@@ -781,8 +783,10 @@ comp_of(const struct qr_graph *g, const struct qr_node *n, int quant,
 		{ "QGemm", QR_AN_FAM_MATMUL, 3, 1 },
 		{ "Attention", QR_AN_FAM_MATMUL, 1, 0 },
 		{ "QAttention", QR_AN_FAM_MATMUL, 1, 1 },
+		{ "MatMulNBits", QR_AN_FAM_MATMUL, 1, 1 },
 	};
 	size_t i;
+	int k;
 
 	for (i = 0; i < sizeof tab / sizeof tab[0]; i++) {
 		if (!is_op(n, tab[i].op) || (tab[i].q && !quant) ||
@@ -791,6 +795,16 @@ comp_of(const struct qr_graph *g, const struct qr_node *n, int quant,
 		c->family = tab[i].fam;
 		c->w = tab[i].w < n->n_in ? weight_const(g, n->in[tab[i].w])
 					  : NULL;
+		c->nd = 0;
+		if (is_op(n, "MatMulNBits") && c->w != NULL) {
+			c->nd = 2;
+			c->d[0] = qr_node_attr_int(n, "K", 0);
+			c->d[1] = qr_node_attr_int(n, "N", 0);
+		} else if (c->w != NULL) {
+			c->nd = c->w->ndim < 8 ? c->w->ndim : 8;
+			for (k = 0; k < c->nd; k++)
+				c->d[k] = c->w->dims[k];
+		}
 		return 1;
 	}
 	return 0;
@@ -819,10 +833,10 @@ comp_eq(const struct comp *a, const struct comp *b)
 		return 0;
 	if (a->w == NULL || b->w == NULL)
 		return a->w == b->w;
-	if (a->w->ndim != b->w->ndim)
+	if (a->nd != b->nd)
 		return 0;
-	for (i = 0; i < a->w->ndim; i++)
-		if (a->w->dims[i] != b->w->dims[i])
+	for (i = 0; i < a->nd; i++)
+		if (a->d[i] != b->d[i])
 			return 0;
 	return 1;
 }
@@ -1074,12 +1088,17 @@ match_compute(struct ctx *c)
 	free(fc);
 }
 
-/* The op a candidate node computes, as the float graph would name it. */
+/* The op a candidate node computes, as the float graph would name it
+ * (an int4 embedding's GatherBlockQuantized is a Gather). */
 static const char *
 norm_op(const struct qr_node *n)
 {
 	if (strncmp(n->op_type, "QLinear", 7) == 0)
 		return n->op_type + 7;
+	if (is_op(n, "GatherBlockQuantized"))
+		return "Gather";
+	if (is_op(n, "MatMulNBits"))
+		return "MatMul";
 	return n->op_type;
 }
 
