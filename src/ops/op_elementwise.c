@@ -486,7 +486,19 @@ erf_run(struct qr_op_call *c, struct qr_diag *d)
 	qr_erf_ort_f32(c->in[0]->data, c->in[0]->n_elem, c->out[0]->data);
 	return QR_OK;
 }
-DEF_UNARY(tanh_run, tanhf(x), tanh(x), 0)
+DEF_UNARY(tanh_double_run, tanhf(x), tanh(x), 0)
+
+/* Float Tanh with ONNX Runtime's bits (MLAS's kernel), not libm's: a
+ * Tanh in a QDQ model feeds a QuantizeLinear, where an ulp can move a
+ * whole step. */
+static enum qr_status
+tanh_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	if (c->out[0]->dtype != QR_DT_FLOAT)
+		return tanh_double_run(c, d);
+	qr_tanh_ort_f32(c->in[0]->data, c->in[0]->n_elem, c->out[0]->data);
+	return QR_OK;
+}
 DEF_UNARY(sin_run, sinf(x), sin(x), 0)
 DEF_UNARY(cos_run, cosf(x), cos(x), 0)
 
