@@ -533,8 +533,9 @@ DEF_UNARY(sinh_run, sinhf(x), sinh(x), 0)
 DEF_UNARY(tan_run, tanf(x), tan(x), 0)
 /* Round: half to even (rint in the default rounding mode). */
 DEF_UNARY(round_run, rintf(x), rint(x), 0)
-DEF_UNARY(sign_run, (float)((x > 0) - (x < 0)), (double)((x > 0) - (x < 0)),
-	  (x > 0) - (x < 0))
+/* Sign: NaN stays NaN (as ONNX Runtime's), -0 gives +0. */
+DEF_UNARY(sign_run, x != x ? x : (float)((x > 0) - (x < 0)),
+	  x != x ? x : (double)((x > 0) - (x < 0)), (x > 0) - (x < 0))
 
 UNARY_DESC(qr_op_acos, "Acos", 7, unary_float_check, acos_run)
 UNARY_DESC(qr_op_acosh, "Acosh", 9, unary_float_check, acosh_run)
