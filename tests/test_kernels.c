@@ -3025,15 +3025,16 @@ test_box_suppressed(void)
 	   "(%d suppressed, %d wrong)", N, hits, bad);
 }
 
-/* Exp, Sigmoid and Erf (MLAS's polynomials): the 16-lane path gives the
- * portable loop's bits on 4099 values over [-120, 100] and NaN. */
+/* Exp, Sigmoid, Erf and Tanh (MLAS's polynomials): the 16-lane path
+ * gives the portable loop's bits on 4099 values over [-120, 100] and
+ * NaN. */
 static void
 test_exp_sigmoid_simd(void)
 {
 	enum { N = 4099 };
 	static float x[N], a[N], b[N];
 	unsigned seed = 11;
-	int fn, bad[3] = {0, 0, 0};
+	int fn, bad[4] = {0, 0, 0, 0};
 	size_t i;
 
 	for (i = 0; i < N; i++) {
@@ -3042,10 +3043,10 @@ test_exp_sigmoid_simd(void)
 	}
 	x[5] = NAN;
 	x[N - 2] = NAN;
-	for (fn = 0; fn < 3; fn++) {
+	for (fn = 0; fn < 4; fn++) {
 		void (*f)(const float *, size_t, float *) =
 			fn == 0 ? qr_exp_ort_f32 : fn == 1 ? qr_sigmoid_ort_f32 :
-			qr_erf_ort_f32;
+			fn == 2 ? qr_erf_ort_f32 : qr_tanh_ort_f32;
 
 		qr_kernels_force_portable(0);
 		f(x, N, a);
@@ -3060,6 +3061,8 @@ test_exp_sigmoid_simd(void)
 	   bad[1]);
 	ok(bad[2] == 0, "erf: simd = portable on %d values (%d differ)", N,
 	   bad[2]);
+	ok(bad[3] == 0, "tanh: simd = portable on %d values (%d differ)", N,
+	   bad[3]);
 }
 
 /*

@@ -1,5 +1,5 @@
 /* eltwise: numpy-style broadcasting for binary float ops, clamps, and
- * ONNX Runtime's exp. */
+ * ONNX Runtime's exp, logistic, tanh and erf. */
 #include "kernels/kernels-int.h"
 #include "util/util.h"
 
@@ -329,6 +329,19 @@ static const float erf_exp[7] = {
 	4.99999851e-1f, 1.0f, 1.0f,
 };
 
+/* MLAS's tanh (the rational polynomial Eigen uses; x clamped to [-9, 9]):
+ * numerator coefficients of x^13 down to x^1, denominator of x^6 down
+ * to x^0. */
+static const float tanh_p[7] = {
+	-2.76076847742355e-16f, 2.00018790482477e-13f, -8.60467152213735e-11f,
+	5.12229709037114e-08f, 1.48572235717979e-05f, 6.37261928875436e-04f,
+	4.89352455891786e-03f,
+};
+static const float tanh_q[4] = {
+	1.19825839466702e-06f, 1.18534705686654e-04f, 2.26843463243900e-03f,
+	4.89352518554385e-03f,
+};
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #define AVX512 __attribute__((target("avx512f,avx512bw,fma")))
 
@@ -409,6 +422,31 @@ sigmoid_ort_avx512(const float *x, size_t n, float *y)
 	}
 	return i;
 }
+/* qr_tanh_ort_f32's loop, 16 lanes with the same operations. */
+static AVX512 size_t
+tanh_ort_avx512(const float *x, size_t n, float *y)
+{
+	size_t i;
+	int k;
+
+	for (i = 0; i + 16 <= n; i += 16) {
+		__m512 v = _mm512_loadu_ps(x + i), v2, p, q;
+
+		v = _mm512_max_ps(_mm512_set1_ps(-9.0f), v);
+		v = _mm512_min_ps(_mm512_set1_ps(9.0f), v);
+		v2 = _mm512_mul_ps(v, v);
+		p = _mm512_set1_ps(tanh_p[0]);
+		for (k = 1; k < 7; k++)
+			p = _mm512_fmadd_ps(p, v2, _mm512_set1_ps(tanh_p[k]));
+		p = _mm512_mul_ps(p, v);
+		q = _mm512_set1_ps(tanh_q[0]);
+		for (k = 1; k < 4; k++)
+			q = _mm512_fmadd_ps(q, v2, _mm512_set1_ps(tanh_q[k]));
+		_mm512_storeu_ps(y + i, _mm512_div_ps(p, q));
+	}
+	return i;
+}
+
 /* qr_erf_ort_f32's loop, 16 lanes with the same operations. */
 static AVX512 size_t
 erf_ort_avx512(const float *x, size_t n, float *y)
@@ -537,6 +575,30 @@ sigmoid_ort_avx2(const float *x, size_t n, float *y)
 }
 
 static AVX2 size_t
+tanh_ort_avx2(const float *x, size_t n, float *y)
+{
+	size_t i;
+	int k;
+
+	for (i = 0; i + 8 <= n; i += 8) {
+		__m256 v = _mm256_loadu_ps(x + i), v2, p, q;
+
+		v = _mm256_max_ps(_mm256_set1_ps(-9.0f), v);
+		v = _mm256_min_ps(_mm256_set1_ps(9.0f), v);
+		v2 = _mm256_mul_ps(v, v);
+		p = _mm256_set1_ps(tanh_p[0]);
+		for (k = 1; k < 7; k++)
+			p = _mm256_fmadd_ps(p, v2, _mm256_set1_ps(tanh_p[k]));
+		p = _mm256_mul_ps(p, v);
+		q = _mm256_set1_ps(tanh_q[0]);
+		for (k = 1; k < 4; k++)
+			q = _mm256_fmadd_ps(q, v2, _mm256_set1_ps(tanh_q[k]));
+		_mm256_storeu_ps(y + i, _mm256_div_ps(p, q));
+	}
+	return i;
+}
+
+static AVX2 size_t
 erf_ort_avx2(const float *x, size_t n, float *y)
 {
 	const __m256i sign_bit = _mm256_set1_epi32((int)0x80000000u);
@@ -652,6 +714,38 @@ qr_sigmoid_ort_f32(const float *x, size_t n, float *y)
 		r = p / q + 0.5f;
 		r = r < 0.0f ? 0.0f : r;
 		y[i] = r > 1.0f ? 1.0f : r;
+	}
+}
+
+/* See kernels.h. MLAS's FMA3 kernel (the one ONNX Runtime runs on x86-64
+ * CPUs with FMA): the polynomials in fused multiply-adds, one division;
+ * the clamps keep a NaN, as its MAXPS/MINPS with the value second do. */
+void
+qr_tanh_ort_f32(const float *x, size_t n, float *y)
+{
+	size_t i = 0;
+	int k;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (qr_kernels_cpu_features() & QR_CPU_AVX512BW)
+		i = tanh_ort_avx512(x, n, y);
+	else if (qr_kernels_cpu_features() & QR_CPU_AVX2)
+		i = tanh_ort_avx2(x, n, y);
+#endif
+	for (; i < n; i++) {
+		float v = x[i], v2, p, q;
+
+		v = v < -9.0f ? -9.0f : v;
+		v = v > 9.0f ? 9.0f : v;
+		v2 = v * v;
+		p = tanh_p[0];
+		for (k = 1; k < 7; k++)
+			p = fmaf(p, v2, tanh_p[k]);
+		p *= v;
+		q = tanh_q[0];
+		for (k = 1; k < 4; k++)
+			q = fmaf(q, v2, tanh_q[k]);
+		y[i] = p / q;
 	}
 }
 

@@ -712,6 +712,10 @@ void qr_exp_ort_f32(const float *x, size_t n, float *y);
  * multiply-adds, the result clamped to [0, 1]; NaN stays NaN). x may be
  * y. */
 void qr_sigmoid_ort_f32(const float *x, size_t n, float *y);
+/* y[i] = tanh(x[i]) with ONNX Runtime's bits (MLAS's tanh kernel: x
+ * clamped to [-9, 9], a rational polynomial in fused multiply-adds; NaN
+ * stays NaN). x may be y. */
+void qr_tanh_ort_f32(const float *x, size_t n, float *y);
 /* y[i] = erf(x[i]) with ONNX Runtime's bits (MLAS's erf kernel: a
  * polynomial below |x| = 0.921875, 1 - exp(-polynomial) above, |x|
  * clamped to 3.925; NaN stays NaN). x may be y. */

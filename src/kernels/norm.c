@@ -458,7 +458,7 @@ qr_batchnorm_f32(const float *x, size_t n, size_t c, size_t hw,
 		for (ch = 0; ch < c; ch++) {
 			const float *xp = x + (b * c + ch) * hw;
 			float *yp = y + (b * c + ch) * hw;
-			float k = scale[ch] / sqrtf(var[ch] + eps);
+			float k = 1.0f / sqrtf(var[ch] + eps) * scale[ch];
 			float o = bias[ch] - mean[ch] * k;
 
 			for (i = 0; i < hw; i++)

@@ -128,7 +128,10 @@ DEF_ACT(selu_run, x <= 0 ? pb * (pa * expf(x) - pa) : pb * x,
 	ATTR("gamma", 1.05070102214813232421875f))
 DEF_ACT(softplus_run, x > 0 ? x + log1pf(expf(-x)) : log1pf(expf(x)),
 	x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)), 0, 0)
-DEF_ACT(softsign_run, x / (1.0f + fabsf(x)), x / (1.0 + fabs(x)), 0, 0)
+/* Softsign as ONNX Runtime's Eigen functor computes it: the reciprocal of
+ * 1 + |x|, times x (two roundings, not x / (1 + |x|)). */
+DEF_ACT(softsign_run, 1.0f / (1.0f + fabsf(x)) * x, 1.0 / (1.0 + fabs(x)) * x,
+	0, 0)
 DEF_ACT(thresholded_relu_run, x > pa ? x : 0, x > pa ? x : 0,
 	ATTR("alpha", 1.0f), 0)
 DEF_ACT(shrink_run, x < -pa ? x + pb : x > pa ? x - pb : 0,

@@ -486,7 +486,19 @@ erf_run(struct qr_op_call *c, struct qr_diag *d)
 	qr_erf_ort_f32(c->in[0]->data, c->in[0]->n_elem, c->out[0]->data);
 	return QR_OK;
 }
-DEF_UNARY(tanh_run, tanhf(x), tanh(x), 0)
+DEF_UNARY(tanh_double_run, tanhf(x), tanh(x), 0)
+
+/* Float Tanh with ONNX Runtime's bits (MLAS's kernel), not libm's: a
+ * Tanh in a QDQ model feeds a QuantizeLinear, where an ulp can move a
+ * whole step. */
+static enum qr_status
+tanh_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	if (c->out[0]->dtype != QR_DT_FLOAT)
+		return tanh_double_run(c, d);
+	qr_tanh_ort_f32(c->in[0]->data, c->in[0]->n_elem, c->out[0]->data);
+	return QR_OK;
+}
 DEF_UNARY(sin_run, sinf(x), sin(x), 0)
 DEF_UNARY(cos_run, cosf(x), cos(x), 0)
 
@@ -521,8 +533,9 @@ DEF_UNARY(sinh_run, sinhf(x), sinh(x), 0)
 DEF_UNARY(tan_run, tanf(x), tan(x), 0)
 /* Round: half to even (rint in the default rounding mode). */
 DEF_UNARY(round_run, rintf(x), rint(x), 0)
-DEF_UNARY(sign_run, (float)((x > 0) - (x < 0)), (double)((x > 0) - (x < 0)),
-	  (x > 0) - (x < 0))
+/* Sign: NaN stays NaN (as ONNX Runtime's), -0 gives +0. */
+DEF_UNARY(sign_run, x != x ? x : (float)((x > 0) - (x < 0)),
+	  x != x ? x : (double)((x > 0) - (x < 0)), (x > 0) - (x < 0))
 
 UNARY_DESC(qr_op_acos, "Acos", 7, unary_float_check, acos_run)
 UNARY_DESC(qr_op_acosh, "Acosh", 9, unary_float_check, acosh_run)

@@ -19,8 +19,8 @@
  *                       dims[axis..]
  *
  * Statistics are summed in double, as qreport's LayerNormalization does;
- * values agree with ONNX Runtime's to rounding. The erf form's erf is
- * ONNX Runtime's own (kernels' qr_erf_ort_f32).
+ * values agree with ONNX Runtime's to rounding. The GELUs' erf and tanh
+ * are ONNX Runtime's own (kernels' qr_erf_ort_f32, qr_tanh_ort_f32).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -32,13 +32,6 @@
 #define SQRT_2_OVER_PI 0.7978845608028654
 #define GELU_CUBIC 0.044715
 #define SQRT_HALF 0.7071067811865476
-
-static float
-gelu_tanh(float x)
-{
-	return 0.5f * x * (1.0f + tanhf((float)SQRT_2_OVER_PI *
-					(x + (float)GELU_CUBIC * x * x * x)));
-}
 
 /* ---- the GELU family ---- */
 
@@ -117,8 +110,19 @@ gelu_run(struct qr_op_call *c, struct qr_diag *d)
 		nb = c->in[1]->n_elem;
 	}
 	if (k.tanh_form) {
+		/* ONNX Runtime's steps: x (C x^2 + B) with C = 0.044715 B and
+		 * B = sqrt(2/pi) rounded to float, MLAS's tanh over them,
+		 * then x/2 (t + 1) */
+		for (i = 0; i < n; i++) {
+			float v = bias ? x[i] + bias[i % nb] : x[i];
+
+			y[i] = v * ((float)(GELU_CUBIC * SQRT_2_OVER_PI) * v *
+				    v + (float)SQRT_2_OVER_PI);
+		}
+		qr_tanh_ort_f32(y, n, y);
 		for (i = 0; i < n; i++)
-			y[i] = gelu_tanh(bias ? x[i] + bias[i % nb] : x[i]);
+			y[i] = 0.5f * (bias ? x[i] + bias[i % nb] : x[i]) *
+			       (y[i] + 1.0f);
 		return QR_OK;
 	}
 	/* x/2 (1 + erf(x / sqrt 2)) in ONNX Runtime's steps: every

@@ -6,9 +6,8 @@
  * Axes are an attribute until ReduceSum-13 and the others' opset 18, an
  * optional input afterwards (where noop_with_empty_axes = 1 with no axes
  * makes the op an identity). No axes means all axes. Float ReduceSum and
- * ReduceMean over trailing axes sum in ONNX Runtime's order
- * (reduce_rows_ort); other sums accumulate in double. Max/Min propagate
- * NaN.
+ * ReduceMean sum in ONNX Runtime's order (reduce_float_ort); other sums
+ * accumulate in double. Max/Min propagate NaN.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -145,38 +144,89 @@ reduce_walk(const struct qr_tensor *x, const int64_t *ost, enum red_kind kind,
 }
 
 /*
- * Float ReduceSum/ReduceMean over trailing axes (LayerNorm's decomposed
- * mean and variance): rows of contiguous values summed in ONNX Runtime's
- * order (kernels/norm.c), the mean divided in float, so a QOperator or
- * QDQ transformer quantizes what follows as ORT does. 0 when the axes
- * are not a suffix or a row is empty (the double path then runs).
+ * Float ReduceSum/ReduceMean in ONNX Runtime's order, so a QOperator or
+ * QDQ model quantizes what follows as ORT does (reduction_ops.cc,
+ * CommonReduce1Loop with ReduceAggregatorSum/Mean). ORT merges
+ * neighbouring axes that are both reduced or both kept (size-1 axes
+ * included) and has fast paths for four shapes, taken on a
+ * single-threaded run when:
+ *   KR   [rows][len], always: each row summed by Eigen (qr_sum_ort_f32);
+ *   RK   [len][n], when len > 16 and len or n > 256: row 0 copied, the
+ *        next rows added one after another;
+ *   KRK  [outer][len][n], when outer >= 2: per outer index, a GEMM of a
+ *        row of ones by the [len][n] block (math::MatMul, MLAS's M = 1
+ *        kernel);
+ *   RKR  [a][n][b], when n >= 2: for each of the n outputs, the Eigen sums
+ *        of its a runs of b added to 0 in turn.
+ * Every other case (all axes: one Eigen sum; the rest: one float
+ * accumulator from 0 per output, adding x in its row-major order) is
+ * ORT's generic loop. A mean is the sum divided by the count in float.
+ * 0 for a scalar or an empty x: the double path then runs.
  */
 static int
-reduce_rows_ort(const struct qr_tensor *x, const int *red, enum red_kind kind,
-		struct qr_tensor *y)
+reduce_float_ort(const struct qr_tensor *x, const int *red, enum red_kind kind,
+		 struct qr_tensor *y)
 {
 	const float *xp = x->data;
-	float *yp = y->data;
-	size_t rows = 1, len = 1, r;
-	int i, first = x->ndim;
+	float *yp = y->data, *ones, *ws;
+	size_t fs[QR_TENSOR_MAX_DIMS], len, r, j, o = 0;
+	int64_t ost[QR_TENSOR_MAX_DIMS], idx[QR_TENSOR_MAX_DIMS] = {0};
+	int fr[QR_TENSOR_MAX_DIMS], nf = 0, i;
+	struct qr_sgemm_plan pl;
 
-	for (i = x->ndim - 1; i >= 0 && red[i]; i--)
-		first = i;
-	for (i = 0; i < x->ndim; i++) {
-		if (i < first && red[i])
-			return 0;
-		if (i < first)
-			rows *= (size_t)x->dims[i];
-		else
-			len *= (size_t)x->dims[i];
-	}
-	if (first == x->ndim || len == 0)
+	if (x->ndim == 0 || x->n_elem == 0)
 		return 0;
-	for (r = 0; r < rows; r++) {
-		float s = qr_sum_ort_f32(xp + r * len, len);
-
-		yp[r] = kind == RED_MEAN ? s / (float)len : s;
+	for (i = 0; i < x->ndim; i++) {
+		if (nf > 0 && fr[nf - 1] == red[i]) {
+			fs[nf - 1] *= (size_t)x->dims[i];
+			continue;
+		}
+		fr[nf] = red[i];
+		fs[nf++] = (size_t)x->dims[i];
 	}
+	len = x->n_elem / y->n_elem;
+	if (nf == 1 && fr[0]) { /* every axis */
+		yp[0] = qr_sum_ort_f32(xp, len);
+	} else if (nf == 2 && !fr[0]) { /* KR */
+		for (r = 0; r < fs[0]; r++)
+			yp[r] = qr_sum_ort_f32(xp + r * len, len);
+	} else if (nf == 2 && fs[0] > 16 && (fs[0] > 256 || fs[1] > 256)) {
+		/* RK */
+		memcpy(yp, xp, fs[1] * sizeof *yp);
+		for (r = 1; r < len; r++)
+			for (j = 0; j < fs[1]; j++)
+				yp[j] += xp[r * fs[1] + j];
+	} else if (nf == 3 && !fr[0] && fs[0] >= 2) { /* KRK */
+		ones = xmalloc(len * sizeof *ones);
+		ws = xmalloc(qr_sgemm_workspace());
+		for (j = 0; j < len; j++)
+			ones[j] = 1.0f;
+		qr_sgemm_plan(1, fs[2], len, 0, fs[2], fs[2], &pl);
+		for (r = 0; r < fs[0]; r++)
+			qr_sgemm(&pl, 1, fs[2], len, ones, len,
+				 xp + r * len * fs[2], fs[2], 0,
+				 yp + r * fs[2], fs[2], 0, ws);
+		free(ones);
+		free(ws);
+	} else if (nf == 3 && fr[0] && fs[1] >= 2) { /* RKR */
+		for (j = 0; j < fs[1]; j++) {
+			yp[j] = 0.0f;
+			for (r = 0; r < fs[0]; r++)
+				yp[j] += qr_sum_ort_f32(xp + (r * fs[1] + j) *
+							fs[2], fs[2]);
+		}
+	} else {
+		qr_op_reduce_strides(x, red, ost, NULL);
+		for (j = 0; j < y->n_elem; j++)
+			yp[j] = 0.0f;
+		for (j = 0; j < x->n_elem; j++) {
+			yp[o] += xp[j];
+			qr_op_next_offset(x->ndim, x->dims, ost, idx, &o);
+		}
+	}
+	if (kind == RED_MEAN)
+		for (j = 0; j < y->n_elem; j++)
+			yp[j] /= (float)len;
 	return 1;
 }
 
@@ -198,7 +248,7 @@ reduce_run(struct qr_op_call *c, struct qr_diag *d)
 		return QR_OK;
 	}
 	if (x->dtype == QR_DT_FLOAT && (kind == RED_SUM || kind == RED_MEAN) &&
-	    reduce_rows_ort(x, red, kind, y))
+	    reduce_float_ort(x, red, kind, y))
 		return QR_OK;
 	count = qr_op_reduce_strides(x, red, ost, NULL);
 	init = kind == RED_MAX ? -INFINITY : kind == RED_MIN ? INFINITY :
