@@ -265,6 +265,259 @@ def build(name, q4=None, rope=False):
     return model
 
 
+# The same network in plain ONNX ops, as torch.onnx.export writes a
+# Hugging Face Llama (opset 21, names like its /model/layers.N/self_attn/
+# ... and onnx::MatMul_N weights), drawing the same weights in the same
+# order as build() so each float tensor equals its GenAI-form twin up to
+# float rounding. Its int4 form dequantizes the codes and scales of
+# Builder.quantize (symmetric, block 32) with blocked DequantizeLinear.
+INT4 = 22  # TensorProto.INT4, unknown to onnx 1.12
+
+
+def int4_tensor(name, codes):
+    """An INT4 initializer of codes in [-8, 7] (two a byte, low first)."""
+    flat = codes.reshape(-1).astype(np.int64) & 15
+    if flat.size % 2:
+        flat = np.concatenate([flat, [0]])
+    t = TensorProto()
+    t.name = name
+    t.data_type = INT4
+    t.dims.extend(codes.shape)
+    t.raw_data = (flat[0::2] | (flat[1::2] << 4)).astype(np.uint8).tobytes()
+    return t
+
+
+class StdBuilder(Builder):
+    """Builder's weights as plain MatMul / Gather, or blocked
+    DequantizeLinear of Builder.quantize's symmetric codes before them."""
+
+    def __init__(self, name, q4=None):
+        Builder.__init__(self, name, q4)
+        self.n_weights = 0
+
+    def t(self, node):
+        return node + "_output_0"
+
+    def op(self, op, ins, node, **attrs):
+        """one node named as torch.onnx.export names it, one output"""
+        return self.node(op, ins, [self.t(node)], node, **attrs)
+
+    def const(self, name, a):
+        return self.init(name, np.asarray(a))
+
+    def dq_codes(self, w, block):
+        """w [K, N] as Builder.quantize's sym codes less 8 and scales,
+        both [K, N] and [K / block, N] (blocked along axis 0)."""
+        k, n = w.shape
+        packed, scale, _ = self.quantize(w, block, False)
+        q = np.empty(packed.shape[:-1] + (block,), np.int64)
+        q[..., 0::2] = packed & 15
+        q[..., 1::2] = packed >> 4
+        codes = (q.reshape(n, -1)[:, :k] - 8).T.copy()
+        return codes, scale.reshape(n, -1).T.copy()
+
+    def dequantized(self, w, name, block):
+        codes, scale = self.dq_codes(w, block)
+        self.inits.append(int4_tensor(name + "_Q4", codes))
+        self.init(name + "_scales", scale)
+        return self.node("DequantizeLinear", [name + "_Q4", name + "_scales"],
+                         [name + "_DQ_output_0"], name + "_DQ", axis=0,
+                         block_size=block)
+
+    def linear(self, x, k, n, name):
+        w = self.weight(k, n)
+        self.n_weights += 1
+        wn = "onnx::MatMul_%d" % (1000 + self.n_weights)
+        if self.q4 is None:
+            b = self.init(wn, w)
+        else:
+            b = self.dequantized(w, wn, self.q4[0])
+        return self.op("MatMul", [x, b], name)
+
+    def embedding(self, ids):
+        table = (self.rng.randn(VOCAB, HIDDEN) * 0.02).astype(np.float32)
+        name = "/model/embed_tokens/Gather"
+        wn = "model.embed_tokens.weight"
+        if self.q4 is None:
+            return self.op("Gather", [self.init(wn, table), ids], name)
+        codes, scale = self.dq_codes(table.T.copy(), self.q4[0])
+        self.inits.append(int4_tensor(wn + "_Q4", codes.T.copy()))
+        self.init(wn + "_scales", scale.T.copy())
+        dq = self.node("DequantizeLinear", [wn + "_Q4", wn + "_scales"],
+                       [wn + "_DQ_output_0"], wn + "_DQ", axis=1,
+                       block_size=self.q4[0])
+        return self.op("Gather", [dq, ids], name)
+
+    def rms_norm(self, x, scale, p):
+        """LlamaRMSNorm: x * (1 / sqrt(mean(x^2) + eps)) * scale"""
+        sq = self.op("Pow", [x, self.const(p + "/Constant", np.float32(2))],
+                     p + "/Pow")
+        ms = self.op("ReduceMean", [sq, self.const(p + "/axes",
+                                                   np.array([-1], np.int64))],
+                     p + "/ReduceMean", keepdims=1)
+        ad = self.op("Add", [ms, self.const(p + "/Constant_1",
+                                            np.float32(EPS))], p + "/Add")
+        rt = self.op("Sqrt", [ad], p + "/Sqrt")
+        rc = self.op("Reciprocal", [rt], p + "/Reciprocal")
+        y = self.op("Mul", [x, rc], p + "/Mul")
+        return self.op("Mul", [scale, y], p + "/Mul_1")
+
+    def heads(self, x, n, p):
+        """[B, S, n * HEAD] -> [B, n, S, HEAD]"""
+        r = self.op("Reshape", [x, self.const(p + "/shape",
+                                              np.array([0, 0, n, HEAD],
+                                                       np.int64))],
+                    p + "/Reshape")
+        return self.op("Transpose", [r], p + "/Transpose", perm=[0, 2, 1, 3])
+
+    def rotary(self, x, cos, sin, p):
+        """x * cos + rotate_half(x) * sin, rotate_half(x) = [-x2, x1]"""
+        half = HEAD // 2
+        ax = self.const(p + "/axes", np.array([3], np.int64))
+        x1 = self.op("Slice", [x, self.const(p + "/starts",
+                                             np.array([0], np.int64)),
+                               self.const(p + "/ends",
+                                          np.array([half], np.int64)), ax],
+                     p + "/Slice")
+        x2 = self.op("Slice", [x, self.const(p + "/starts_1",
+                                             np.array([half], np.int64)),
+                               self.const(p + "/ends_1",
+                                          np.array([HEAD], np.int64)), ax],
+                     p + "/Slice_1")
+        ng = self.op("Neg", [x2], p + "/Neg")
+        rh = self.op("Concat", [ng, x1], p + "/Concat", axis=-1)
+        a = self.op("Mul", [x, cos], p + "/Mul")
+        b = self.op("Mul", [rh, sin], p + "/Mul_1")
+        return self.op("Add", [a, b], p + "/Add")
+
+    def repeat_kv(self, x, p):
+        """[B, KV, T, HEAD] -> [B, HEADS, T, HEAD], head h on h / rep"""
+        u = self.op("Unsqueeze", [x, self.const(p + "/axes",
+                                                np.array([2], np.int64))],
+                    p + "/Unsqueeze")
+        e = self.op("Expand", [u, self.const(
+            p + "/shape", np.array([1, 1, HEADS // KV_HEADS, 1, 1],
+                                   np.int64))], p + "/Expand")
+        return self.op("Reshape", [e, self.const(
+            p + "/shape_1", np.array([0, HEADS, -1, HEAD], np.int64))],
+            p + "/Reshape")
+
+
+def build_std(name, q4=None):
+    """The network of build(name, q4) in plain ONNX ops (q4: (block,
+    False, level), symmetric only, level unused)."""
+    g = StdBuilder(name, q4)
+    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64,
+                                            ["batch_size", "sequence_length"]),
+              helper.make_tensor_value_info("attention_mask",
+                                            TensorProto.INT64,
+                                            ["batch_size",
+                                             "total_sequence_length"])]
+    outputs = [helper.make_tensor_value_info(
+        "logits", TensorProto.FLOAT,
+        ["batch_size", "sequence_length", VOCAB])]
+    for i in range(LAYERS):
+        for kv in ("key", "value"):
+            inputs.append(helper.make_tensor_value_info(
+                "past_key_values.%d.%s" % (i, kv), TensorProto.FLOAT,
+                ["batch_size", KV_HEADS, "past_sequence_length", HEAD]))
+            outputs.append(helper.make_tensor_value_info(
+                "present.%d.%s" % (i, kv), TensorProto.FLOAT,
+                ["batch_size", KV_HEADS, "total_sequence_length", HEAD]))
+
+    # positions P .. P+S-1 (P the past's length), the rotary angles'
+    # cos and sin there ([S, HEAD], both halves), and the mask: a key
+    # after the query's position or where attention_mask is 0 gets the
+    # float minimum added to its score
+    i64 = lambda v: np.array(v, np.int64)
+    s = g.op("Gather", [g.op("Shape", ["input_ids"], "/model/Shape"),
+                        g.const("/model/Constant", i64(1))],
+             "/model/Gather", axis=0)
+    past = g.op("Gather", [g.op("Shape", ["past_key_values.0.key"],
+                                "/model/Shape_1"),
+                           g.const("/model/Constant_1", i64(2))],
+                "/model/Gather_1", axis=0)
+    total = g.op("Add", [past, s], "/model/Add")
+    one = g.const("/model/Constant_2", i64(1))
+    pos = g.op("Range", [past, total, one], "/model/Range")
+    inv = 1.0 / (10000.0 ** (np.arange(0, HEAD, 2, dtype=np.float64) / HEAD))
+    ang = np.outer(np.arange(MAX_POS, dtype=np.float64), inv)
+    r = "/model/rotary_emb"
+    cs = []
+    for k, (cache, f) in enumerate((("cos_cache", np.cos), ("sin_cache",
+                                                          np.sin))):
+        c = g.op("Gather", [g.init(cache, f(ang).astype(np.float32)), pos],
+                 r + "/Gather_%d" % k, axis=0)
+        cs.append(g.op("Concat", [c, c], r + "/Concat_%d" % k, axis=-1))
+    cos, sin = cs
+    m = "/model/causal_mask"
+    keys = g.op("Range", [g.const(m + "/Constant", i64(0)), total, one],
+                m + "/Range")
+    rows = g.op("Unsqueeze", [pos, g.const(m + "/axes", i64([1]))],
+                m + "/Unsqueeze")
+    future = g.op("Greater", [keys, rows], m + "/Greater")
+    pad = g.op("Equal", ["attention_mask", g.const(m + "/Constant_1",
+                                                   i64(0))], m + "/Equal")
+    pad = g.op("Unsqueeze", [pad, g.const(m + "/axes_1", i64([1, 2]))],
+               m + "/Unsqueeze_1")
+    hide = g.op("Or", [future, pad], m + "/Or")
+    mask = g.op("Where", [hide, g.const(m + "/Constant_2", np.float32(
+        np.finfo(np.float32).min)), g.const(m + "/Constant_3",
+                                            np.float32(0))], m + "/Where")
+
+    x = g.embedding("input_ids")
+    for i in range(LAYERS):
+        p = "/model/layers.%d" % i
+        normed = g.rms_norm(x, g.norm_scale(
+            "model.layers.%d.input_layernorm.weight" % i),
+            p + "/input_layernorm")
+        a = p + "/self_attn"
+        q = g.linear(normed, HIDDEN, HEADS * HEAD, a + "/q_proj/MatMul")
+        k = g.linear(normed, HIDDEN, KV_HEADS * HEAD, a + "/k_proj/MatMul")
+        v = g.linear(normed, HIDDEN, KV_HEADS * HEAD, a + "/v_proj/MatMul")
+        q = g.rotary(g.heads(q, HEADS, a + "/q"), cos, sin, a + "/q_rot")
+        k = g.rotary(g.heads(k, KV_HEADS, a + "/k"), cos, sin, a + "/k_rot")
+        v = g.heads(v, KV_HEADS, a + "/v")
+        k = g.node("Concat", ["past_key_values.%d.key" % i, k],
+                   ["present.%d.key" % i], a + "/Concat_k", axis=2)
+        v = g.node("Concat", ["past_key_values.%d.value" % i, v],
+                   ["present.%d.value" % i], a + "/Concat_v", axis=2)
+        k = g.repeat_kv(k, a + "/repeat_k")
+        v = g.repeat_kv(v, a + "/repeat_v")
+        kt = g.op("Transpose", [k], a + "/Transpose", perm=[0, 1, 3, 2])
+        sc = g.op("MatMul", [q, kt], a + "/MatMul")
+        sc = g.op("Mul", [sc, g.const(a + "/Constant", np.float32(
+            1 / np.sqrt(HEAD)))], a + "/Mul")
+        sc = g.op("Add", [sc, mask], a + "/Add")
+        pr = g.op("Softmax", [sc], a + "/Softmax", axis=-1)
+        att = g.op("MatMul", [pr, v], a + "/MatMul_1")
+        att = g.op("Transpose", [att], a + "/Transpose_1", perm=[0, 2, 1, 3])
+        att = g.op("Reshape", [att, g.const(a + "/shape", i64(
+            [0, 0, HEADS * HEAD]))], a + "/Reshape")
+        o = g.linear(att, HEADS * HEAD, HIDDEN, a + "/o_proj/MatMul")
+        h = g.op("Add", [x, o], p + "/Add")
+        normed = g.rms_norm(h, g.norm_scale(
+            "model.layers.%d.post_attention_layernorm.weight" % i),
+            p + "/post_attention_layernorm")
+        ml = p + "/mlp"
+        gate = g.linear(normed, HIDDEN, INTER, ml + "/gate_proj/MatMul")
+        up = g.linear(normed, HIDDEN, INTER, ml + "/up_proj/MatMul")
+        sg = g.op("Sigmoid", [gate], ml + "/act_fn/Sigmoid")
+        act = g.op("Mul", [gate, sg], ml + "/act_fn/Mul")
+        prod = g.op("Mul", [act, up], ml + "/Mul")
+        down = g.linear(prod, INTER, HIDDEN, ml + "/down_proj/MatMul")
+        x = g.op("Add", [h, down], p + "/Add_1")
+    fin = g.rms_norm(x, g.norm_scale("model.norm.weight"), "/model/norm")
+    g.linear(fin, HIDDEN, VOCAB, "/lm_head/MatMul")
+    g.nodes[-1].output[0] = "logits"
+
+    graph = helper.make_graph(g.nodes, name, inputs, outputs, g.inits)
+    model = helper.make_model(graph, opset_imports=[
+        helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    return model
+
+
 def variants():
     v = {"llama_f32": dict(), "llama_f32_rope": dict(rope=True)}
     for block, asym, level in ((32, False, 0), (32, True, 4),
@@ -272,6 +525,8 @@ def variants():
         v["llama_q4_b%d_%s_al%d" % (block, "asym" if asym else "sym",
                                     level)] = dict(q4=(block, asym, level))
     v["llama_q4_b32_asym_al4_rope"] = dict(q4=(32, True, 4), rope=True)
+    v["llama_f32_std"] = dict()
+    v["llama_q4_std"] = dict(q4=(32, False, 0))
     return v
 
 
@@ -300,7 +555,7 @@ def main():
     for name, kw in variants().items():
         if want and name not in want:
             continue
-        model = build(name, **kw)
+        model = (build_std if name.endswith("_std") else build)(name, **kw)
         path = os.path.join(out, name + ".onnx")
         if external:
             if os.path.exists(path + ".data"):
