@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Make small Llama-style decoders in the form onnxruntime-genai's model
-builder writes them, for tests/ort_llm.sh.
+builder writes them, for tests/ort_llm.sh and tests/llm_report.sh, and
+the same network in plain ONNX ops, as torch.onnx.export writes it, for
+tests/llm_forms.sh.
 
     make_llama.py OUT_DIR [NAME ...] [--vocab V] [--hidden H]
                   [--layers L] [--heads Q] [--kv-heads K] [--inter I]
@@ -39,6 +41,36 @@ Variants (NAME.onnx):
                                lm_head too, the embedding as
                                GatherBlockQuantized (uint8, bits 4)
   llama_q4_b32_asym_al4_rope   the same with separate RotaryEmbedding
+  llama_f32_std                plain ONNX ops only (opset 21, IR 10):
+                               Gather embedding; RMSNorm as Pow,
+                               ReduceMean, Add, Sqrt, Reciprocal, Mul;
+                               MatMul projections; rotary at positions
+                               P..P+S-1 (P the past's length) from the
+                               same cos/sin caches, Gather, Concat and
+                               rotate_half (Slice, Neg, Concat), Mul,
+                               Add; the past Concat-ed with the new K/V
+                               (an empty past works); KV heads repeated
+                               (Unsqueeze, Expand, Reshape); MatMul, Mul
+                               by 1/sqrt(head), Add of the float minimum
+                               where a key is in the future or masked by
+                               attention_mask, Softmax, MatMul; residual
+                               Adds; the same inputs and outputs as
+                               llama_f32 (no position_ids)
+  llama_q4_std                 the same with each linear's weight as
+                               INT4 [K, N] blocked DequantizeLinear
+                               (axis 0, block_size 32, no zero point)
+                               before its MatMul, and the embedding as
+                               INT4 [V, H] DequantizeLinear (axis 1)
+                               before its Gather: the codes (less 8) and
+                               scales of llama_q4_b32_sym_al0
+
+The _std models draw the same weights in the same order as the others,
+so llama_f32_std computes llama_f32's function and llama_q4_std
+llama_q4_b32_sym_al0's (ONNX Runtime: within 1e-6 relative). Their
+names are torch.onnx.export's (/model/layers.N/self_attn/q_proj/MatMul,
+tensors NODE_output_0, weights onnx::MatMul_N), not the GenAI forms'.
+onnx 1.12 knows neither INT4 nor opset 21: their INT4 tensors are
+written by hand and they do not go through onnx.checker.
 """
 import os
 import sys
@@ -265,12 +297,8 @@ def build(name, q4=None, rope=False):
     return model
 
 
-# The same network in plain ONNX ops, as torch.onnx.export writes a
-# Hugging Face Llama (opset 21, names like its /model/layers.N/self_attn/
-# ... and onnx::MatMul_N weights), drawing the same weights in the same
-# order as build() so each float tensor equals its GenAI-form twin up to
-# float rounding. Its int4 form dequantizes the codes and scales of
-# Builder.quantize (symmetric, block 32) with blocked DequantizeLinear.
+# The _std variants: the network of build() in plain ONNX ops, as
+# torch.onnx.export writes a Hugging Face Llama.
 INT4 = 22  # TensorProto.INT4, unknown to onnx 1.12
 
 
