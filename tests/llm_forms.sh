@@ -50,10 +50,10 @@ FORMS="llama_f32:llama_q4_std llama_f32_std:llama_q4_b32_sym_al0 llama_f32_std:l
 REF=llama_f32:llama_q4_b32_sym_al0
 
 TODO='
-llama_f32:llama_q4_std attention GroupQueryAttention output not paired with the decomposed attention
-llama_f32_std:llama_q4_b32_sym_al0 attention decomposed attention not paired with GroupQueryAttention output
-llama_f32:llama_q4_std blocks SkipSimplifiedLayerNormalization residual output not paired with the Add
-llama_f32_std:llama_q4_b32_sym_al0 blocks residual Add not paired with SkipSimplifiedLayerNormalization output 3
+llama_f32:llama_q4_std attention GroupQueryAttention output_0 has no counterpart in the decomposed attention (its Reshape before o_proj)
+llama_f32_std:llama_q4_b32_sym_al0 attention the decomposed attention output (Reshape before o_proj) has no counterpart in GroupQueryAttention output_0
+llama_f32:llama_q4_std blocks SkipSimplifiedLayerNormalization output_3 (the residual sum) has no counterpart in the residual Add
+llama_f32_std:llama_q4_b32_sym_al0 blocks the residual Add has no counterpart in SkipSimplifiedLayerNormalization output_3
 '
 
 . "$top_srcdir/tests/ort_lib.sh"
@@ -64,8 +64,10 @@ missing=$(for p in $FORMS $REF; do for m in ${p%%:*} ${p#*:}; do
 	[ -f "$MODELS/$m.onnx" ] || echo "$m"; done; done | sort -u)
 if [ -n "$missing" ]; then
 	# made aside and moved in, so a concurrent run never reads half a model
-	mkdir -p "$MODELS" && tmp=$(mktemp -d "$MODELS/.new-XXXXXX") ||
-		{ echo "Bail out! cannot write to $MODELS"; exit 1; }
+	if ! mkdir -p "$MODELS" || ! tmp=$(mktemp -d "$MODELS/.new-XXXXXX"); then
+		echo "Bail out! cannot write to $MODELS"
+		exit 1
+	fi
 	# shellcheck disable=SC2086
 	if ! $PY "$top_srcdir/tests/models/make_llama.py" "$tmp" $missing \
 		>"$MODELS/make.log" 2>&1; then
@@ -99,6 +101,7 @@ for p in $REF $FORMS; do
 	echo $? >"$d/rc"
 done
 
+# shellcheck disable=SC2086
 TODO="$TODO" $PY - "$MODELS" "$work" "$REF" $FORMS <<'PYEOF'
 import fnmatch, json, math, os, sys
 import onnx
