@@ -434,24 +434,11 @@ class StdBuilder(Builder):
 def build_std(name, q4=None):
     """The network of build(name, q4) in plain ONNX ops (q4: (block,
     False, level), symmetric only, level unused)."""
+    # the GenAI form's inputs and outputs, so that one feeds both
+    twin = build(name).graph
+    inputs, outputs = list(twin.input), list(twin.output)
+    del twin
     g = StdBuilder(name, q4)
-    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64,
-                                            ["batch_size", "sequence_length"]),
-              helper.make_tensor_value_info("attention_mask",
-                                            TensorProto.INT64,
-                                            ["batch_size",
-                                             "total_sequence_length"])]
-    outputs = [helper.make_tensor_value_info(
-        "logits", TensorProto.FLOAT,
-        ["batch_size", "sequence_length", VOCAB])]
-    for i in range(LAYERS):
-        for kv in ("key", "value"):
-            inputs.append(helper.make_tensor_value_info(
-                "past_key_values.%d.%s" % (i, kv), TensorProto.FLOAT,
-                ["batch_size", KV_HEADS, "past_sequence_length", HEAD]))
-            outputs.append(helper.make_tensor_value_info(
-                "present.%d.%s" % (i, kv), TensorProto.FLOAT,
-                ["batch_size", KV_HEADS, "total_sequence_length", HEAD]))
 
     # positions P .. P+S-1 (P the past's length), the rotary angles'
     # cos and sin there ([S, HEAD], both halves), and the mask: a key
