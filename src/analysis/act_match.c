@@ -23,13 +23,16 @@
  *    - graph inputs and outputs by position;
  *    - the compute ops (Conv, ConvTranspose, Gemm, MatMul, Attention and
  *      QLinearConv, QLinearMatMul, ConvInteger, MatMulInteger, QGemm,
- *      QAttention) of both graphs,
- *      in topological order, aligned by a longest common subsequence on
- *      (op family, weight shape); a float op's output is taken after a
- *      BatchNormalization the candidate folded in;
+ *      QAttention, MatMulNBits) of both graphs, in topological order,
+ *      aligned by a longest common subsequence on (op family, weight
+ *      shape); a pair is taken past the per-channel scale ops one side
+ *      keeps and the other folded (align_tails);
  *    - then forward through the other ops: a float node whose inputs are
  *      all matched matches a candidate node of the same op (QLinearAdd
- *      counts as Add) that reads the same classes.
+ *      counts as Add, GatherBlockQuantized as Gather) that reads the same
+ *      classes;
+ *    - then the inputs of the aligned weighted ops, which hold the same
+ *      values whatever computed them (match_inputs), and forward again.
  * 3. Fused activations: quantizers drop a Relu/Clip after a layer (QDQ
  *    renames the layer's output after it; QOperator keeps the layer's
  *    name but clips through the output range). When a float tensor's only
@@ -501,6 +504,10 @@ class_nonnegative(struct side *q, size_t r)
 struct ctx {
 	struct side f, q;
 	struct qr_am *out;
+	size_t *aligned;               /* float, candidate node index pairs
+					* of the weighted ops match_compute
+					* aligned */
+	size_t n_aligned;
 	const struct qr_node **cprod;  /* per candidate class root: its
 					* computing node (class_producers) */
 };
@@ -1074,6 +1081,14 @@ match_compute(struct ctx *c)
 				 qr_an_family_name(fc[i].family), ++k, shape,
 				 fn->name, qn->name, note);
 			try_pair(c, ft, qt, why);
+			if (fc[i].w != NULL && qc[j].w != NULL) {
+				c->aligned = xreallocarray(c->aligned,
+							   2 * c->n_aligned + 2,
+							   sizeof *c->aligned);
+				c->aligned[2 * c->n_aligned] = fc[i].node;
+				c->aligned[2 * c->n_aligned + 1] = qc[j].node;
+				c->n_aligned++;
+			}
 			i++;
 			j++;
 		} else if (LCS(i + 1, j) >= LCS(i, j + 1)) {
@@ -1189,6 +1204,43 @@ match_forward(struct ctx *c)
 	}
 }
 
+/*
+ * The activation inputs of the weighted ops match_compute aligned hold
+ * the same value on both sides, whatever computed them: an attention
+ * written as one GroupQueryAttention in one model and as MatMul,
+ * Softmax, MatMul, Transpose and Reshape in the other meets the same
+ * o_proj MatMul. Pairs input 0 of each aligned pair when neither side's
+ * is paired yet; match_forward then carries on from there.
+ */
+static size_t
+match_inputs(struct ctx *c)
+{
+	size_t k, made = 0;
+	char why[256];
+
+	for (k = 0; k < c->n_aligned; k++) {
+		const struct qr_node *fn = qr_graph_node(c->f.g, c->aligned[2 * k]);
+		const struct qr_node *qn = qr_graph_node(c->q.g,
+							 c->aligned[2 * k + 1]);
+		size_t ft, qt;
+
+		if (fn->n_in < 1 || qn->n_in < 1 || !fn->in[0][0] ||
+		    !qn->in[0][0] || qr_graph_const(c->f.g, fn->in[0]) ||
+		    qr_graph_const(c->q.g, qn->in[0]))
+			continue;
+		ft = names_find(&c->f.t, fn->in[0]);
+		qt = names_find(&c->q.t, qn->in[0]);
+		if (ft == NONE || qt == NONE || c->f.match[ft] != NONE ||
+		    c->q.match[find(&c->q, qt)] != NONE)
+			continue;
+		snprintf(why, sizeof why, "input of weighted layers paired by "
+			 "structure: %s ~ %s", fn->name, qn->name);
+		try_pair(c, ft, qt, why);
+		made++;
+	}
+	return made;
+}
+
 static void
 match_io(struct ctx *c)
 {
@@ -1250,22 +1302,39 @@ activation_flags(const struct side *s)
 static char *
 unmatched_reason(struct ctx *c, size_t ft)
 {
-	const struct qr_node *n;
-	size_t at;
+	const struct qr_node *n, *bn = NULL, *act = NULL;
+	size_t at = ft;
+	int hop;
 
-	if ((n = sole_consumer(&c->f, ft, "BatchNormalization", NULL)) != NULL &&
-	    (at = names_find(&c->f.t, n->out[0])) != NONE &&
-	    c->f.match[at] != NONE)
+	/* BatchNormalization folded and a Relu/Clip fused into the layer
+	 * before the tensor compared */
+	for (hop = 0; hop < 2 && c->f.match[at] == NONE; hop++) {
+		if (bn == NULL && act == NULL &&
+		    (n = sole_consumer(&c->f, at, "BatchNormalization",
+				       NULL)) != NULL)
+			bn = n;
+		else if (act == NULL &&
+			 (n = sole_consumer(&c->f, at, "Relu", "Clip")) != NULL)
+			act = n;
+		else
+			break;
+		if ((at = names_find(&c->f.t, n->out[0])) == NONE)
+			break;
+	}
+	if (at == NONE || at == ft || c->f.match[at] == NONE)
+		return xstrdup("no counterpart by name or structure");
+	if (bn != NULL && act != NULL)
+		return xasprintf("BatchNormalization '%s' and %s '%s' follow; "
+				 "the candidate folded and fused them into "
+				 "this layer; compared after them", bn->name,
+				 act->op_type, act->name);
+	if (bn != NULL)
 		return xasprintf("BatchNormalization '%s' follows; the candidate "
 				 "folded it into this layer; compared after it",
-				 n->name);
-	if ((n = sole_consumer(&c->f, ft, "Relu", "Clip")) != NULL &&
-	    (at = names_find(&c->f.t, n->out[0])) != NONE &&
-	    c->f.match[at] != NONE)
-		return xasprintf("%s '%s' follows and was fused into the "
-				 "candidate's layer; compared after it",
-				 n->op_type, n->name);
-	return xstrdup("no counterpart by name or structure");
+				 bn->name);
+	return xasprintf("%s '%s' follows and was fused into the "
+			 "candidate's layer; compared after it",
+			 act->op_type, act->name);
 }
 
 static int
@@ -1305,6 +1374,7 @@ qr_am_match(const struct qr_graph *fg, const struct qr_graph *qg,
 	size_t ft, i, k;
 
 	memset(out, 0, sizeof *out);
+	memset(&c, 0, sizeof c);
 	c.out = out;
 	side_init(&c.f, fg);
 	side_init(&c.q, qg);
@@ -1314,6 +1384,8 @@ qr_am_match(const struct qr_graph *fg, const struct qr_graph *qg,
 	match_io(&c);
 	match_compute(&c);
 	match_forward(&c);
+	if (match_inputs(&c) > 0)
+		match_forward(&c);
 	/* shape tensors helped match_forward; now they go */
 	act = activation_flags(&c.f);
 	for (i = k = 0; i < out->n; i++) {
@@ -1339,6 +1411,7 @@ qr_am_match(const struct qr_graph *fg, const struct qr_graph *qg,
 		u->reason = unmatched_reason(&c, ft);
 	}
 	free(act);
+	free(c.aligned);
 	free(c.cprod);
 	side_free(&c.f);
 	side_free(&c.q);

@@ -60,14 +60,6 @@ in_list(const char *op, const char *const *list)
 	return 0;
 }
 
-static const struct qr_node *
-producer(const struct qr_graph *g, const char *name)
-{
-	long p = qr_graph_producer(g, name);
-
-	return p >= 0 ? qr_graph_node(g, (size_t)p) : NULL;
-}
-
 static int
 is_q(const struct qr_node *n)
 {
@@ -143,7 +135,7 @@ float_of(const struct gctx *c, const char *name, char *buf, size_t bufn)
 
 	chain[n++] = name;
 	for (i = 0; i < n; i++) {
-		const struct qr_node *p = producer(c->qg, chain[i]);
+		const struct qr_node *p = qr_graph_producer_node(c->qg, chain[i]);
 		const size_t *cs = qr_graph_consumers(c->qg, chain[i], &nc);
 
 		if (p != NULL && (is_q(p) || is_dq(p)) && p->n_in > 0 &&
@@ -178,7 +170,7 @@ layer_of_tensor(const struct gctx *c, const char *name)
 {
 	char buf[512];
 	const char *f = float_of(c, name, buf, sizeof buf);
-	const struct qr_node *p = f != NULL ? producer(c->fg, f) : NULL;
+	const struct qr_node *p = f != NULL ? qr_graph_producer_node(c->fg, f) : NULL;
 
 	return p != NULL ? p->name : NULL;
 }
@@ -441,7 +433,7 @@ op_inputs(const struct gctx *c, const struct qr_node *n, struct hz_in *v,
 
 		if (n->in[j][0] == '\0' || qr_graph_const(c->qg, n->in[j]))
 			continue;
-		p = producer(c->qg, n->in[j]);
+		p = qr_graph_producer_node(c->qg, n->in[j]);
 		if (p == NULL || !is_dq(p))
 			return 0; /* a float input: not a quantized op */
 		if (in_const(c->qg, p, 0) != NULL)
@@ -478,7 +470,7 @@ add_group(struct gctx *c, const struct qr_node *n, const struct hz_in *v,
 	g->flayer = xcalloc(m, sizeof *g->flayer);
 	for (j = 0; j < m; j++) {
 		const char *f = float_of(c, v[j].name, buf, sizeof buf);
-		const struct qr_node *p = f ? producer(c->fg, f) : NULL;
+		const struct qr_node *p = f ? qr_graph_producer_node(c->fg, f) : NULL;
 
 		g->qname[j] = xstrdup(v[j].name);
 		g->fname[j] = f ? xstrdup(f) : NULL;

@@ -30,17 +30,6 @@
 
 #define MAX_HOPS 8
 
-static const struct qr_node *
-producer(const struct qr_graph *g, const char *name)
-{
-	long p;
-
-	if (name == NULL || name[0] == '\0')
-		return NULL;
-	p = qr_graph_producer(g, name);
-	return p < 0 ? NULL : qr_graph_node(g, (size_t)p);
-}
-
 /* The integer type a QuantizeLinear writes: its output_dtype (opset 21),
  * else its zero point's type, else uint8. */
 static int
@@ -93,7 +82,7 @@ quantized_type(const struct qr_graph *g, const char *name)
 	int hop;
 
 	for (hop = 0; hop < MAX_HOPS; hop++) {
-		if ((p = producer(g, name)) == NULL)
+		if ((p = qr_graph_producer_node(g, name)) == NULL)
 			return 0;
 		if (strcmp(p->op_type, "QuantizeLinear") == 0)
 			return quantize_out_type(g, p);
@@ -127,7 +116,7 @@ qr_an_link_source(const struct qr_graph *g, const char *name)
 
 	for (hop = 0; hop < MAX_HOPS; hop++) {
 		if (qr_graph_const(g, name) != NULL ||
-		    (p = producer(g, name)) == NULL ||
+		    (p = qr_graph_producer_node(g, name)) == NULL ||
 		    !qr_an_is_noop_link(g, p))
 			break;
 		name = p->in[0];
@@ -144,13 +133,13 @@ qr_an_weight_behind(const struct qr_graph *g, const char *name)
 	name = qr_an_link_source(g, name);
 	if ((w = qr_graph_const(g, name)) != NULL)
 		return w;
-	if ((p = producer(g, name)) == NULL ||
+	if ((p = qr_graph_producer_node(g, name)) == NULL ||
 	    strcmp(p->op_type, "DequantizeLinear") != 0 || p->n_in < 1)
 		return NULL;
 	name = qr_an_link_source(g, p->in[0]);
 	if ((w = qr_graph_const(g, name)) != NULL)
 		return w;
-	if ((p = producer(g, name)) == NULL ||
+	if ((p = qr_graph_producer_node(g, name)) == NULL ||
 	    strcmp(p->op_type, "QuantizeLinear") != 0 || p->n_in < 1)
 		return NULL;
 	return qr_graph_const(g, qr_an_link_source(g, p->in[0]));

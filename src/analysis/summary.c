@@ -245,17 +245,6 @@ qr_an_summary_free(struct qr_model_summary *s)
 
 /* ---- quantization format ---- */
 
-static const struct qr_node *
-producer(const struct qr_graph *g, const char *name)
-{
-	long p;
-
-	if (name == NULL || name[0] == '\0')
-		return NULL;
-	p = qr_graph_producer(g, name);
-	return p < 0 ? NULL : qr_graph_node(g, (size_t)p);
-}
-
 /* Ops that compute on integer data themselves (QOperator or dynamic). */
 static int
 is_int_compute(const struct qr_node *n)
@@ -300,7 +289,7 @@ const_or_fakeq(const struct qr_graph *g, const char *name)
 	name = qr_an_link_source(g, name);
 	if (qr_graph_const(g, name))
 		return 1;
-	p = producer(g, name);
+	p = qr_graph_producer_node(g, name);
 	return p && op_is(p, "QuantizeLinear") && p->n_in > 0 &&
 	       qr_graph_const(g, qr_an_link_source(g, p->in[0])) != NULL;
 }
@@ -343,7 +332,7 @@ qr_an_detect_format(const struct qr_graph *g)
 			wdq = 1;
 		else if (strcmp(op, "DequantizeLinear") == 0 && nd->n_in > 0) {
 			const struct qr_node *p =
-				producer(g, qr_an_link_source(g, nd->in[0]));
+				qr_graph_producer_node(g, qr_an_link_source(g, nd->in[0]));
 
 			if (const_or_fakeq(g, nd->in[0]))
 				wdq = 1;
@@ -378,7 +367,7 @@ in_const(const struct qr_graph *g, const struct qr_node *n, size_t i)
 static int
 act_quantized(const struct qr_graph *g, const char *name)
 {
-	const struct qr_node *p = producer(g, qr_an_link_source(g, name));
+	const struct qr_node *p = qr_graph_producer_node(g, qr_an_link_source(g, name));
 
 	if (p == NULL)
 		return 0;
@@ -429,7 +418,7 @@ dyn_scale(const struct qr_graph *g, const struct qr_node *n,
 				if ((t = qr_graph_const(g, c->in[k])) &&
 				    qr_an_is_float(t->dtype))
 					return t;
-				p = producer(g, c->in[k]);
+				p = qr_graph_producer_node(g, c->in[k]);
 				if (p && op_is(p, "Mul") && p->n_in == 2) {
 					if ((t = qr_graph_const(g, p->in[0])))
 						return t;
@@ -458,7 +447,7 @@ dyn_scale(const struct qr_graph *g, const struct qr_node *n,
 static struct qr_tensor_data *
 fold_fake_quant(const struct qr_graph *g, const char *name)
 {
-	const struct qr_node *p = producer(g, qr_an_link_source(g, name));
+	const struct qr_node *p = qr_graph_producer_node(g, qr_an_link_source(g, name));
 	const struct qr_tensor_data *w, *sc, *zp;
 	struct qr_tensor_data *q;
 	size_t i, outer = 1, len = 1, inner = 1, esz;
@@ -686,7 +675,7 @@ find_qlayer(const struct qr_graph *g, size_t i, struct qr_an_qlayer *ql,
 		   (strcmp(op, "Conv") == 0 || strcmp(op, "ConvTranspose") == 0 ||
 		    strcmp(op, "Gemm") == 0 || strcmp(op, "MatMul") == 0)) {
 		const struct qr_node *dq =
-			producer(g, qr_an_link_source(g, n->in[1]));
+			qr_graph_producer_node(g, qr_an_link_source(g, n->in[1]));
 		const struct qr_tensor_data *q;
 		int64_t ax;
 
@@ -773,14 +762,14 @@ is_dyn_helper(const struct qr_graph *g, const struct qr_node *n)
 	if (!op_is(n, "Mul"))
 		return 0;
 	for (k = 0; k < n->n_in; k++) {
-		const struct qr_node *p = producer(g, n->in[k]);
+		const struct qr_node *p = qr_graph_producer_node(g, n->in[k]);
 
 		if (p == NULL)
 			continue;
 		if (op_is(p, "DynamicQuantizeLinear"))
 			return 1;
 		if (op_is(p, "Cast") && p->n_in > 0) {
-			const struct qr_node *pp = producer(g, p->in[0]);
+			const struct qr_node *pp = qr_graph_producer_node(g, p->in[0]);
 
 			if (pp && is_int_compute(pp))
 				return 1;
@@ -850,7 +839,7 @@ qr_an_quant_summary(const struct qr_graph *g, const char *path,
 		} else if (is_float_compute(n) && !is_dyn_helper(g, n)) {
 			act = 0;
 			for (j = 0; j < n->n_in && !act; j++) {
-				const struct qr_node *p = producer(g, n->in[j]);
+				const struct qr_node *p = qr_graph_producer_node(g, n->in[j]);
 
 				act = p && op_is(p, "DequantizeLinear");
 			}

@@ -902,7 +902,10 @@ static const struct qr_cli_opt report_opts[] = {
 		"input:1x3x224x224 (repeatable)",
 	  .man =
 		"Shape of an input with dynamic dims, e.g.\n"
-		".BR input:1x3x224x224 ." },
+		".BR input:1x3x224x224 .\n"
+		"A dim may be 0: an empty KV cache,\n"
+		".BR past_key_values.0.key:1x2x0x32 ,\n"
+		"which is also what a decoder LLM's past inputs get by default." },
 	{ .name = "input-size", .arg = "HxW",
 	  .set = set_input_size,
 	  .json = QR_CLI_JSTR | QR_CLI_JARR, .conf = conf_input_size,

@@ -477,6 +477,15 @@ qr_graph_producer(const struct qr_graph *g, const char *name)
 	return e != NULL ? e->producer : -1;
 }
 
+const struct qr_node *
+qr_graph_producer_node(const struct qr_graph *g, const char *name)
+{
+	long p = name != NULL && name[0] != '\0' ? qr_graph_producer(g, name)
+						: -1;
+
+	return p >= 0 ? qr_graph_node(g, (size_t)p) : NULL;
+}
+
 /* Nodes reading name, directly or from inside their subgraphs; each node
  * once, in file order. Borrowed from g. */
 const size_t *

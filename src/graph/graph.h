@@ -37,6 +37,9 @@ const size_t *qr_graph_topo_order(const struct qr_graph *g);
 /* Index of the node producing tensor name, or -1 (graph input, initializer
  * or unknown). */
 long qr_graph_producer(const struct qr_graph *g, const char *name);
+/* The node producing name, or NULL (also for NULL or ""). */
+const struct qr_node *qr_graph_producer_node(const struct qr_graph *g,
+					     const char *name);
 /* Indices of nodes consuming name; *n gets the count. */
 const size_t *qr_graph_consumers(const struct qr_graph *g, const char *name,
 				 size_t *n);
