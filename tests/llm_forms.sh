@@ -50,8 +50,6 @@ FORMS="llama_f32:llama_q4_std llama_f32_std:llama_q4_b32_sym_al0 llama_f32_std:l
 REF=llama_f32:llama_q4_b32_sym_al0
 
 TODO='
-llama_f32:llama_q4_std blocks SkipSimplifiedLayerNormalization output_3 (the residual sum) has no counterpart in the residual Add
-llama_f32_std:llama_q4_b32_sym_al0 blocks the residual Add has no counterpart in SkipSimplifiedLayerNormalization output_3
 '
 
 . "$top_srcdir/tests/ort_lib.sh"

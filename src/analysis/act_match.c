@@ -32,7 +32,9 @@
  *      counts as Add, GatherBlockQuantized as Gather) that reads the same
  *      classes;
  *    - then the inputs of the aligned weighted ops, which hold the same
- *      values whatever computed them (match_inputs), and forward again.
+ *      values whatever computed them (match_inputs), residual sums
+ *      written as Add on one side and inside a Skip*LayerNormalization on
+ *      the other (match_sums), and forward again.
  * 3. Fused activations: quantizers drop a Relu/Clip after a layer (QDQ
  *    renames the layer's output after it; QOperator keeps the layer's
  *    name but clips through the output range). When a float tensor's only
@@ -52,6 +54,8 @@
 #include "onnx/onnx.h"
 
 #define NONE ((size_t)-1)
+#define WALK_DOWN 64             /* float tensors visited looking for a
+				  * paired one downstream */
 
 /* ---- a name table ---- */
 
@@ -1127,7 +1131,9 @@ node_inputs(struct side *s, const struct qr_node *n, int quant, size_t *v)
 	for (i = 0; i < n->n_in; i++) {
 		size_t t;
 
-		if (n->in[i][0] == '\0' || qr_graph_const(s->g, n->in[i]))
+		/* constants, and weights behind a DequantizeLinear (an int4
+		 * embedding's DequantizeLinear -> Gather) */
+		if (n->in[i][0] == '\0' || weight_const(s->g, n->in[i]))
 			continue;
 		t = names_find(&s->t, n->in[i]);
 		if (t == NONE)
@@ -1202,6 +1208,78 @@ match_forward(struct ctx *c)
 		free(cs);
 		free(fin);
 	}
+}
+
+/*
+ * Which output of n is the plain sum of its inputs 0 and 1, or -1: an
+ * Add's, or the output 3 of ONNX Runtime's SkipLayerNormalization and
+ * SkipSimplifiedLayerNormalization without a bias (input + skip, the
+ * residual stream a decoder carries on).
+ */
+static int
+sum_output(const struct qr_node *n)
+{
+	if (n->n_in < 2 || !n->in[0][0] || !n->in[1][0])
+		return -1;
+	if (is_op(n, "Add") && n->n_in == 2 && n->n_out >= 1 && n->out[0][0])
+		return 0;
+	if ((is_op(n, "SkipSimplifiedLayerNormalization") &&
+	     (n->n_in < 4 || !n->in[3][0])) ||
+	    (is_op(n, "SkipLayerNormalization") &&
+	     (n->n_in < 5 || !n->in[4][0])))
+		return n->n_out > 3 && n->out[3][0] ? 3 : -1;
+	return -1;
+}
+
+/*
+ * A residual sum written as an Add on one side and inside a
+ * Skip*LayerNormalization on the other: pairs the two when they add the
+ * same two values. Returns the pairs made.
+ */
+static size_t
+match_sums(struct ctx *c)
+{
+	const size_t *order = qr_graph_topo_order(c->f.g);
+	size_t nn = qr_graph_n_nodes(c->f.g), k, j, made = 0;
+
+	for (k = 0; k < nn; k++) {
+		const struct qr_node *fn = qr_graph_node(c->f.g, order[k]);
+		int fo = sum_output(fn);
+		size_t a, b, ft, nc, *cs;
+
+		if (fo < 0 ||
+		    (ft = names_find(&c->f.t, fn->out[fo])) == NONE ||
+		    c->f.match[ft] != NONE ||
+		    (a = names_find(&c->f.t, fn->in[0])) == NONE ||
+		    (b = names_find(&c->f.t, fn->in[1])) == NONE ||
+		    c->f.match[a] == NONE || c->f.match[b] == NONE)
+			continue;
+		cs = class_consumers(&c->q, c->f.match[a], &nc);
+		for (j = 0; j < nc; j++) {
+			const struct qr_node *qn = qr_graph_node(c->q.g, cs[j]);
+			int qo = sum_output(qn);
+			size_t x, y;
+			char why[256];
+
+			if (qo < 0 || strcmp(qn->op_type, fn->op_type) == 0 ||
+			    (x = names_find(&c->q.t, qn->in[0])) == NONE ||
+			    (y = names_find(&c->q.t, qn->in[1])) == NONE)
+				continue;
+			x = find(&c->q, x);
+			y = find(&c->q, y);
+			if (!((x == c->f.match[a] && y == c->f.match[b]) ||
+			      (x == c->f.match[b] && y == c->f.match[a])))
+				continue;
+			snprintf(why, sizeof why, "the sum of the same two values: "
+				 "%s output %d ~ %s output %d", fn->name, fo,
+				 qn->name, qo);
+			try_pair(c, ft, names_find(&c->q.t, qn->out[qo]), why);
+			made += c->f.match[ft] != NONE;
+			break;
+		}
+		free(cs);
+	}
+	return made;
 }
 
 /*
@@ -1299,6 +1377,55 @@ activation_flags(const struct side *s)
 	return act;
 }
 
+/*
+ * The reason for a float tensor with no counterpart that one candidate
+ * node computes together with later ones: its nearest paired tensor
+ * downstream is made by a candidate op the float graph writes as several
+ * (GroupQueryAttention for MatMul, Softmax and the rest; a
+ * SimplifiedLayerNormalization for Pow, ReduceMean, Sqrt ...).
+ */
+static char *
+inside_reason(struct ctx *c, size_t ft)
+{
+	size_t *queue = xcalloc(WALK_DOWN + 1, sizeof *queue);
+	size_t head = 0, tail = 0, nc, i, o;
+	const struct qr_node *qp = NULL, *fp = NULL;
+	char *r;
+
+	queue[tail++] = ft;
+	while (head < tail && qp == NULL) {
+		size_t t = queue[head++];
+		const size_t *cs = qr_graph_consumers(c->f.g, c->f.t.v[t], &nc);
+
+		for (i = 0; i < nc && qp == NULL; i++) {
+			const struct qr_node *n = qr_graph_node(c->f.g, cs[i]);
+
+			for (o = 0; o < n->n_out && qp == NULL; o++) {
+				size_t u = n->out[o][0] ? names_find(&c->f.t,
+								     n->out[o])
+							: NONE;
+
+				if (u == NONE)
+					continue;
+				if (c->f.match[u] != NONE) {
+					qp = c->cprod[c->f.match[u]];
+					fp = n;
+				} else if (tail < WALK_DOWN) {
+					queue[tail++] = u;
+				}
+			}
+		}
+	}
+	free(queue);
+	if (qp != NULL && strcmp(norm_op(qp), fp->op_type) != 0)
+		r = xasprintf("computed inside the candidate's %s '%s', one node "
+			      "where the float model has several",
+			      qp->op_type, qp->name);
+	else
+		r = xstrdup("no counterpart by name or structure");
+	return r;
+}
+
 static char *
 unmatched_reason(struct ctx *c, size_t ft)
 {
@@ -1322,7 +1449,7 @@ unmatched_reason(struct ctx *c, size_t ft)
 			break;
 	}
 	if (at == NONE || at == ft || c->f.match[at] == NONE)
-		return xstrdup("no counterpart by name or structure");
+		return inside_reason(c, ft);
 	if (bn != NULL && act != NULL)
 		return xasprintf("BatchNormalization '%s' and %s '%s' follow; "
 				 "the candidate folded and fused them into "
@@ -1384,7 +1511,7 @@ qr_am_match(const struct qr_graph *fg, const struct qr_graph *qg,
 	match_io(&c);
 	match_compute(&c);
 	match_forward(&c);
-	if (match_inputs(&c) > 0)
+	for (k = 0; k < 8 && match_inputs(&c) + match_sums(&c) > 0; k++)
 		match_forward(&c);
 	/* shape tensors helped match_forward; now they go */
 	act = activation_flags(&c.f);

@@ -58,7 +58,12 @@
  * again. A pairing that swapped two parallel layers looks so; a layer
  * quantized badly does not (its error carries on to the output).
  * Reductions (pooling, Reduce*) average noise away by design and are
- * not taken as evidence. Suspect tensors are left out as if not
+ * not taken as evidence.
+ *
+ * A tensor holding attention-mask values (the float minimum where a
+ * position is masked) has a mean square near 1e76 whatever its real
+ * values: its NSR, and the gain of the layers reading it (a Softmax),
+ * are not computed, so no 800 dB SQNR is taken for a clean input. Suspect tensors are left out as if not
  * compared: no share, no verdict; their readers count from the inputs
  * above them.
  */
@@ -72,6 +77,11 @@
 #include "onnx/onnx.h"
 
 #define CAP_DB 100.0             /* SQNR cap for born_drop_db */
+#define QR_ES_MASK_MS 1e60       /* a mean square this large: the tensor
+				  * holds attention-mask values (the float
+				  * minimum, about -3.4e38), which swamp
+				  * its signal: no NSR of it means
+				  * anything */
 #define QR_ES_VANISH_DB 20.0     /* noise gain below minus this: vanished */
 #define QR_ES_SUSPECT_DB 10.0    /* inputs this bad (cumulative SQNR, dB)
 				  * before vanishing noise are suspect */
@@ -177,6 +187,7 @@ struct tens {
 	double rho;              /* cumulative NSR */
 	double lam;              /* local NSR (NaN: not measured) */
 	double sq;               /* cumulative SQNR, capped */
+	int mask;                /* holds mask values (QR_ES_MASK_MS) */
 };
 
 /* Which group a layer of several ops is counted in: the first of these
@@ -432,6 +443,7 @@ qr_es_analyse(struct qr_ar_ctx *c, size_t k, const long *at,
 		t[i].ms = p->cum.sxx / (double)p->cum.n;
 		t[i].mse = p->cum.see / (double)p->cum.n;
 		t[i].rho = p->cum.sxx > 0 ? p->cum.see / p->cum.sxx : NAN;
+		t[i].mask = !(t[i].ms < QR_ES_MASK_MS);
 		t[i].sq = qr_cmp_sqnr_db(&p->cum);
 		t[i].sq = t[i].sq > CAP_DB ? CAP_DB : t[i].sq;
 		if (p->loc.samples > 0 && p->loc.sxx > 0)
@@ -450,6 +462,7 @@ qr_es_analyse(struct qr_ar_ctx *c, size_t k, const long *at,
 		n_in = 0;
 		more = 0;
 		grp = QR_OPG_INPUT;
+		via_bad = 0;
 		if (c->ft[i].node >= 0)
 			inputs_via(c, t, i, seen, stack, visited, in, &n_in,
 				   &more, &grp, &pooled, bad, &via_bad);
@@ -457,10 +470,11 @@ qr_es_analyse(struct qr_ar_ctx *c, size_t k, const long *at,
 			sms += t[in[j]].ms;
 			smse += t[in[j]].mse;
 			lo = t[in[j]].sq < lo ? t[in[j]].sq : lo;
+			via_bad |= t[in[j]].mask;
 		}
 		rin = n_in == 0 ? 0 : sms > 0 ? smse / sms : NAN;
 		o->same_grid = same_grid(c, i, ap[i], ap, in, n_in, more);
-		l = o->same_grid ? 0 : t[i].lam;
+		l = o->same_grid ? 0 : t[i].mask ? NAN : t[i].lam;
 		/* what a suspect pairing above brings is not known */
 		if (!via_bad && !isnan(l) && !isnan(rin) && !isnan(t[i].rho) &&
 		    rin + l > 0)
