@@ -16,7 +16,9 @@
  *               not compared), mse_j and ms_j their mean (x - y)^2 and
  *               mean x^2 per element (so each input weighs alike whatever
  *               its size); 0 when it reads no compared tensor (graph
- *               inputs and constants are exact)
+ *               inputs and constants are exact). For a product (Mul,
+ *               Div, MatMul of two activations) relative errors add:
+ *               rho_in = sum_j mse_j / ms_j
  *   noise_share_i   = lambda_i / sum_k lambda_k
  *   noise_gain_db_i = 10 log10(rho_i / (rho_in + lambda_i))
  *
@@ -123,6 +125,10 @@ static const char *const move_ops[] = {
 	"Expand", "Tile", "Pad", "DepthToSpace", "SpaceToDepth", "Resize",
 	"Upsample", "Cast", "Dropout", "ScatterND", "ScatterElements",
 	"GridSample", NULL
+};
+/* Ops whose output is a product of its inputs. */
+static const char *const product_ops[] = {
+	"Mul", "Div", "MatMul", "Gemm", "Einsum", "FusedMatMul", NULL
 };
 /* Ops whose outputs are some of their inputs' values (or 0, which every
  * grid holds): on an unchanged grid they round nothing. */
@@ -473,6 +479,17 @@ qr_es_analyse(struct qr_ar_ctx *c, size_t k, const long *at,
 			via_bad |= t[in[j]].mask;
 		}
 		rin = n_in == 0 ? 0 : sms > 0 ? smse / sms : NAN;
+		/* a product's relative errors add up: the NSRs of its
+		 * factors, not their pooled noise over pooled signal (an exact
+		 * sin cache would hide the error of what it multiplies) */
+		if (n_in > 1 && c->ft[i].node >= 0 &&
+		    in_list(product_ops,
+			    qr_graph_node(c->fg, (size_t)c->ft[i].node)->op_type)) {
+			rin = 0;
+			for (j = 0; j < n_in; j++)
+				rin += t[in[j]].ms > 0 ? t[in[j]].mse / t[in[j]].ms
+						       : 0;
+		}
 		o->same_grid = same_grid(c, i, ap[i], ap, in, n_in, more);
 		l = o->same_grid ? 0 : t[i].mask ? NAN : t[i].lam;
 		/* what a suspect pairing above brings is not known */
