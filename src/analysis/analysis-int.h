@@ -34,6 +34,14 @@
  *                   per-layer cosines and thumbnails
  *   llm_metrics.c   a decoder's next-token metrics (KL, top-1/top-5,
  *                   perplexity) from its logits, and its blocks' outputs
+ *   hybrid.c        a candidate with some layers kept float, or the
+ *                   float model with some quantized as the candidate
+ *                   does: edited copies of the loaded graphs
+ *   sensitivity.c   qr_analysis_sensitivity: hybrid runs on a few
+ *                   samples, weights vs activations, per-layer
+ *                   sensitivity both ways
+ *   fallback.c      the layers to keep float to meet a target, found
+ *                   greedily from the sensitivities and run to confirm
  *
  * Ownership: qr_an_* functions that return heap memory say so; everything
  * else is borrowed from the model or the graph index.
@@ -47,6 +55,7 @@
 
 #include "analysis/analysis.h"
 #include "graph/tensor.h"
+#include "onnx/onnx.h"
 
 struct qr_exec;
 struct qr_graph;
@@ -636,5 +645,88 @@ void qr_ws_note(struct qr_ar_cand *q, const struct qr_ar_slot *sl,
 void qr_ws_results(struct qr_ar_ctx *c, size_t k, const long *pv,
 		   size_t n_pv);
 void qr_ws_free(struct qr_ar_cand *q);
+
+/* ---- hybrid.c ---- */
+
+/* A paired quantized layer of a candidate, as hybrid runs change it. */
+struct qr_hy_layer {
+	const char *layer;       /* float node name (borrowed from a) */
+	const char *quant_layer; /* candidate node name (borrowed from a) */
+	const char *op;          /* candidate op type (borrowed) */
+	size_t fnode, qnode;     /* node indices in the two models */
+	int depth;               /* candidate topological position */
+	const struct qr_tensor_data *fw; /* the float weight (borrowed) */
+	const struct qr_node *bn; /* the float Conv's BatchNormalization the
+				  * candidate folded, or NULL */
+	float *fw_fold;          /* fw folded with bn (heap), or NULL */
+	float *fb_fold;          /* the folded bias (heap; bn set) */
+	const struct qr_an_qlayer *q; /* its quantized weight (the plan's
+				  * ql); NULL: it cannot be quantized
+				  * alone */
+	float *qw;               /* q dequantized, made on first use (heap) */
+	int w_in;                /* candidate input reading the weight, -1 */
+	const char *in_scale;    /* the candidate's constants its input is
+				  * quantized with (NULL: not quantized) */
+	const char *in_zp;       /* "" when it has none */
+	size_t n_out_dq;         /* QDQ: DequantizeLinear nodes after its */
+	size_t *out_dq;          /* output's QuantizeLinear (heap) */
+	int q_direct;            /* QDQ: that QuantizeLinear reads the
+				  * layer's output itself */
+	const struct qr_node *fact; /* the float model's activation after
+				  * the layer when the candidate has none
+				  * (its QuantizeLinear clamps instead):
+				  * kept float, it replaces the pair */
+	char *why;               /* NULL: it can be kept float; else why
+				  * not (heap) */
+};
+
+struct qr_hy_plan {
+	const struct qr_graph *fg, *qg; /* float and candidate (borrowed) */
+	enum qr_qformat format;  /* the candidate's */
+	size_t n;
+	struct qr_hy_layer *l;   /* the candidate's paired layers, in
+				  * a->qweights order */
+	struct qr_an_qlayer *ql; /* the candidate's quantized layers */
+	size_t n_ql;
+};
+
+/* A model the executor runs, edited from another (the two models it was
+ * made from and its plan must outlive it). */
+struct qr_hy_model {
+	struct qr_model m;       /* the model: graph arrays below */
+	struct qr_node *nodes;   /* heap */
+	struct qr_tensor_data *inits; /* heap */
+	struct qr_arena ar;      /* names, small arrays, computed tensors */
+};
+
+void qr_hy_plan_new(const struct qr_analysis *a, size_t k,
+		    const struct qr_graph *fg, const struct qr_graph *qg,
+		    struct qr_hy_plan **out);
+void qr_hy_plan_free(struct qr_hy_plan *p);
+struct qr_hy_model *qr_hy_keep_float(const struct qr_hy_plan *p,
+				     const unsigned char *keep,
+				     int weights_only);
+struct qr_hy_model *qr_hy_quant_only(struct qr_hy_plan *p,
+				     const unsigned char *quant, int acts);
+void qr_hy_model_free(struct qr_hy_model *h);
+
+/* ---- sensitivity.c, fallback.c ---- */
+
+struct qr_sens_ctx;
+/* Measure n sets of layers of p kept float (sets[i] marks p's layers),
+ * the context's lanes at a time, into out[i] (ran 0 when a run failed). */
+void qr_sens_measure_sets(struct qr_sens_ctx *c, struct qr_hy_plan *p,
+			  const struct qr_model *qm,
+			  const unsigned char *const *sets,
+			  struct qr_sens_metric *out, size_t n);
+/* Variants the context runs at once. */
+int qr_sens_lanes(const struct qr_sens_ctx *c);
+/* fallback.c: r->fb from r's measured layers (in p's order), each step
+ * run. */
+void qr_fb_search(struct qr_sens_ctx *c, struct qr_hy_plan *p,
+		  const struct qr_model *qm, struct qr_sens_result *r,
+		  const struct qr_sens_target *t);
+/* Free a->sens. */
+void qr_sens_free(struct qr_analysis *a);
 
 #endif

@@ -664,6 +664,12 @@ build(const struct qr_analysis *a, const struct qr_report_opts *opts,
 		goto out;
 	if ((st = write_json(dir, json, d)) != QR_OK)
 		goto out;
+	if ((b.data = qr_report_fallback_json(a)) != NULL) {
+		b.len = strlen(b.data);
+		if ((st = write_buf(dir, "fallback.json", &b, d)) != QR_OK)
+			goto out;
+		qr_buf_free(&b);
+	}
 	if ((st = qr_report_graph(a, L, dir, view, d)) != QR_OK)
 		goto out;
 	if ((st = write_pages(dir, tdir, view, compare, d)) != QR_OK)
