@@ -184,3 +184,319 @@ qr_report_fallback_json(const struct qr_analysis *a)
 	cJSON_Delete(root);
 	return s;
 }
+
+/* ---- the page and the overview ---- */
+
+/* o[pre_cos], o[pre_sqnr], o[pre_top1] for display ("—" when not run). */
+static void
+metric_view(cJSON *o, const char *pre, const struct qr_sens_metric *m,
+	    double thr)
+{
+	char k[48];
+
+	snprintf(k, sizeof k, "%s_cos", pre);
+	if (m->ran)
+		qr_view_fmt(o, k, "%.6f", m->cosine);
+	else
+		qr_view_str(o, k, "\xe2\x80\x94");
+	snprintf(k, sizeof k, "%s_cos_class", pre);
+	qr_view_str(o, k, m->ran ? qr_cos_class(m->cosine, thr) : "");
+	snprintf(k, sizeof k, "%s_sqnr", pre);
+	qr_view_sqnr(o, k, m->ran ? m->sqnr_db : NAN);
+	snprintf(k, sizeof k, "%s_top1", pre);
+	if (m->ran && !isnan(m->top1))
+		qr_view_fmt(o, k, "%.1f%%", 100.0 * m->top1);
+	else
+		qr_view_str(o, k, "\xe2\x80\x94");
+}
+
+/* Output SQNR with each measured layer kept float and quantized alone,
+ * the layers in depth order, beside the candidate's own. */
+static enum qr_status
+depth_chart(struct qr_view_ctx *cc, const struct qr_sens_result *r, size_t k,
+	    cJSON *o)
+{
+	size_t n = 0, i, j, *ix = xcalloc(r->n_layers + 1, sizeof *ix);
+	double *kf = xcalloc(r->n_layers + 1, sizeof *kf);
+	double *qo = xcalloc(r->n_layers + 1, sizeof *qo);
+	char **ticks = xcalloc(r->n_layers + 1, sizeof *ticks);
+	char **hrefs = xcalloc(r->n_layers + 1, sizeof *hrefs);
+	char **titles = xcalloc(r->n_layers + 1, sizeof *titles);
+	struct qr_series s[2];
+	struct qr_chart_spec spec = {0};
+	struct qr_hline hl = { qr_plottable(r->base.sqnr_db),
+			       "candidate as it is" };
+	enum qr_status st = QR_OK;
+	char name[64];
+
+	for (i = 0; i < r->n_layers; i++)
+		if (r->layers[i].kept_float.ran ||
+		    r->layers[i].quant_only.ran)
+			ix[n++] = i;
+	/* by depth (insertion: a few dozen at most in quick) */
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && r->layers[ix[j]].depth <
+					     r->layers[ix[j - 1]].depth; j--) {
+			size_t t = ix[j];
+
+			ix[j] = ix[j - 1];
+			ix[j - 1] = t;
+		}
+	if (n == 0) {
+		cJSON_AddNullToObject(o, "depth_chart");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		const struct qr_sens_layer *l = &r->layers[ix[i]];
+		char a1[32], a2[32];
+
+		kf[i] = l->kept_float.ran ? qr_plottable(l->kept_float.sqnr_db)
+					  : NAN;
+		qo[i] = l->quant_only.ran ? qr_plottable(l->quant_only.sqnr_db)
+					  : NAN;
+		ticks[i] = xstrdup(l->layer);
+		hrefs[i] = qr_view_href(cc, l->layer, "change.html#s-%zu", k);
+		qr_fmt_sqnr(a1, sizeof a1, kf[i]);
+		qr_fmt_sqnr(a2, sizeof a2, qo[i]);
+		titles[i] = xasprintf("%s: output SQNR %s dB kept float alone, "
+				      "%s dB quantized alone", l->layer, a1,
+				      a2);
+	}
+	s[0] = (struct qr_series){ "output SQNR, only this layer kept float",
+				   kf, NULL, n, QR_STYLE_LINE, 1 };
+	s[1] = (struct qr_series){ "output SQNR, only this layer quantized",
+				   qo, NULL, n, QR_STYLE_DOTTED, 2 };
+	spec.title = "Per-layer sensitivity along depth";
+	spec.xlabel = "measured layer (depth order)";
+	spec.ylabel = "output SQNR (dB)";
+	spec.width = 960;
+	spec.height = 300;
+	spec.n_series = 2;
+	spec.series = s;
+	spec.xticks = (const char *const *)ticks;
+	spec.hlines = &hl;
+	spec.n_hlines = isnan(hl.y) ? 0 : 1;
+	snprintf(name, sizeof name, "sens-depth-q%zu", k + 1);
+	st = qr_view_chart(cc, o, "depth_chart", "model-", name, &spec,
+			   "output SQNR per layer kept float and quantized "
+			   "alone", hrefs, titles);
+out:
+	qr_strv_free(ticks, n);
+	qr_strv_free(hrefs, n);
+	qr_strv_free(titles, n);
+	free(ix);
+	free(kf);
+	free(qo);
+	return st;
+}
+
+static double
+target_metric(const struct qr_sens_metric *m, int which)
+{
+	if (!m->ran)
+		return NAN;
+	return which == QR_SENS_SQNR ? qr_plottable(m->sqnr_db) :
+	       which == QR_SENS_TOP1 ? m->top1 : m->cosine;
+}
+
+/* The curve: the target's metric with 0, 1, ... layers kept float. */
+static enum qr_status
+curve_chart(struct qr_view_ctx *cc, const struct qr_analysis *a,
+	    const struct qr_sens_result *r, size_t k, cJSON *o)
+{
+	size_t n = r->fb.n_steps + 1, i;
+	double *y = xcalloc(n + 1, sizeof *y);
+	char **ticks = xcalloc(n + 1, sizeof *ticks);
+	char **titles = xcalloc(n + 1, sizeof *titles);
+	struct qr_series s;
+	struct qr_chart_spec spec = {0};
+	struct qr_hline hl = { a->target.value, "target" };
+	static const char *const ylabels[] = { "output cosine",
+		"output SQNR (dB)", "top-1 agreement" };
+	enum qr_status st;
+	char name[64];
+
+	for (i = 0; i < n; i++) {
+		const struct qr_sens_metric *m = i == 0 ? &r->base
+							: &r->fb.curve[i - 1];
+
+		y[i] = target_metric(m, a->target.metric);
+		ticks[i] = xasprintf("%zu", i);
+		titles[i] = i == 0 ?
+			xasprintf("the candidate as it is: %.6g", y[i]) :
+			xasprintf("+ %s kept float: %.6g",
+				  r->layers[r->fb.order[i - 1]].layer, y[i]);
+	}
+	s = (struct qr_series){ ylabels[a->target.metric], y, NULL, n,
+				QR_STYLE_LINE, 0 };
+	spec.title = "Fallback plan: layers kept float -> output";
+	spec.xlabel = "layers kept float (in the order chosen)";
+	spec.ylabel = ylabels[a->target.metric];
+	spec.width = 640;
+	spec.height = 280;
+	spec.n_series = 1;
+	spec.series = &s;
+	spec.xticks = (const char *const *)ticks;
+	spec.hlines = &hl;
+	spec.n_hlines = 1;
+	snprintf(name, sizeof name, "sens-curve-q%zu", k + 1);
+	st = qr_view_chart(cc, o, "curve_chart", "model-", name, &spec,
+			   "output metric against layers kept float", NULL,
+			   titles);
+	qr_strv_free(ticks, n);
+	qr_strv_free(titles, n);
+	free(y);
+	return st;
+}
+
+static cJSON *
+layer_row(struct qr_view_ctx *cc, const struct qr_sens_result *r, size_t i,
+	  double thr)
+{
+	const struct qr_sens_layer *l = &r->layers[i];
+	cJSON *x = cJSON_CreateObject();
+
+	qr_view_fmt(x, "rank", "%zu", i + 1);
+	qr_view_str(x, "layer", l->layer);
+	qr_view_str(x, "quant_layer", l->quant_layer);
+	qr_view_page(cc, x, l->layer);
+	qr_view_str(x, "op", l->op);
+	if (isnan(l->local_share))
+		qr_view_str(x, "share", "\xe2\x80\x94");
+	else
+		qr_view_fmt(x, "share", "%.1f%%", 100.0 * l->local_share);
+	metric_view(x, "kf", &l->kept_float, thr);
+	metric_view(x, "qo", &l->quant_only, thr);
+	qr_view_str(x, "why", l->why);
+	return x;
+}
+
+enum qr_status
+qr_view_sens(struct qr_view_ctx *cc, const struct qr_analysis *a,
+	     cJSON *root)
+{
+	cJSON *o = cJSON_AddObjectToObject(root, "change");
+	cJSON *cands = cJSON_AddArrayToObject(o, "cands");
+	enum qr_status st = QR_OK;
+	double thr = a->data.cos_threshold > 0 ? a->data.cos_threshold : 0.99;
+	char buf[96];
+	size_t k, i;
+
+	cJSON_AddBoolToObject(o, "has", a->sens != NULL);
+	qr_view_str(o, "target", qr_sens_target_str(&a->target, buf,
+						    sizeof buf));
+	for (k = 0; a->sens != NULL && k < a->n_quant && st == QR_OK; k++) {
+		const struct qr_sens_result *r = &a->sens[k];
+		cJSON *x = cJSON_CreateObject(), *ls, *top, *fb, *rows;
+
+		cJSON_AddItemToArray(cands, x);
+		qr_view_fmt(x, "label", "Candidate %zu", k + 1);
+		qr_view_fmt(x, "anchor", "s-%zu", k);
+		qr_view_str(x, "format", qr_qformat_name(a->quants[k].format));
+		cJSON_AddBoolToObject(x, "ran", r->ran);
+		qr_view_str(x, "why", r->why);
+		qr_view_str(x, "semantics", r->semantics);
+		qr_view_str(x, "mode", mode_name(r->mode));
+		qr_view_count(x, "samples", r->samples);
+		qr_view_count(x, "runs", r->runs);
+		qr_view_fmt(x, "seconds", "%.1f", r->seconds);
+		qr_view_str(x, "verdict", r->verdict);
+		metric_view(x, "base", &r->base, thr);
+		metric_view(x, "w", &r->weights_only, thr);
+		metric_view(x, "a", &r->acts_only, thr);
+		qr_view_count(x, "n_layers", r->n_layers);
+		qr_view_count(x, "n_measured", r->n_measured);
+		ls = cJSON_AddArrayToObject(x, "layers");
+		top = cJSON_AddArrayToObject(x, "top");
+		for (i = 0; i < r->n_layers; i++) {
+			cJSON_AddItemToArray(ls, layer_row(cc, r, i, thr));
+			if (i < 5 && r->layers[i].kept_float.ran)
+				cJSON_AddItemToArray(top,
+						     layer_row(cc, r, i, thr));
+		}
+		cJSON_AddBoolToObject(x, "has_top",
+				      cJSON_GetArraySize(top) > 0);
+		if (!r->ran) {
+			cJSON_AddNullToObject(x, "depth_chart");
+			cJSON_AddNullToObject(x, "fallback");
+			continue;
+		}
+		if ((st = depth_chart(cc, r, k, x)) != QR_OK)
+			break;
+		fb = cJSON_AddObjectToObject(x, "fallback");
+		cJSON_AddBoolToObject(fb, "met", r->fb.met);
+		qr_view_count(fb, "n", r->fb.n_plan);
+		cJSON_AddBoolToObject(fb, "none", r->fb.n_plan == 0);
+		qr_view_bytes(fb, "float_bytes", r->fb.float_bytes);
+		qr_view_count(fb, "macs", r->fb.macs);
+		metric_view(fb, "reached", r->fb.n_plan ?
+			    &r->fb.curve[r->fb.n_plan - 1] : &r->base, thr);
+		rows = cJSON_AddArrayToObject(fb, "rows");
+		for (i = 0; i < r->fb.n_steps; i++) {
+			const struct qr_sens_layer *l =
+				&r->layers[r->fb.order[i]];
+			cJSON *y = cJSON_CreateObject();
+
+			qr_view_fmt(y, "step", "%zu", i + 1);
+			qr_view_str(y, "layer", l->layer);
+			qr_view_str(y, "quant_layer", l->quant_layer);
+			qr_view_page(cc, y, l->layer);
+			metric_view(y, "m", &r->fb.curve[i], thr);
+			cJSON_AddItemToArray(rows, y);
+		}
+		if ((st = curve_chart(cc, a, r, k, fb)) != QR_OK)
+			break;
+	}
+	return st;
+}
+
+/* summary.md's lines. */
+void
+qr_report_sens_md(struct qr_buf *b, const cJSON *view)
+{
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(view, "change");
+	const cJSON *x, *fb, *row;
+
+	if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "has")))
+		return;
+	qr_buf_puts(b, "\n## What to change\n\n");
+	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(o, "cands")) {
+		qr_buf_printf(b, "- %s: ", cJSON_GetObjectItem(x, "label")
+			      ->valuestring);
+		if (!cJSON_IsTrue(cJSON_GetObjectItem(x, "ran"))) {
+			qr_buf_puts(b, "not measured: ");
+			qr_md_escape(b, cJSON_GetStringValue(
+				cJSON_GetObjectItem(x, "why")));
+			qr_buf_puts(b, "\n");
+			continue;
+		}
+		qr_md_escape(b, cJSON_GetStringValue(
+			cJSON_GetObjectItem(x, "verdict")));
+		fb = cJSON_GetObjectItem(x, "fallback");
+		qr_buf_printf(b, "\n  - fallback plan for %s: ",
+			      cJSON_GetStringValue(cJSON_GetObjectItem(o,
+								"target")));
+		if (cJSON_IsTrue(cJSON_GetObjectItem(fb, "none")) &&
+		    cJSON_IsTrue(cJSON_GetObjectItem(fb, "met"))) {
+			qr_buf_puts(b, "met as it is\n");
+			continue;
+		}
+		qr_buf_printf(b, "%s layers kept float (",
+			      cJSON_GetStringValue(cJSON_GetObjectItem(fb,
+								       "n")));
+		cJSON_ArrayForEach(row, cJSON_GetObjectItem(fb, "rows")) {
+			if (row != cJSON_GetObjectItem(fb, "rows")->child)
+				qr_buf_puts(b, ", ");
+			qr_md_escape(b, cJSON_GetStringValue(
+				cJSON_GetObjectItem(row, "layer")));
+		}
+		qr_buf_printf(b, ") %s output cosine %s, SQNR %s dB "
+			      "(fallback.json)\n",
+			      cJSON_IsTrue(cJSON_GetObjectItem(fb, "met")) ?
+			      "reach" : "do not meet it; they reach",
+			      cJSON_GetStringValue(cJSON_GetObjectItem(fb,
+							"reached_cos")),
+			      cJSON_GetStringValue(cJSON_GetObjectItem(fb,
+							"reached_sqnr")));
+	}
+}
