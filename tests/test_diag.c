@@ -581,7 +581,7 @@ test_json(void)
 	j = qr_report_json_new(a, NULL, NULL);
 	v = cJSON_GetObjectItem(j, "schema_version");
 	ok(cJSON_IsNumber(v) && v->valueint == QR_SCHEMA_VERSION &&
-	   QR_SCHEMA_VERSION == 2, "schema_version 2");
+	   QR_SCHEMA_VERSION == 3, "schema_version 3");
 	cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "activations"))
 		all &= has(e, "noise_db") && has(e, "noise_share") &&
 		       has(e, "noise_gain_db") && has(e, "noise_same_grid");

@@ -401,7 +401,7 @@ test_json(const char *dir)
 		return;
 	}
 	x = cJSON_GetObjectItem(j, "schema_version");
-	ok(cJSON_IsNumber(x) && x->valueint == 2, "schema_version 2");
+	ok(cJSON_IsNumber(x) && x->valueint == 3, "schema_version 3");
 	x = cJSON_GetObjectItem(j, "models");
 	ok(cJSON_GetArraySize(x) == 2, "two models");
 	ok(strcmp(cJSON_GetObjectItem(cJSON_GetArrayItem(x, 0), "role")->valuestring, "float") == 0 &&
