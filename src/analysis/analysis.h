@@ -855,6 +855,19 @@ enum qr_status qr_analysis_sensitivity(struct qr_analysis *a,
 				       const struct qr_sens_opts *o,
 				       struct qr_diag *d);
 
+/*
+ * Write candidate k (quant, the model a was made from) with its fallback
+ * plan's layers kept float to path as an ONNX model, the hybrid the plan
+ * was measured with. QR_EUSAGE when candidate k has no plan (a message
+ * says why); errors of qr_onnx_save.
+ */
+enum qr_status qr_analysis_write_fallback(const struct qr_analysis *a,
+					  size_t k,
+					  const struct qr_model *fmodel,
+					  const struct qr_model *quant,
+					  const char *path,
+					  struct qr_diag *d);
+
 /* Float <-> quantized activation matching for one candidate (act_match.c). */
 struct qr_act_match_pair {
 	char *ftensor;           /* float tensor */

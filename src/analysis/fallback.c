@@ -15,6 +15,8 @@
 #include <string.h>
 
 #include "analysis/analysis-int.h"
+#include "graph/graph.h"
+#include "onnx/onnx.h"
 
 /* Steps at most (a run of every sample each). */
 #define FB_MAX_STEPS 64
@@ -115,4 +117,51 @@ out:
 		free(sets[i]);
 	free(sets);
 	free(cand);
+}
+
+enum qr_status
+qr_analysis_write_fallback(const struct qr_analysis *a, size_t k,
+			   const struct qr_model *fmodel,
+			   const struct qr_model *quant, const char *path,
+			   struct qr_diag *d)
+{
+	const struct qr_sens_result *r = a->sens && k < a->n_quant ?
+		&a->sens[k] : NULL;
+	struct qr_graph *fg = NULL, *qg = NULL;
+	struct qr_hy_plan *p = NULL;
+	struct qr_hy_model *h = NULL;
+	unsigned char *keep = NULL;
+	enum qr_status st;
+	size_t i, j, found = 0;
+
+	if (r == NULL || !r->ran || !r->fb.computed)
+		return qr_errorf(d, QR_EUSAGE, "--write-fallback '%s': "
+				 "candidate %zu has no fallback plan (%s)",
+				 path, k + 1, r && r->why ? r->why :
+				 "--sensitivity none");
+	if ((st = qr_graph_new(fmodel, &fg, d)) != QR_OK ||
+	    (st = qr_graph_new(quant, &qg, d)) != QR_OK)
+		goto out;
+	qr_hy_plan_new(a, k, fg, qg, &p);
+	keep = xcalloc(p->n + 1, 1);
+	for (i = 0; i < r->fb.n_plan; i++) {
+		const char *name = r->layers[r->fb.order[i]].layer;
+
+		for (j = 0; j < p->n; j++)
+			if (strcmp(p->l[j].layer, name) == 0 && !keep[j]) {
+				keep[j] = 1;
+				found++;
+				break;
+			}
+	}
+	QR_ASSERT(found == r->fb.n_plan);
+	h = qr_hy_keep_float(p, keep, 0);
+	st = qr_onnx_save(&h->m, path, d);
+out:
+	qr_hy_model_free(h);
+	free(keep);
+	qr_hy_plan_free(p);
+	qr_graph_free(qg);
+	qr_graph_free(fg);
+	return st;
 }

@@ -204,6 +204,35 @@ fold_bias(const struct qr_graph *fg, const struct qr_node *conv,
 	return r;
 }
 
+/* Where a QOperator op keeps its inputs, and the float op it stands for. */
+struct qop_layout {
+	const char *op, *domain; /* the QOperator op */
+	const char *fop;         /* the float op (same attributes) */
+	int bias;                /* int32 bias input at x_scale * w_scale,
+				  * -1: none */
+	int ys, yz;              /* output scale and zero point inputs */
+	size_t min_in;           /* inputs it must have */
+};
+
+static const struct qop_layout qop_layouts[] = {
+	{ "QLinearConv", "", "Conv", 8, 6, 7, 8 },
+	{ "QLinearMatMul", "", "MatMul", -1, 6, 7, 8 },
+	{ "QGemm", "com.microsoft", "Gemm", 6, 7, 8, 6 },
+};
+
+static const struct qop_layout *
+qop_layout(const struct qr_node *n)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof qop_layouts / sizeof qop_layouts[0]; i++)
+		if (strcmp(n->op_type, qop_layouts[i].op) == 0 &&
+		    strcmp(n->domain, qop_layouts[i].domain) == 0 &&
+		    n->n_in >= qop_layouts[i].min_in)
+			return &qop_layouts[i];
+	return NULL;
+}
+
 /* The float model's activation after layer l (after its BN when the
  * candidate folded it), when one node alone reads the layer's output;
  * else NULL. */
@@ -324,12 +353,12 @@ layer_setup(struct qr_hy_plan *p, const struct qr_quant_weight *qw,
 		}
 		break;
 	case QR_QFMT_QOPERATOR:
-		if (!(is_op(qn, "QLinearConv") && qn->n_in >= 8) &&
-		    !(is_op(qn, "QLinearMatMul") && qn->n_in == 8 &&
-		      qr_graph_const(qg, qn->in[3]) != NULL)) {
+		if (qop_layout(qn) == NULL ||
+		    qr_graph_const(qg, qn->in[3]) == NULL) {
 			l->why = xasprintf("%s cannot be kept float (only "
-					   "QLinearConv and QLinearMatMul "
-					   "with a constant B)", qn->op_type);
+					   "QLinearConv, QLinearMatMul and "
+					   "QGemm with a constant weight)",
+					   qn->op_type);
 			return;
 		}
 		l->w_in = 3;
@@ -610,93 +639,6 @@ new_name(const char *layer, const char *what)
 	return xasprintf("qr.hybrid/%s/%s", layer, what);
 }
 
-/* QOperator: layer l becomes DequantizeLinear -> float op -> QuantizeLinear
- * (in the node's place). */
-static void
-qop_keep_float(struct build *b, const struct qr_hy_plan *p,
-	       const struct qr_hy_layer *l)
-{
-	const struct qr_node *qn = &b->nodes[l->qnode];
-	const struct qr_tensor_data *fw = l->fw;
-	const float *w = l->fw_fold ? l->fw_fold : NULL;
-	int conv = strcmp(qn->op_type, "QLinearConv") == 0;
-	const char *wname, *bname = NULL;
-	char *xn = new_name(l->layer, "x"), *yn = new_name(l->layer, "y");
-	char *nm;
-	struct qr_node *dq, *op, *q;
-	int owned;
-
-	if (w == NULL) {
-		w = qr_an_f32_view(fw, &owned);
-		if (owned) {
-			/* kept with the model: copied into its arena */
-			float *c = qr_arena_array(&b->h->ar, fw->n_elem + 1,
-						  sizeof *c);
-
-			memcpy(c, w, fw->n_elem * sizeof *c);
-			free((float *)w);
-			w = c;
-		}
-	}
-	nm = new_name(l->layer, "W");
-	wname = add_init(b, nm, fw, 0, NULL, w);
-	free(nm);
-	if (conv && qn->n_in > 8 && qn->in[8][0] != '\0') {
-		/* the candidate's int32 bias at scale x_scale * w_scale */
-		const struct qr_tensor_data *bq = qr_graph_const(p->qg,
-								 qn->in[8]);
-		const struct qr_tensor_data *xs = qr_graph_const(p->qg,
-								 qn->in[1]);
-		const struct qr_tensor_data *ws = qr_graph_const(p->qg,
-								 qn->in[4]);
-
-		if (bq && xs && ws) {
-			float *bv = qr_arena_array(&b->h->ar, bq->n_elem + 1,
-						   sizeof *bv);
-			size_t c;
-
-			for (c = 0; c < bq->n_elem; c++)
-				bv[c] = (float)(qr_tensor_get(bq, c) *
-						qr_tensor_get(xs, 0) *
-						qr_tensor_get(ws, ws->n_elem > 1
-							      ? c : 0));
-			nm = new_name(l->layer, "B");
-			bname = add_init(b, nm, bq, 0, NULL, bv);
-			free(nm);
-		}
-	}
-	b->drop[l->qnode] = 1;
-	nm = new_name(l->layer, "dequantize");
-	dq = add_node(b, "DequantizeLinear", nm, 3, 1);
-	free(nm);
-	dq->in[0] = qn->in[0];
-	dq->in[1] = qn->in[1];
-	dq->in[2] = qn->in[2];
-	dq->out[0] = qr_arena_strdup(&b->h->ar, xn);
-	/* add_node may move the array: qn again */
-	qn = &b->nodes[l->qnode];
-	op = add_node(b, conv ? "Conv" : "MatMul", qn->name, bname ? 3 : 2,
-		      1);
-	qn = &b->nodes[l->qnode];
-	op->in[0] = dq->out[0];
-	op->in[1] = wname;
-	if (bname)
-		op->in[2] = bname;
-	op->out[0] = qr_arena_strdup(&b->h->ar, yn);
-	op->n_attr = qn->n_attr;  /* QLinearConv's are Conv's */
-	op->attrs = qn->attrs;
-	nm = new_name(l->layer, "quantize");
-	q = add_node(b, "QuantizeLinear", nm, 3, 1);
-	free(nm);
-	qn = &b->nodes[l->qnode];
-	q->in[0] = op->out[0];
-	q->in[1] = qn->in[6];
-	q->in[2] = qn->in[7];
-	q->out[0] = qn->out[0];
-	free(xn);
-	free(yn);
-}
-
 /* The float weight of l as the candidate's layer reads it (folded), an
  * initializer of the model being built. */
 static const char *
@@ -722,6 +664,93 @@ float_weight(struct build *b, const struct qr_hy_layer *l)
 	name = add_init(b, nm, l->fw, 0, NULL, w);
 	free(nm);
 	return name;
+}
+
+/* 1 when input k of n is there. */
+static int
+has_in(const struct qr_node *n, int k)
+{
+	return k >= 0 && (size_t)k < n->n_in && n->in[k][0] != '\0';
+}
+
+/* QOperator: layer l becomes DequantizeLinear -> float op with the float
+ * weight -> QuantizeLinear at the op's output scale and zero point (none
+ * when the op gives a float output, as QGemm without y_scale), in the
+ * node's place. */
+static void
+qop_keep_float(struct build *b, const struct qr_hy_plan *p,
+	       const struct qr_hy_layer *l)
+{
+	const struct qr_node *qn = &b->nodes[l->qnode];
+	const struct qop_layout *lay = qop_layout(qn);
+	const char *wname, *bname = NULL;
+	const char *x = qn->in[0], *xs = qn->in[1], *xz = qn->in[2];
+	const char *ys = has_in(qn, lay->ys) ? qn->in[lay->ys] : NULL;
+	const char *yz = has_in(qn, lay->yz) ? qn->in[lay->yz] : "";
+	const char *out = qn->out[0];
+	const char *name = qn->name;
+	size_t n_attr = qn->n_attr;
+	const struct qr_attr *attrs = qn->attrs;
+	char *nm;
+	struct qr_node *dq, *op, *q;
+
+	wname = float_weight(b, l);
+	if (has_in(qn, lay->bias)) {
+		/* the candidate's int32 bias at scale x_scale * w_scale */
+		const struct qr_tensor_data *bq = qr_graph_const(p->qg,
+							qn->in[lay->bias]);
+		const struct qr_tensor_data *xst = qr_graph_const(p->qg, xs);
+		const struct qr_tensor_data *ws = qr_graph_const(p->qg,
+								 qn->in[4]);
+
+		if (bq && xst && ws) {
+			float *bv = qr_arena_array(&b->h->ar, bq->n_elem + 1,
+						   sizeof *bv);
+			size_t c;
+
+			for (c = 0; c < bq->n_elem; c++)
+				bv[c] = (float)(qr_tensor_get(bq, c) *
+						qr_tensor_get(xst, 0) *
+						qr_tensor_get(ws, ws->n_elem > 1
+							      ? c : 0));
+			nm = new_name(l->layer, "B");
+			bname = add_init(b, nm, bq, 0, NULL, bv);
+			free(nm);
+		}
+	}
+	b->drop[l->qnode] = 1;
+	nm = new_name(l->layer, "dequantize");
+	dq = add_node(b, "DequantizeLinear", nm, 3, 1);
+	free(nm);
+	dq->in[0] = x;
+	dq->in[1] = xs;
+	dq->in[2] = xz;
+	nm = new_name(l->layer, "x");
+	dq->out[0] = qr_arena_strdup(&b->h->ar, nm);
+	free(nm);
+	op = add_node(b, lay->fop, name, bname ? 3 : 2, 1);
+	op->in[0] = b->nodes[b->n_nodes - 2].out[0];
+	op->in[1] = wname;
+	if (bname)
+		op->in[2] = bname;
+	/* QLinearConv's attributes are Conv's, QGemm's Gemm's */
+	op->n_attr = n_attr;
+	op->attrs = attrs;
+	if (ys == NULL) {
+		op->out[0] = out;
+		return;
+	}
+	nm = new_name(l->layer, "y");
+	op->out[0] = qr_arena_strdup(&b->h->ar, nm);
+	free(nm);
+	nm = new_name(l->layer, "quantize");
+	q = add_node(b, "QuantizeLinear", nm, yz[0] ? 3 : 2, 1);
+	free(nm);
+	q->in[0] = b->nodes[b->n_nodes - 2].out[0];
+	q->in[1] = ys;
+	if (yz[0])
+		q->in[2] = yz;
+	q->out[0] = out;
 }
 
 /*

@@ -511,6 +511,10 @@ run_report(const struct qr_cli_args *o, const char *cmdline,
 	st = qr_report_write(an, &ropts, o->outdir, d);
 	if (st != QR_OK)
 		goto out;
+	if (o->write_fallback != NULL && o->n_quant > 0 &&
+	    (st = qr_analysis_write_fallback(an, 0, fmodel, qmodels[0],
+					     o->write_fallback, d)) != QR_OK)
+		goto out;
 	if (!o->quiet)
 		fprintf(stderr,
 			"qreport: wrote %s/index.html (%zu weighted layers, "

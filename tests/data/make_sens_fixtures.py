@@ -1,0 +1,67 @@
+#!/usr/bin/python3
+"""Make the fixtures of tests/data/sens/ for tests/sens.sh, from the chain
+of tests/data/diag/ (make_diag_fixtures.py: 8 x Gemm [32,32] + Relu, then
+Gemm [32,8]; its QDQ form; that form with r4's scale 20 times too large):
+
+  chain_w2.onnx   chain_qdq.onnx with every weight requantized with 2
+                  bits (symmetric, codes -1..1 in int8, scale max|w|, one
+                  per tensor), the activations left as they are (8 bits):
+                  the weights are where the error is
+  chain_qop.onnx  the chain's QOperator form (QLinearMatMul, as
+                  samples/qdq_quantize.py writes it), the graph input
+                  left float
+
+    /usr/bin/python3 tests/data/make_sens_fixtures.py
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DIAG = os.path.join(HERE, "diag")
+OUT = os.path.join(HERE, "sens")
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)),
+                                "samples"))
+import qdq_quantize as qq  # noqa: E402
+
+
+def save(m, name):
+    m.ir_version = 7
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(OUT, name))
+
+
+def w2():
+    f = onnx.load(os.path.join(DIAG, "chain_float.onnx"))
+    q = onnx.load(os.path.join(DIAG, "chain_qdq.onnx"))
+    fw = {t.name: numpy_helper.to_array(t) for t in f.graph.initializer}
+    inits = {t.name: t for t in q.graph.initializer}
+    done = 0
+    for i in range(9):
+        w = fw["W%d" % i].astype(np.float64)
+        s = np.float32(np.abs(w).max())
+        codes = np.clip(np.round(w / s), -1, 1).astype(np.int8)
+        inits["W%d_quantized" % i].CopyFrom(
+            numpy_helper.from_array(codes, "W%d_quantized" % i))
+        inits["W%d_scale" % i].CopyFrom(
+            numpy_helper.from_array(np.array(s, np.float32), "W%d_scale" % i))
+        done += 1
+    assert done == 9
+    save(q, "chain_w2.onnx")
+
+
+def qop():
+    f = onnx.load(os.path.join(DIAG, "chain_float.onnx"))
+    data = np.load(os.path.join(DIAG, "chain_input.npy"))
+    calib = [data[i:i + 4] for i in range(0, 40, 4)]
+    save(qq.quantize_qoperator(f, calib), "chain_qop.onnx")
+
+
+if __name__ == "__main__":
+    os.makedirs(OUT, exist_ok=True)
+    w2()
+    qop()

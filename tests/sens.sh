@@ -1,0 +1,101 @@
+#!/bin/sh
+# What to change, on fixtures whose answer is known by construction
+# (tests/data/diag/ from make_diag_fixtures.py, tests/data/sens/ from
+# make_sens_fixtures.py): the chain of 8 Gemm+Relu and a last Gemm,
+#   chain_bad   QDQ with r4's scale 20 times too large: gemm4 (whose
+#               output r4 is) must rank first kept float, and be alone in
+#               the fallback plan for output.cosine>=0.999, in full and in
+#               quick mode; the plan is verified by a run
+#   chain_w2    QDQ with every weight in 2 bits: weights vs activations
+#               must name the weights
+#   chain_qop   QOperator (com.microsoft QGemm): every layer can be kept
+#               float and is measured
+# and --write-fallback: the written model, run in onnxruntime-node with
+# the float model on the same 8 samples, gives the output cosine
+# fallback.json claims within 1e-6 (skipped without node and
+# tests/ort/node_modules). --sensitivity none runs nothing; a bad
+# --target is a usage error (exit 1). JSON is read with /usr/bin/python3
+# (skipped without it).
+set -u
+: "${top_srcdir:?}" "${top_builddir:?}" "${QREPORT:?}"
+PY=/usr/bin/python3
+D="$top_srcdir/tests/data/diag"
+S="$top_srcdir/tests/data/sens"
+work=$(mktemp -d /tmp/qr-sens-XXXXXX)
+trap 'rm -rf "$work"' EXIT INT TERM
+[ -x "$PY" ] || { echo "1..0 # SKIP no $PY to read report.json"; exit 0; }
+
+n=0
+t() { # t NAME COND...: one check
+	name=$1; shift
+	n=$((n + 1))
+	if "$@"; then echo "ok $n - $name"; else echo "not ok $n - $name"; fi
+}
+# j DIR EXPR: a Python expression on report.json (r) and fallback.json
+# (f, None when absent) is true
+j() {
+	"$PY" - "$1" "$2" <<'PYEOF'
+import json, os, sys
+d, expr = sys.argv[1], sys.argv[2]
+r = json.load(open(os.path.join(d, "report.json")))
+fp = os.path.join(d, "fallback.json")
+f = json.load(open(fp)) if os.path.exists(fp) else None
+s = r["sensitivity"][0] if r["sensitivity"] else None
+sys.exit(0 if eval(expr) else 1)
+PYEOF
+}
+report() { # report OUT QUANT [options]: qreport on the chain's data
+	out=$1 q=$2; shift 2
+	"$QREPORT" --float "$D/chain_float.onnx" --quant "$q" \
+		--data "$D/chain_input.npy" -o "$work/$out" --quiet "$@" \
+		2>"$work/$out.err"
+}
+
+echo "1..16"
+report full "$D/chain_bad.onnx" --sensitivity full \
+	--target 'output.cosine>=0.999' --write-fallback "$work/fb.onnx"
+t "chain_bad full: qreport exits 0" test $? -eq 0
+t "chain_bad full: gemm4 ranks first kept float" \
+	j "$work/full" 's["layers"][0]["layer"] == "gemm4" and s["mode"] == "full"'
+t "chain_bad full: every layer measured both ways" \
+	j "$work/full" 's["measured"] == 9 and all(l["kept_float"] and l["quant_only"] for l in s["layers"])'
+t "chain_bad full: the plan is gemm4 alone and meets the target" \
+	j "$work/full" 'f["candidates"][0]["nodes_to_exclude"] == ["gemm4"] and f["candidates"][0]["float_nodes"] == ["gemm4"] and f["candidates"][0]["met"] and f["target"] == "output.cosine>=0.999"'
+t "chain_bad full: the plan's run reached the target, the candidate did not" \
+	j "$work/full" 'f["candidates"][0]["reached"]["cosine"] >= 0.999 > s["base"]["cosine"]'
+report quick "$D/chain_bad.onnx" --target 'output.cosine>=0.999'
+t "chain_bad quick (default): gemm4 first, the plan gemm4 alone" \
+	j "$work/quick" 's["mode"] == "quick" and s["layers"][0]["layer"] == "gemm4" and f["candidates"][0]["nodes_to_exclude"] == ["gemm4"]'
+t "chain_bad: the page and the overview show what to change" \
+	sh -c "grep -q 'Fallback plan' '$work/quick/change.html' && grep -q 'id=\"change\"' '$work/quick/index.html' && grep -q '## What to change' '$work/quick/summary.md'"
+report w2 "$S/chain_w2.onnx"
+t "chain_w2: qreport exits 0" test $? -eq 0
+t "chain_w2: weights vs activations names the weights" \
+	j "$work/w2" 's["verdict"].startswith("work on the weights") and s["weights_only"]["cosine"] < s["activations_only"]["cosine"]'
+report qop "$S/chain_qop.onnx" --sensitivity full
+t "chain_qop: qreport exits 0" test $? -eq 0
+t "chain_qop: every QGemm kept float and quantized alone" \
+	j "$work/qop" 's["ran"] and all(l["kept_float"] and l["quant_only"] and l["why"] is None for l in s["layers"]) and len(s["layers"]) == 9'
+report none "$D/chain_bad.onnx" --sensitivity none
+t "--sensitivity none: no runs, no fallback.json" \
+	j "$work/none" 'r["sensitivity"] == [] and f is None'
+report bad "$D/chain_bad.onnx" --target 'output.cosine=0.9'
+t "--target without >=: exit 1 naming it" \
+	sh -c "test $? -eq 1 && grep -q \"target 'output.cosine=0.9'\" '$work/bad.err'"
+t "--write-fallback: a model ONNX checks" \
+	"$PY" -c "import onnx, sys; onnx.checker.check_model(onnx.load(sys.argv[1]))" "$work/fb.onnx"
+
+node_ok=0
+command -v node >/dev/null 2>&1 &&
+	[ -d "$top_srcdir/tests/ort/node_modules/onnxruntime-node" ] && node_ok=1
+if [ $node_ok = 1 ]; then
+	ort=$(node "$top_srcdir/tests/ort/sens_fallback.js" \
+		"$D/chain_float.onnx" "$work/fb.onnx" "$D/chain_input.npy" 4 8)
+	t "--write-fallback: onnxruntime-node runs it (cosine $ort)" \
+		test -n "$ort"
+	t "--write-fallback: its output cosine is fallback.json's within 1e-6" \
+		j "$work/full" "abs(f['candidates'][0]['reached']['cosine'] - float('$ort')) <= 1e-6"
+else
+	echo "ok 15 # SKIP node or tests/ort/node_modules missing"
+	echo "ok 16 # SKIP node or tests/ort/node_modules missing"
+fi
