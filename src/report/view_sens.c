@@ -426,6 +426,8 @@ qr_view_sens(struct qr_view_ctx *cc, const struct qr_analysis *a,
 		fb = cJSON_AddObjectToObject(x, "fallback");
 		cJSON_AddBoolToObject(fb, "met", r->fb.met);
 		qr_view_count(fb, "n", r->fb.n_plan);
+		qr_view_str(fb, "layers_word", r->fb.n_plan == 1 ? "layer"
+								 : "layers");
 		cJSON_AddBoolToObject(fb, "none", r->fb.n_plan == 0);
 		qr_view_bytes(fb, "float_bytes", r->fb.float_bytes);
 		qr_view_count(fb, "macs", r->fb.macs);
@@ -481,9 +483,11 @@ qr_report_sens_md(struct qr_buf *b, const cJSON *view)
 			qr_buf_puts(b, "met as it is\n");
 			continue;
 		}
-		qr_buf_printf(b, "%s layers kept float (",
+		qr_buf_printf(b, "%s %s kept float (",
 			      cJSON_GetStringValue(cJSON_GetObjectItem(fb,
-								       "n")));
+								       "n")),
+			      cJSON_GetStringValue(cJSON_GetObjectItem(fb,
+							"layers_word")));
 		cJSON_ArrayForEach(row, cJSON_GetObjectItem(fb, "rows")) {
 			if (row != cJSON_GetObjectItem(fb, "rows")->child)
 				qr_buf_puts(b, ", ");
@@ -493,7 +497,7 @@ qr_report_sens_md(struct qr_buf *b, const cJSON *view)
 		qr_buf_printf(b, ") %s output cosine %s, SQNR %s dB "
 			      "(fallback.json)\n",
 			      cJSON_IsTrue(cJSON_GetObjectItem(fb, "met")) ?
-			      "reach" : "do not meet it; they reach",
+			      "reach" : "do not meet it, reaching",
 			      cJSON_GetStringValue(cJSON_GetObjectItem(fb,
 							"reached_cos")),
 			      cJSON_GetStringValue(cJSON_GetObjectItem(fb,
