@@ -483,7 +483,7 @@ qr_report_sens_md(struct qr_buf *b, const cJSON *view)
 			qr_buf_puts(b, "met as it is\n");
 			continue;
 		}
-		qr_buf_printf(b, "%s %s kept float (",
+		qr_buf_printf(b, "keep %s %s float (",
 			      cJSON_GetStringValue(cJSON_GetObjectItem(fb,
 								       "n")),
 			      cJSON_GetStringValue(cJSON_GetObjectItem(fb,
@@ -494,13 +494,13 @@ qr_report_sens_md(struct qr_buf *b, const cJSON *view)
 			qr_md_escape(b, cJSON_GetStringValue(
 				cJSON_GetObjectItem(row, "layer")));
 		}
-		qr_buf_printf(b, ") %s output cosine %s, SQNR %s dB "
-			      "(fallback.json)\n",
-			      cJSON_IsTrue(cJSON_GetObjectItem(fb, "met")) ?
-			      "reach" : "do not meet it, reaching",
+		qr_buf_printf(b, "): output cosine %s, SQNR %s dB%s "
+			      "(measured; fallback.json)\n",
 			      cJSON_GetStringValue(cJSON_GetObjectItem(fb,
 							"reached_cos")),
 			      cJSON_GetStringValue(cJSON_GetObjectItem(fb,
-							"reached_sqnr")));
+							"reached_sqnr")),
+			      cJSON_IsTrue(cJSON_GetObjectItem(fb, "met")) ?
+			      "" : ", short of the target");
 	}
 }
