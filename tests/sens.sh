@@ -10,10 +10,13 @@
 #               must name the weights
 #   chain_qop   QOperator (com.microsoft QGemm): every layer can be kept
 #               float and is measured
-# and --write-fallback: the written model, run in onnxruntime-node with
-# the float model on the same 8 samples, gives the output cosine
-# fallback.json claims within 1e-6 (skipped without node and
-# tests/ort/node_modules). --sensitivity none runs nothing; a bad
+# and tests/data/activations/: dyn_quant (dynamic: ConvInteger,
+# MatMulInteger) and wo_nbits (weight-only: MatMulNBits), every layer
+# kept float. --write-fallback, for QDQ (chain_bad), QOperator
+# (chain_qop), dynamic and weight-only: the written model, run in
+# onnxruntime-node with the float model on the same 8 samples, gives the
+# output cosine fallback.json claims within 1e-6 (skipped without node
+# and tests/ort/node_modules). --sensitivity none runs nothing; a bad
 # --target is a usage error (exit 1). JSON is read with /usr/bin/python3
 # (skipped without it).
 set -u
@@ -51,7 +54,7 @@ report() { # report OUT QUANT [options]: qreport on the chain's data
 		2>"$work/$out.err"
 }
 
-echo "1..16"
+echo "1..23"
 report full "$D/chain_bad.onnx" --sensitivity full \
 	--target 'output.cosine>=0.999' --write-fallback "$work/fb.onnx"
 t "chain_bad full: qreport exits 0" test $? -eq 0
@@ -85,17 +88,53 @@ t "--target without >=: exit 1 naming it" \
 t "--write-fallback: a model ONNX checks" \
 	"$PY" -c "import onnx, sys; onnx.checker.check_model(onnx.load(sys.argv[1]))" "$work/fb.onnx"
 
+A="$top_srcdir/tests/data/activations"
+"$PY" -c "
+import numpy as np, sys
+r = np.random.RandomState(1)
+np.save(sys.argv[1], r.randn(8, 3, 8, 8).astype(np.float32))
+np.save(sys.argv[2], r.randn(8, 16, 72).astype(np.float32))
+" "$work/dyn.npy" "$work/wo.npy"
+"$QREPORT" --float "$A/dyn_float.onnx" --quant "$A/dyn_quant.onnx" \
+	--data "$work/dyn.npy" -o "$work/dyn" --quiet --sensitivity full \
+	--target 'output.cosine>=0.99999999' --write-fallback "$work/dyn.onnx"
+t "dynamic: qreport exits 0" test $? -eq 0
+t "dynamic: ConvInteger and MatMulInteger kept float, the plan both" \
+	j "$work/dyn" 'len(s["layers"]) == 2 and all(l["kept_float"] for l in s["layers"]) and len(f["candidates"][0]["nodes_to_exclude"]) == 2 and s["activations_only"]'
+"$QREPORT" --float "$A/wo_float.onnx" --quant "$A/wo_nbits.onnx" \
+	--data "$work/wo.npy" -o "$work/wo" --quiet --sensitivity full \
+	--target 'output.cosine>=0.9999' --write-fallback "$work/wo.onnx"
+t "weight-only: qreport exits 0" test $? -eq 0
+t "weight-only: every MatMulNBits kept float, the plan met" \
+	j "$work/wo" 'len(s["layers"]) == 3 and all(l["kept_float"] for l in s["layers"]) and f["candidates"][0]["met"] and s["verdict"].startswith("work on the weights")'
+report qopfb "$S/chain_qop.onnx" --sensitivity full \
+	--target 'output.cosine>=0.9999' --write-fallback "$work/qop.onnx"
+t "chain_qop: a plan of QGemm layers written" \
+	j "$work/qopfb" 'len(f["candidates"][0]["nodes_to_exclude"]) >= 1 and os.path.exists(sys.argv[1] + "/../qop.onnx")'
+
+# ortcheck NAME FLOAT FALLBACK DATA ROWS REPORT: the written model's
+# cosine in onnxruntime-node against fallback.json's
+ortcheck() {
+	ort=$(node "$top_srcdir/tests/ort/sens_fallback.js" "$2" "$3" "$4" \
+		"$5" 8)
+	t "--write-fallback, $1: onnxruntime-node's output cosine ($ort) is fallback.json's within 1e-6" \
+		j "$6" "'$ort' != '' and abs(f['candidates'][0]['reached']['cosine'] - float('$ort' or 'nan')) <= 1e-6"
+}
+
 node_ok=0
 command -v node >/dev/null 2>&1 &&
 	[ -d "$top_srcdir/tests/ort/node_modules/onnxruntime-node" ] && node_ok=1
 if [ $node_ok = 1 ]; then
-	ort=$(node "$top_srcdir/tests/ort/sens_fallback.js" \
-		"$D/chain_float.onnx" "$work/fb.onnx" "$D/chain_input.npy" 4 8)
-	t "--write-fallback: onnxruntime-node runs it (cosine $ort)" \
-		test -n "$ort"
-	t "--write-fallback: its output cosine is fallback.json's within 1e-6" \
-		j "$work/full" "abs(f['candidates'][0]['reached']['cosine'] - float('$ort')) <= 1e-6"
+	ortcheck "QDQ" "$D/chain_float.onnx" "$work/fb.onnx" \
+		"$D/chain_input.npy" 4 "$work/full"
+	ortcheck "QOperator" "$D/chain_float.onnx" "$work/qop.onnx" \
+		"$D/chain_input.npy" 4 "$work/qopfb"
+	ortcheck "dynamic" "$A/dyn_float.onnx" "$work/dyn.onnx" \
+		"$work/dyn.npy" 1 "$work/dyn"
+	ortcheck "weight-only" "$A/wo_float.onnx" "$work/wo.onnx" \
+		"$work/wo.npy" 1 "$work/wo"
 else
-	echo "ok 15 # SKIP node or tests/ort/node_modules missing"
-	echo "ok 16 # SKIP node or tests/ort/node_modules missing"
+	for k in 20 21 22 23; do
+		echo "ok $k # SKIP node or tests/ort/node_modules missing"
+	done
 fi

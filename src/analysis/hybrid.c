@@ -18,7 +18,12 @@
  *                candidate's bias dequantized -> QuantizeLinear with the
  *                op's own output scale and zero point.
  *   weight-only  the layer reads the float weight in place of its
- *                weight's DequantizeLinear.
+ *                weight's DequantizeLinear; a MatMulNBits becomes MatMul
+ *                with the float weight (then Add of its bias).
+ *   dynamic      ConvInteger / MatMulInteger computes in float with the
+ *                float weight on its input as DynamicQuantizeLinear
+ *                quantized it (x_q - x_zp, the scales applied after it
+ *                as before).
  * "Only this layer quantized" is built on the float model, the same for
  * every format: the layer reads the candidate's weight, dequantized (a
  * Conv folded with its BatchNormalization as the candidate folded it,
@@ -333,6 +338,11 @@ layer_setup(struct qr_hy_plan *p, const struct qr_quant_weight *qw,
 	switch (p->format) {
 	case QR_QFMT_QDQ:
 	case QR_QFMT_WEIGHT_ONLY:
+		if (strcmp(qn->op_type, "MatMulNBits") == 0 &&
+		    strcmp(qn->domain, "com.microsoft") == 0) {
+			l->w_in = 1; /* packed: the whole node is replaced */
+			break;
+		}
 		l->w_in = qdq_weight_input(qg, qn);
 		if (l->w_in < 0 || (strcmp(qn->op_type, "Conv") &&
 				    strcmp(qn->op_type, "ConvTranspose") &&
@@ -362,6 +372,23 @@ layer_setup(struct qr_hy_plan *p, const struct qr_quant_weight *qw,
 			return;
 		}
 		l->w_in = 3;
+		break;
+	case QR_QFMT_DYNAMIC:
+		if ((!is_op(qn, "ConvInteger") && !is_op(qn, "MatMulInteger")) ||
+		    qn->n_in < 2 || qr_graph_const(qg, qn->in[1]) == NULL ||
+		    q->scale == NULL || q->block) {
+			l->why = xasprintf("%s cannot be kept float (only "
+					   "ConvInteger and MatMulInteger with "
+					   "a constant weight and its scale)",
+					   qn->op_type);
+			return;
+		}
+		for (i = 0; i < q->scale->n_elem; i++)
+			if (!(qr_tensor_get(q->scale, i) != 0)) {
+				l->why = xstrdup("a weight scale is 0");
+				return;
+			}
+		l->w_in = 1;
 		break;
 	default:
 		l->why = xasprintf("%s candidates cannot be kept float "
@@ -754,6 +781,101 @@ qop_keep_float(struct build *b, const struct qr_hy_plan *p,
 }
 
 /*
+ * Dynamic: ConvInteger / MatMulInteger (x_q, w_q, x_zp, w_zp) becomes
+ * DequantizeLinear(x_q, 1, x_zp) -> Conv / MatMul with the float weight
+ * divided by the weight's scale, under the op's output name: what reads
+ * it (a Cast, then a Mul by x_scale * w_scale) then gets x_scale (x_q -
+ * x_zp) * W, the layer on its dynamically quantized input with the float
+ * weight.
+ */
+static void
+dyn_keep_float(struct build *b, const struct qr_hy_layer *l)
+{
+	const struct qr_node *qn = &b->nodes[l->qnode];
+	const struct qr_an_qlayer *q = l->q;
+	const struct qr_tensor_data *fw = l->fw;
+	size_t outer, C, inner, o, c, i;
+	float *w = qr_arena_array(&b->h->ar, fw->n_elem + 1, sizeof *w);
+	float *sc = qr_an_to_f32(q->scale);
+	float *one = qr_arena_alloc(&b->h->ar, sizeof *one);
+	const float *src;
+	const char *x = qn->in[0], *xz = has_in(qn, 2) ? qn->in[2] : NULL;
+	const char *out = qn->out[0], *name = qn->name;
+	int conv = is_op(qn, "ConvInteger"), owned;
+	size_t n_attr = qn->n_attr;
+	const struct qr_attr *attrs = qn->attrs;
+	struct qr_node *dq, *op;
+	char *nm;
+
+	src = l->fw_fold ? l->fw_fold : qr_an_f32_view(fw, &owned);
+	qr_an_split(fw->dims, fw->ndim, q->axis, &outer, &C, &inner);
+	for (o = 0; o < outer; o++)
+		for (c = 0; c < C; c++)
+			for (i = 0; i < inner; i++) {
+				size_t e = (o * C + c) * inner + i;
+
+				w[e] = src[e] / sc[q->per_channel ? c : 0];
+			}
+	if (!l->fw_fold && owned)
+		free((float *)src);
+	free(sc);
+	*one = 1.0f;
+	b->drop[l->qnode] = 1;
+	nm = new_name(l->layer, "dequantize");
+	dq = add_node(b, "DequantizeLinear", nm, xz ? 3 : 2, 1);
+	free(nm);
+	dq->in[0] = x;
+	nm = new_name(l->layer, "one");
+	dq->in[1] = add_init(b, nm, NULL, 0, NULL, one);
+	free(nm);
+	if (xz)
+		dq->in[2] = xz;
+	nm = new_name(l->layer, "x");
+	dq->out[0] = qr_arena_strdup(&b->h->ar, nm);
+	free(nm);
+	op = add_node(b, conv ? "Conv" : "MatMul", name, 2, 1);
+	op->in[0] = b->nodes[b->n_nodes - 2].out[0];
+	nm = new_name(l->layer, "W_over_scale");
+	op->in[1] = add_init(b, nm, fw, 0, NULL, w);
+	free(nm);
+	op->out[0] = out;
+	op->n_attr = n_attr; /* ConvInteger's are Conv's */
+	op->attrs = attrs;
+}
+
+/* Weight-only: com.microsoft MatMulNBits (A, packed B, scales, ...,
+ * bias) becomes MatMul(A, W) with the float weight ([K, N], as the float
+ * model holds it), then Add of its bias when it has one, in its place. */
+static void
+nbits_keep_float(struct build *b, const struct qr_hy_layer *l)
+{
+	const struct qr_node *qn = &b->nodes[l->qnode];
+	const char *a = qn->in[0], *bias = has_in(qn, 5) ? qn->in[5] : NULL;
+	const char *out = qn->out[0], *name = qn->name, *w;
+	struct qr_node *mm, *add;
+	char *nm;
+
+	w = float_weight(b, l);
+	b->drop[l->qnode] = 1;
+	mm = add_node(b, "MatMul", name, 2, 1);
+	mm->in[0] = a;
+	mm->in[1] = w;
+	if (bias == NULL) {
+		mm->out[0] = out;
+		return;
+	}
+	nm = new_name(l->layer, "y");
+	mm->out[0] = qr_arena_strdup(&b->h->ar, nm);
+	free(nm);
+	nm = new_name(l->layer, "bias");
+	add = add_node(b, "Add", nm, 2, 1);
+	free(nm);
+	add->in[0] = b->nodes[b->n_nodes - 2].out[0];
+	add->in[1] = bias;
+	add->out[0] = out;
+}
+
+/*
  * The candidate with the layers of p marked in keep (NULL: every layer
  * that can be) kept float. weights_only: only their weights (the QDQ
  * output's QuantizeLinear/DequantizeLinear stay): the candidate with its
@@ -780,6 +902,14 @@ qr_hy_keep_float(const struct qr_hy_plan *p, const unsigned char *keep,
 			/* weights_only too: its activations stay quantized
 			 * all the same */
 			qop_keep_float(&b, p, l);
+			continue;
+		}
+		if (p->format == QR_QFMT_DYNAMIC) {
+			dyn_keep_float(&b, l);
+			continue;
+		}
+		if (strcmp(b.nodes[l->qnode].op_type, "MatMulNBits") == 0) {
+			nbits_keep_float(&b, l);
 			continue;
 		}
 		own_node(&b, l->qnode)->in[l->w_in] = float_weight(&b, l);

@@ -67,7 +67,7 @@ bad:
 const char *
 qr_sens_target_str(const struct qr_sens_target *t, char *buf, size_t n)
 {
-	snprintf(buf, n, "output.%s>=%g", metric_names[t->metric], t->value);
+	snprintf(buf, n, "output.%s>=%.10g", metric_names[t->metric], t->value);
 	return buf;
 }
 
@@ -590,6 +590,13 @@ semantics(enum qr_qformat f)
 		return xstrdup("weight-only: a layer kept float reads the "
 			"float model's weight instead of its "
 			"DequantizeLinear.");
+	case QR_QFMT_DYNAMIC:
+		return xstrdup("dynamic: a layer kept float computes in float "
+			"with the float model's weight on its input as "
+			"DynamicQuantizeLinear quantized it (ConvInteger / "
+			"MatMulInteger become Conv / MatMul, the scales applied "
+			"after as before). Activations alone: every such "
+			"layer so changed.");
 	default:
 		return xasprintf("%s: layers cannot be kept float in this "
 				 "format; only layers quantized alone are "
@@ -695,7 +702,8 @@ sens_candidate(struct qr_sens_ctx *c, struct qr_analysis *a, size_t k,
 	v[nv++] = (struct variant){ V_BASE, 0, NULL, &r->base, NULL };
 	v[nv++] = (struct variant){ V_WEIGHTS, 0, NULL, &r->weights_only,
 				    NULL };
-	if (p->format == QR_QFMT_QDQ || p->format == QR_QFMT_QOPERATOR)
+	if (p->format == QR_QFMT_QDQ || p->format == QR_QFMT_QOPERATOR ||
+	    p->format == QR_QFMT_DYNAMIC)
 		v[nv++] = (struct variant){ V_ACTS, 0, NULL, &r->acts_only,
 					    NULL };
 	for (i = 0; i < n_meas; i++) {
