@@ -399,7 +399,7 @@ qr_view_sens(struct qr_view_ctx *cc, const struct qr_analysis *a,
 		qr_view_str(x, "mode", mode_name(r->mode));
 		qr_view_count(x, "samples", r->samples);
 		qr_view_count(x, "runs", r->runs);
-		qr_view_fmt(x, "seconds", "%.1f", r->seconds);
+		qr_view_fmt(x, "seconds", "%.2f", r->seconds);
 		qr_view_str(x, "verdict", r->verdict);
 		metric_view(x, "base", &r->base, thr);
 		metric_view(x, "w", &r->weights_only, thr);
@@ -428,6 +428,7 @@ qr_view_sens(struct qr_view_ctx *cc, const struct qr_analysis *a,
 		qr_view_count(fb, "n", r->fb.n_plan);
 		qr_view_str(fb, "layers_word", r->fb.n_plan == 1 ? "layer"
 								 : "layers");
+		qr_view_str(fb, "s", r->fb.n_plan == 1 ? "s" : "");
 		cJSON_AddBoolToObject(fb, "none", r->fb.n_plan == 0);
 		qr_view_bytes(fb, "float_bytes", r->fb.float_bytes);
 		qr_view_count(fb, "macs", r->fb.macs);
