@@ -54,7 +54,7 @@ report() { # report OUT QUANT [options]: qreport on the chain's data
 		2>"$work/$out.err"
 }
 
-echo "1..23"
+echo "1..25"
 report full "$D/chain_bad.onnx" --sensitivity full \
 	--target 'output.cosine>=0.999' --write-fallback "$work/fb.onnx"
 t "chain_bad full: qreport exits 0" test $? -eq 0
@@ -66,15 +66,19 @@ t "chain_bad full: the plan is gemm4 alone and meets the target" \
 	j "$work/full" 'f["candidates"][0]["nodes_to_exclude"] == ["gemm4"] and f["candidates"][0]["float_nodes"] == ["gemm4"] and f["candidates"][0]["met"] and f["target"] == "output.cosine>=0.999"'
 t "chain_bad full: the plan's run reached the target, the candidate did not" \
 	j "$work/full" 'f["candidates"][0]["reached"]["cosine"] >= 0.999 > s["base"]["cosine"]'
+t "chain_bad full: group what-ifs: first and last layer float run, no elementwise op to change" \
+	j "$work/full" '[g["name"] for g in s["groups"]] == ["elementwise", "sensitive", "first_last", "per_channel"] and s["groups"][2]["changed"] == 2 and s["groups"][2]["metric"] and s["groups"][0]["why"] and s["groups"][0]["metric"] is None'
 report quick "$D/chain_bad.onnx" --target 'output.cosine>=0.999'
 t "chain_bad quick (default): gemm4 first, the plan gemm4 alone" \
 	j "$work/quick" 's["mode"] == "quick" and s["layers"][0]["layer"] == "gemm4" and f["candidates"][0]["nodes_to_exclude"] == ["gemm4"]'
 t "chain_bad: the page and the overview show what to change" \
 	sh -c "grep -q 'Fallback plan' '$work/quick/change.html' && grep -q 'id=\"change\"' '$work/quick/index.html' && grep -q '## What to change' '$work/quick/summary.md'"
-report w2 "$S/chain_w2.onnx"
+report w2 "$S/chain_w2.onnx" --sensitivity full
 t "chain_w2: qreport exits 0" test $? -eq 0
 t "chain_w2: weights vs activations names the weights" \
 	j "$work/w2" 's["verdict"].startswith("work on the weights") and s["weights_only"]["cosine"] < s["activations_only"]["cosine"]'
+t "chain_w2: per-channel 2-bit weights, requantized from the float ones, all 9 changed and better than per tensor" \
+	j "$work/w2" 's["groups"][3]["changed"] == 9 and s["groups"][3]["metric"]["sqnr_db"] > s["base"]["sqnr_db"] + 3'
 report qop "$S/chain_qop.onnx" --sensitivity full
 t "chain_qop: qreport exits 0" test $? -eq 0
 t "chain_qop: every QGemm kept float and quantized alone" \
@@ -134,7 +138,7 @@ if [ $node_ok = 1 ]; then
 	ortcheck "weight-only" "$A/wo_float.onnx" "$work/wo.onnx" \
 		"$work/wo.npy" 1 "$work/wo"
 else
-	for k in 20 21 22 23; do
+	for k in 22 23 24 25; do
 		echo "ok $k # SKIP node or tests/ort/node_modules missing"
 	done
 fi

@@ -36,7 +36,12 @@
  *                   perplexity) from its logits, and its blocks' outputs
  *   hybrid.c        a candidate with some layers kept float, or the
  *                   float model with some quantized as the candidate
- *                   does: edited copies of the loaded graphs
+ *                   does: what each edit is, per format
+ *   hybrid_edit.c   the edits: a copy of a loaded graph that nodes and
+ *                   initializers are added to or rewritten in
+ *   hybrid_groups.c what-ifs for groups changed at once: elementwise or
+ *                   sensitive ops' outputs in float, first and last
+ *                   layer float, per-channel weights
  *   sensitivity.c   qr_analysis_sensitivity: hybrid runs on a few
  *                   samples, weights vs activations, per-layer
  *                   sensitivity both ways
@@ -699,6 +704,45 @@ struct qr_hy_model {
 	struct qr_arena ar;      /* names, small arrays, computed tensors */
 };
 
+/* hybrid_edit.c: a model being edited. Node and initializer indices
+ * below the original counts are the original's until qr_hy_finish. */
+struct qr_hy_build {
+	struct qr_hy_model *h;   /* the model being made (its arena holds
+				  * what the edits allocate) */
+	struct qr_node *nodes;   /* n_nodes of cap_nodes (heap) */
+	size_t n_nodes, cap_nodes;
+	struct qr_tensor_data *inits; /* n_inits of cap_inits (heap) */
+	size_t n_inits, cap_inits;
+	unsigned char *drop;     /* per original node: replaced, to remove
+				  * (the caller's, heap; may be NULL) */
+};
+/* Start b as a copy of m's main graph (m's strings and data borrowed). */
+void qr_hy_start(struct qr_hy_build *b, const struct qr_model *m);
+/* A new node at the end (domain ai.onnx), name copied, n_in inputs and
+ * n_out outputs to fill. Borrowed until the next qr_hy_add_node. */
+struct qr_node *qr_hy_add_node(struct qr_hy_build *b, const char *op,
+			       const char *name, size_t n_in, size_t n_out);
+/* A copy of constant src (data borrowed) as an initializer named name;
+ * returns the name (b's). */
+const char *qr_hy_add_const(struct qr_hy_build *b, const char *name,
+			    const struct qr_tensor_data *src);
+/* A float initializer named name holding v (borrowed: the caller keeps
+ * it alive as long as the model) of shape's dims, or ndim/dims when
+ * shape is NULL; returns the name (b's). */
+const char *qr_hy_add_init(struct qr_hy_build *b, const char *name,
+			   const struct qr_tensor_data *shape, int ndim,
+			   const int64_t *dims, const float *v);
+/* Node i with an input array of its own, to rename inputs in. */
+struct qr_node *qr_hy_own_node(struct qr_hy_build *b, size_t i);
+/* Turn node i into Identity(src). */
+void qr_hy_to_identity(struct qr_hy_build *b, size_t i, const char *src);
+/* Drop the nodes whose outputs nobody reads (in subgraphs too) and no
+ * graph output is, until none is left, and hand b's arrays to the model,
+ * which the caller then owns (qr_hy_model_free). */
+struct qr_hy_model *qr_hy_finish(struct qr_hy_build *b);
+/* "qr.hybrid/LAYER/WHAT", a name for something qreport adds (heap). */
+char *qr_hy_name(const char *layer, const char *what);
+
 void qr_hy_plan_new(const struct qr_analysis *a, size_t k,
 		    const struct qr_graph *fg, const struct qr_graph *qg,
 		    struct qr_hy_plan **out);
@@ -709,6 +753,12 @@ struct qr_hy_model *qr_hy_keep_float(const struct qr_hy_plan *p,
 struct qr_hy_model *qr_hy_quant_only(struct qr_hy_plan *p,
 				     const unsigned char *quant, int acts);
 void qr_hy_model_free(struct qr_hy_model *h);
+
+/* hybrid_groups.c: group what-if group (QR_SENS_GROUP_*) of p's
+ * candidate, or NULL with *why (heap) when it does not apply; *n_changed
+ * gets the ops or layers it changed. */
+struct qr_hy_model *qr_hy_group(const struct qr_hy_plan *p, int group,
+				size_t *n_changed, char **why);
 
 /* ---- sensitivity.c, fallback.c ---- */
 

@@ -645,6 +645,24 @@ struct qr_sens_layer {
 	char *why;               /* set when it cannot be kept float */
 };
 
+/* Groups of changes made at once (hybrid_groups.c). */
+enum {
+	QR_SENS_GROUP_ELTWISE = 0, /* elementwise outputs in float */
+	QR_SENS_GROUP_SENSITIVE,   /* Softmax, LayerNorm, Sigmoid outputs */
+	QR_SENS_GROUP_FIRST_LAST,  /* first and last layer kept float */
+	QR_SENS_GROUP_PER_CHANNEL, /* per-channel weights */
+	QR_SENS_GROUPS
+};
+/* "elementwise", "sensitive", "first_last", "per_channel". */
+const char *qr_sens_group_name(int g);
+
+/* A group what-if of a candidate (--sensitivity full). */
+struct qr_sens_group {
+	struct qr_sens_metric m; /* its output */
+	size_t changed;          /* ops or layers it changed */
+	char *why;               /* set when it does not apply or failed */
+};
+
 /* The fallback plan: layers kept float, in the order chosen. */
 struct qr_sens_fallback {
 	int computed;            /* 1 once searched */
@@ -676,6 +694,8 @@ struct qr_sens_result {
 				  * local share */
 	size_t n_measured;       /* the first n_measured were run */
 	struct qr_sens_fallback fb;
+	int has_groups;          /* the group what-ifs were run (full) */
+	struct qr_sens_group groups[QR_SENS_GROUPS];
 	size_t runs;             /* model runs made (samples x models) */
 	double seconds;          /* wall time of its runs */
 };

@@ -33,9 +33,12 @@
  *
  * A hybrid model shares the tensors, attributes and strings of the two
  * models it was made from (which must outlive it); its own node and
- * initializer arrays, and the float weights it computed (folded,
- * dequantized), live in its arena. Nodes nobody reads any longer are
- * dropped.
+ * initializer arrays, and the float weights it computed, live in its
+ * arena (hybrid_edit.c makes the edits). Nodes nobody reads any longer
+ * are dropped. The plan (struct qr_hy_plan) holds what every edit needs
+ * per paired layer, found once per candidate: the nodes, the float
+ * weight folded when the candidate folded it, the candidate's input
+ * scale, the DequantizeLinear nodes after its output.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -94,30 +97,15 @@ same_dims(const struct qr_tensor_data *a, const struct qr_tensor_data *b)
 }
 
 /* The input of candidate node n that reads its quantized weight through a
- * DequantizeLinear, or -1. */
+ * DequantizeLinear (input 1, as in the float layers paired with it), or
+ * -1. */
 static int
 qdq_weight_input(const struct qr_graph *g, const struct qr_node *n)
 {
-	size_t k;
+	long p = n->n_in >= 2 ? qr_graph_producer(g, n->in[1]) : -1;
 
-	for (k = 0; k < n->n_in && k < 2; k++) {
-		long p = qr_graph_producer(g, n->in[k]);
-
-		if (p >= 0 && is_op(qr_graph_node(g, (size_t)p),
-				    "DequantizeLinear") &&
-		    qr_graph_const(g, n->in[k]) != NULL)
-			return (int)k;
-	}
-	/* the weight's DequantizeLinear may not fold (a QuantizeLinear of
-	 * a float constant before it): any DQ at input 1 */
-	if (n->n_in >= 2) {
-		long p = qr_graph_producer(g, n->in[1]);
-
-		if (p >= 0 && is_op(qr_graph_node(g, (size_t)p),
-				    "DequantizeLinear"))
-			return 1;
-	}
-	return -1;
+	return p >= 0 && is_op(qr_graph_node(g, (size_t)p), "DequantizeLinear")
+	       ? 1 : -1;
 }
 
 /* QDQ: the DequantizeLinear nodes that read the QuantizeLinear after the
@@ -202,10 +190,12 @@ fold_bias(const struct qr_graph *fg, const struct qr_node *conv,
 	float *r = xcalloc(ch + 1, sizeof *r);
 	size_t c;
 
-	for (c = 0; c < ch; c++)
-		r[c] = (float)(((b && b->n_elem == ch ? qr_tensor_get(b, c)
-					: 0.0) - qr_tensor_get(mean, c)) * f[c] +
+	for (c = 0; c < ch; c++) {
+		double bc = b && b->n_elem == ch ? qr_tensor_get(b, c) : 0.0;
+
+		r[c] = (float)((bc - qr_tensor_get(mean, c)) * f[c] +
 			       qr_tensor_get(beta, c));
+	}
 	return r;
 }
 
@@ -266,8 +256,8 @@ layer_setup(struct qr_hy_plan *p, const struct qr_quant_weight *qw,
 	const struct qr_an_qlayer *q = NULL;
 	struct qr_as_qparams qp;
 	const size_t *cs;
-	long fi = node_by_name(fg, qw->layer), qi = node_by_name(qg,
-								 qw->quant_layer);
+	long fi = node_by_name(fg, qw->layer);
+	long qi = node_by_name(qg, qw->quant_layer);
 	size_t i, nc;
 
 	l->layer = qw->layer;
@@ -374,7 +364,8 @@ layer_setup(struct qr_hy_plan *p, const struct qr_quant_weight *qw,
 		l->w_in = 3;
 		break;
 	case QR_QFMT_DYNAMIC:
-		if ((!is_op(qn, "ConvInteger") && !is_op(qn, "MatMulInteger")) ||
+		if ((!is_op(qn, "ConvInteger") &&
+		     !is_op(qn, "MatMulInteger")) ||
 		    qn->n_in < 2 || qr_graph_const(qg, qn->in[1]) == NULL ||
 		    q->scale == NULL || q->block) {
 			l->why = xasprintf("%s cannot be kept float (only "
@@ -449,140 +440,12 @@ qr_hy_plan_free(struct qr_hy_plan *p)
 	free(p);
 }
 
-/* ---- building a hybrid model ---- */
-
-struct build {
-	struct qr_hy_model *h;
-	struct qr_node *nodes;    /* n_nodes, cap_nodes */
-	size_t n_nodes, cap_nodes;
-	struct qr_tensor_data *inits;
-	size_t n_inits, cap_inits;
-	unsigned char *drop;      /* per original node: replaced */
-};
-
-static void
-start(struct build *b, const struct qr_model *m)
-{
-	const struct qr_graph_data *g = &m->graph;
-
-	memset(b, 0, sizeof *b);
-	b->h = xcalloc(1, sizeof *b->h);
-	b->h->m = *m;
-	b->h->m.priv = NULL;
-	b->cap_nodes = g->n_node * 2 + 8;
-	b->nodes = xcalloc(b->cap_nodes, sizeof *b->nodes);
-	memcpy(b->nodes, g->nodes, g->n_node * sizeof *b->nodes);
-	b->n_nodes = g->n_node;
-	b->cap_inits = g->n_init + 16;
-	b->inits = xcalloc(b->cap_inits, sizeof *b->inits);
-	memcpy(b->inits, g->inits, g->n_init * sizeof *b->inits);
-	b->n_inits = g->n_init;
-}
-
-static struct qr_node *
-add_node(struct build *b, const char *op, const char *name, size_t n_in,
-	 size_t n_out)
-{
-	struct qr_node *n;
-
-	if (b->n_nodes == b->cap_nodes) {
-		b->cap_nodes *= 2;
-		b->nodes = xreallocarray(b->nodes, b->cap_nodes,
-					 sizeof *b->nodes);
-	}
-	n = &b->nodes[b->n_nodes++];
-	memset(n, 0, sizeof *n);
-	n->op_type = op;
-	n->domain = "";
-	n->name = qr_arena_strdup(&b->h->ar, name);
-	n->n_in = n_in;
-	n->in = qr_arena_array(&b->h->ar, n_in + 1, sizeof *n->in);
-	n->n_out = n_out;
-	n->out = qr_arena_array(&b->h->ar, n_out + 1, sizeof *n->out);
-	return n;
-}
-
-/* A copy of constant src (data borrowed) as an initializer named name;
- * returns the name. */
-static const char *
-add_const(struct build *b, const char *name, const struct qr_tensor_data *src)
-{
-	if (b->n_inits == b->cap_inits) {
-		b->cap_inits *= 2;
-		b->inits = xreallocarray(b->inits, b->cap_inits,
-					 sizeof *b->inits);
-	}
-	b->inits[b->n_inits] = *src;
-	b->inits[b->n_inits].name = qr_arena_strdup(&b->h->ar, name);
-	return b->inits[b->n_inits++].name;
-}
-
-/* A new float initializer named name of fw's shape holding v (borrowed:
- * the plan or the model keeps it). Returns its name. */
-static const char *
-add_init(struct build *b, const char *name,
-	 const struct qr_tensor_data *shape, int ndim, const int64_t *dims,
-	 const float *v)
-{
-	struct qr_tensor_data *t;
-	int i;
-
-	if (b->n_inits == b->cap_inits) {
-		b->cap_inits *= 2;
-		b->inits = xreallocarray(b->inits, b->cap_inits,
-					 sizeof *b->inits);
-	}
-	t = &b->inits[b->n_inits++];
-	memset(t, 0, sizeof *t);
-	t->name = qr_arena_strdup(&b->h->ar, name);
-	t->dtype = QR_DT_FLOAT;
-	if (shape) {
-		ndim = shape->ndim;
-		dims = shape->dims;
-	}
-	t->ndim = ndim;
-	t->n_elem = 1;
-	for (i = 0; i < ndim; i++) {
-		t->dims[i] = dims[i];
-		t->n_elem *= (size_t)dims[i];
-	}
-	t->data = v;
-	t->nbytes = t->n_elem * sizeof(float);
-	return t->name;
-}
-
-/* Copy of node i with its own input array, to edit. */
-static struct qr_node *
-own_node(struct build *b, size_t i)
-{
-	struct qr_node *n = &b->nodes[i];
-	const char **in = qr_arena_array(&b->h->ar, n->n_in + 1, sizeof *in);
-
-	memcpy(in, n->in, n->n_in * sizeof *in);
-	n->in = in;
-	return n;
-}
-
-/* Turn node i into Identity(src). */
-static void
-to_identity(struct build *b, size_t i, const char *src)
-{
-	struct qr_node *n = &b->nodes[i];
-	const char **in = qr_arena_array(&b->h->ar, 2, sizeof *in);
-
-	in[0] = src;
-	n->in = in;
-	n->n_in = 1;
-	n->op_type = "Identity";
-	n->domain = "";
-	n->n_attr = 0;
-	n->attrs = NULL;
-}
+/* ---- per format ---- */
 
 /* Turn node i into a copy of the float model's activation fact reading
  * src (its constant inputs, Clip's bounds, copied in). */
 static void
-to_float_act(struct build *b, const struct qr_hy_plan *p, size_t i,
+to_float_act(struct qr_hy_build *b, const struct qr_hy_plan *p, size_t i,
 	     const char *src, const struct qr_node *fact)
 {
 	struct qr_node *n = &b->nodes[i];
@@ -600,7 +463,7 @@ to_float_act(struct build *b, const struct qr_hy_plan *p, size_t i,
 		if (c != NULL) {
 			nm = xasprintf("qr.hybrid/%s/%s", fact->name,
 				       fact->in[k]);
-			in[k] = add_const(b, nm, c);
+			in[k] = qr_hy_add_const(b, nm, c);
 			free(nm);
 		}
 		n = &b->nodes[i];
@@ -613,63 +476,10 @@ to_float_act(struct build *b, const struct qr_hy_plan *p, size_t i,
 	n->attrs = fact->attrs;
 }
 
-/* Drop the nodes whose outputs nobody reads (and no graph output is),
- * until none is left, then hand the arrays to the model. */
-static struct qr_hy_model *
-finish(struct build *b)
-{
-	struct qr_graph_data *g = &b->h->m.graph;
-	struct qr_strmap used;
-	size_t i, j, k, w;
-	int changed = 1;
-
-	while (changed) {
-		changed = 0;
-		memset(&used, 0, sizeof used);
-		for (i = 0; i < g->n_output; i++)
-			qr_strmap_put(&used, g->outputs[i].name, 1);
-		for (i = 0; i < b->n_nodes; i++)
-			for (j = 0; j < b->nodes[i].n_in; j++)
-				qr_strmap_put(&used, b->nodes[i].in[j], 1);
-		for (i = w = 0; i < b->n_nodes; i++) {
-			const struct qr_node *n = &b->nodes[i];
-			int live = 0;
-
-			for (k = 0; k < n->n_out && !live; k++)
-				live = n->out[k][0] != '\0' &&
-				       qr_strmap_get(&used, n->out[k]) !=
-				       QR_STRMAP_NONE;
-			/* control flow reads outer names inside its
-			 * bodies: kept */
-			if (live || strcmp(n->op_type, "If") == 0 ||
-			    strcmp(n->op_type, "Loop") == 0 ||
-			    strcmp(n->op_type, "Scan") == 0)
-				b->nodes[w++] = *n;
-		}
-		changed = w != b->n_nodes;
-		b->n_nodes = w;
-		qr_strmap_free(&used);
-	}
-	g->nodes = b->nodes;
-	g->n_node = b->n_nodes;
-	g->inits = b->inits;
-	g->n_init = b->n_inits;
-	b->h->nodes = b->nodes;
-	b->h->inits = b->inits;
-	return b->h;
-}
-
-/* A unique name for something qreport adds. */
-static char *
-new_name(const char *layer, const char *what)
-{
-	return xasprintf("qr.hybrid/%s/%s", layer, what);
-}
-
 /* The float weight of l as the candidate's layer reads it (folded), an
  * initializer of the model being built. */
 static const char *
-float_weight(struct build *b, const struct qr_hy_layer *l)
+float_weight(struct qr_hy_build *b, const struct qr_hy_layer *l)
 {
 	const float *w = l->fw_fold;
 	const char *name;
@@ -687,8 +497,8 @@ float_weight(struct build *b, const struct qr_hy_layer *l)
 			w = c;
 		}
 	}
-	nm = new_name(l->layer, "W");
-	name = add_init(b, nm, l->fw, 0, NULL, w);
+	nm = qr_hy_name(l->layer, "W");
+	name = qr_hy_add_init(b, nm, l->fw, 0, NULL, w);
 	free(nm);
 	return name;
 }
@@ -705,7 +515,7 @@ has_in(const struct qr_node *n, int k)
  * when the op gives a float output, as QGemm without y_scale), in the
  * node's place. */
 static void
-qop_keep_float(struct build *b, const struct qr_hy_plan *p,
+qop_keep_float(struct qr_hy_build *b, const struct qr_hy_plan *p,
 	       const struct qr_hy_layer *l)
 {
 	const struct qr_node *qn = &b->nodes[l->qnode];
@@ -740,22 +550,22 @@ qop_keep_float(struct build *b, const struct qr_hy_plan *p,
 						qr_tensor_get(xst, 0) *
 						qr_tensor_get(ws, ws->n_elem > 1
 							      ? c : 0));
-			nm = new_name(l->layer, "B");
-			bname = add_init(b, nm, bq, 0, NULL, bv);
+			nm = qr_hy_name(l->layer, "B");
+			bname = qr_hy_add_init(b, nm, bq, 0, NULL, bv);
 			free(nm);
 		}
 	}
 	b->drop[l->qnode] = 1;
-	nm = new_name(l->layer, "dequantize");
-	dq = add_node(b, "DequantizeLinear", nm, 3, 1);
+	nm = qr_hy_name(l->layer, "dequantize");
+	dq = qr_hy_add_node(b, "DequantizeLinear", nm, 3, 1);
 	free(nm);
 	dq->in[0] = x;
 	dq->in[1] = xs;
 	dq->in[2] = xz;
-	nm = new_name(l->layer, "x");
+	nm = qr_hy_name(l->layer, "x");
 	dq->out[0] = qr_arena_strdup(&b->h->ar, nm);
 	free(nm);
-	op = add_node(b, lay->fop, name, bname ? 3 : 2, 1);
+	op = qr_hy_add_node(b, lay->fop, name, bname ? 3 : 2, 1);
 	op->in[0] = b->nodes[b->n_nodes - 2].out[0];
 	op->in[1] = wname;
 	if (bname)
@@ -767,11 +577,11 @@ qop_keep_float(struct build *b, const struct qr_hy_plan *p,
 		op->out[0] = out;
 		return;
 	}
-	nm = new_name(l->layer, "y");
+	nm = qr_hy_name(l->layer, "y");
 	op->out[0] = qr_arena_strdup(&b->h->ar, nm);
 	free(nm);
-	nm = new_name(l->layer, "quantize");
-	q = add_node(b, "QuantizeLinear", nm, yz[0] ? 3 : 2, 1);
+	nm = qr_hy_name(l->layer, "quantize");
+	q = qr_hy_add_node(b, "QuantizeLinear", nm, yz[0] ? 3 : 2, 1);
 	free(nm);
 	q->in[0] = b->nodes[b->n_nodes - 2].out[0];
 	q->in[1] = ys;
@@ -789,7 +599,7 @@ qop_keep_float(struct build *b, const struct qr_hy_plan *p,
  * weight.
  */
 static void
-dyn_keep_float(struct build *b, const struct qr_hy_layer *l)
+dyn_keep_float(struct qr_hy_build *b, const struct qr_hy_layer *l)
 {
 	const struct qr_node *qn = &b->nodes[l->qnode];
 	const struct qr_an_qlayer *q = l->q;
@@ -821,22 +631,22 @@ dyn_keep_float(struct build *b, const struct qr_hy_layer *l)
 	free(sc);
 	*one = 1.0f;
 	b->drop[l->qnode] = 1;
-	nm = new_name(l->layer, "dequantize");
-	dq = add_node(b, "DequantizeLinear", nm, xz ? 3 : 2, 1);
+	nm = qr_hy_name(l->layer, "dequantize");
+	dq = qr_hy_add_node(b, "DequantizeLinear", nm, xz ? 3 : 2, 1);
 	free(nm);
 	dq->in[0] = x;
-	nm = new_name(l->layer, "one");
-	dq->in[1] = add_init(b, nm, NULL, 0, NULL, one);
+	nm = qr_hy_name(l->layer, "one");
+	dq->in[1] = qr_hy_add_init(b, nm, NULL, 0, NULL, one);
 	free(nm);
 	if (xz)
 		dq->in[2] = xz;
-	nm = new_name(l->layer, "x");
+	nm = qr_hy_name(l->layer, "x");
 	dq->out[0] = qr_arena_strdup(&b->h->ar, nm);
 	free(nm);
-	op = add_node(b, conv ? "Conv" : "MatMul", name, 2, 1);
+	op = qr_hy_add_node(b, conv ? "Conv" : "MatMul", name, 2, 1);
 	op->in[0] = b->nodes[b->n_nodes - 2].out[0];
-	nm = new_name(l->layer, "W_over_scale");
-	op->in[1] = add_init(b, nm, fw, 0, NULL, w);
+	nm = qr_hy_name(l->layer, "W_over_scale");
+	op->in[1] = qr_hy_add_init(b, nm, fw, 0, NULL, w);
 	free(nm);
 	op->out[0] = out;
 	op->n_attr = n_attr; /* ConvInteger's are Conv's */
@@ -847,7 +657,7 @@ dyn_keep_float(struct build *b, const struct qr_hy_layer *l)
  * bias) becomes MatMul(A, W) with the float weight ([K, N], as the float
  * model holds it), then Add of its bias when it has one, in its place. */
 static void
-nbits_keep_float(struct build *b, const struct qr_hy_layer *l)
+nbits_keep_float(struct qr_hy_build *b, const struct qr_hy_layer *l)
 {
 	const struct qr_node *qn = &b->nodes[l->qnode];
 	const char *a = qn->in[0], *bias = has_in(qn, 5) ? qn->in[5] : NULL;
@@ -857,18 +667,18 @@ nbits_keep_float(struct build *b, const struct qr_hy_layer *l)
 
 	w = float_weight(b, l);
 	b->drop[l->qnode] = 1;
-	mm = add_node(b, "MatMul", name, 2, 1);
+	mm = qr_hy_add_node(b, "MatMul", name, 2, 1);
 	mm->in[0] = a;
 	mm->in[1] = w;
 	if (bias == NULL) {
 		mm->out[0] = out;
 		return;
 	}
-	nm = new_name(l->layer, "y");
+	nm = qr_hy_name(l->layer, "y");
 	mm->out[0] = qr_arena_strdup(&b->h->ar, nm);
 	free(nm);
-	nm = new_name(l->layer, "bias");
-	add = add_node(b, "Add", nm, 2, 1);
+	nm = qr_hy_name(l->layer, "bias");
+	add = qr_hy_add_node(b, "Add", nm, 2, 1);
 	free(nm);
 	add->in[0] = b->nodes[b->n_nodes - 2].out[0];
 	add->in[1] = bias;
@@ -887,10 +697,10 @@ struct qr_hy_model *
 qr_hy_keep_float(const struct qr_hy_plan *p, const unsigned char *keep,
 		 int weights_only)
 {
-	struct build b;
+	struct qr_hy_build b;
 	size_t i, j, n0;
 
-	start(&b, qr_graph_model(p->qg));
+	qr_hy_start(&b, qr_graph_model(p->qg));
 	n0 = b.n_nodes;
 	b.drop = xcalloc(n0 + 1, 1);
 	for (i = 0; i < p->n; i++) {
@@ -912,7 +722,7 @@ qr_hy_keep_float(const struct qr_hy_plan *p, const unsigned char *keep,
 			nbits_keep_float(&b, l);
 			continue;
 		}
-		own_node(&b, l->qnode)->in[l->w_in] = float_weight(&b, l);
+		qr_hy_own_node(&b, l->qnode)->in[l->w_in] = float_weight(&b, l);
 		if (weights_only)
 			continue;
 		for (j = 0; j < l->n_out_dq; j++) {
@@ -923,7 +733,7 @@ qr_hy_keep_float(const struct qr_hy_plan *p, const unsigned char *keep,
 				to_float_act(&b, p, di, b.nodes[qi].in[0],
 					     l->fact);
 			else
-				to_identity(&b, di, b.nodes[qi].in[0]);
+				qr_hy_to_identity(&b, di, b.nodes[qi].in[0]);
 		}
 	}
 	/* the replaced QOperator nodes go (their outputs are the new
@@ -933,7 +743,7 @@ qr_hy_keep_float(const struct qr_hy_plan *p, const unsigned char *keep,
 			b.nodes[j++] = b.nodes[i];
 	b.n_nodes = j;
 	free(b.drop);
-	return finish(&b);
+	return qr_hy_finish(&b);
 }
 
 /*
@@ -947,10 +757,10 @@ qr_hy_keep_float(const struct qr_hy_plan *p, const unsigned char *keep,
 struct qr_hy_model *
 qr_hy_quant_only(struct qr_hy_plan *p, const unsigned char *quant, int acts)
 {
-	struct build b;
+	struct qr_hy_build b;
 	size_t i;
 
-	start(&b, qr_graph_model(p->fg));
+	qr_hy_start(&b, qr_graph_model(p->fg));
 	for (i = 0; i < p->n; i++) {
 		const struct qr_hy_layer *l = &p->l[i];
 		const struct qr_node *fn;
@@ -962,9 +772,9 @@ qr_hy_quant_only(struct qr_hy_plan *p, const unsigned char *quant, int acts)
 		if (l->qw == NULL)
 			p->l[i].qw = dequantize(l->q);
 		fn = &b.nodes[l->fnode];
-		n = own_node(&b, l->fnode);
-		nm = new_name(l->layer, "Wq");
-		n->in[1] = add_init(&b, nm, l->fw, 0, NULL, l->qw);
+		n = qr_hy_own_node(&b, l->fnode);
+		nm = qr_hy_name(l->layer, "Wq");
+		n->in[1] = qr_hy_add_init(&b, nm, l->fw, 0, NULL, l->qw);
 		free(nm);
 		if (l->fw_fold) {
 			/* the candidate's weight is the folded one: the Conv
@@ -976,14 +786,15 @@ qr_hy_quant_only(struct qr_hy_plan *p, const unsigned char *quant, int acts)
 
 			in[0] = n->in[0];
 			in[1] = n->in[1];
-			nm = new_name(l->layer, "Bfold");
-			in[2] = add_init(&b, nm, NULL, 1, &ch, l->fb_fold);
+			nm = qr_hy_name(l->layer, "Bfold");
+			in[2] = qr_hy_add_init(&b, nm, NULL, 1, &ch,
+					       l->fb_fold);
 			free(nm);
 			n = &b.nodes[l->fnode];
 			n->in = in;
 			n->n_in = 3;
 			if (bi >= 0)
-				to_identity(&b, (size_t)bi, n->out[0]);
+				qr_hy_to_identity(&b, (size_t)bi, n->out[0]);
 		}
 		if (acts && l->in_scale) {
 			const struct qr_tensor_data *s = qr_graph_const(p->qg,
@@ -996,16 +807,17 @@ qr_hy_quant_only(struct qr_hy_plan *p, const unsigned char *quant, int acts)
 
 			if (s == NULL)
 				continue;
-			qn = new_name(l->layer, "xq");
-			dn = new_name(l->layer, "xdq");
-			sn = new_name(l->layer, "xscale");
-			zn = new_name(l->layer, "xzp");
+			qn = qr_hy_name(l->layer, "xq");
+			dn = qr_hy_name(l->layer, "xdq");
+			sn = qr_hy_name(l->layer, "xscale");
+			zn = qr_hy_name(l->layer, "xzp");
 			/* the candidate's constants, under names of ours */
-			sname = add_const(&b, sn, s);
-			zname = z ? add_const(&b, zn, z) : NULL;
-			q = add_node(&b, "QuantizeLinear", qn, z ? 3 : 2, 1);
-			dq = add_node(&b, "DequantizeLinear", dn, z ? 3 : 2,
-				      1);
+			sname = qr_hy_add_const(&b, sn, s);
+			zname = z ? qr_hy_add_const(&b, zn, z) : NULL;
+			q = qr_hy_add_node(&b, "QuantizeLinear", qn,
+					   z ? 3 : 2, 1);
+			dq = qr_hy_add_node(&b, "DequantizeLinear", dn,
+					    z ? 3 : 2, 1);
 			fn = &b.nodes[l->fnode];
 			q->in[0] = fn->in[0];
 			q->in[1] = sname;
@@ -1024,16 +836,5 @@ qr_hy_quant_only(struct qr_hy_plan *p, const unsigned char *quant, int acts)
 			free(zn);
 		}
 	}
-	return finish(&b);
-}
-
-void
-qr_hy_model_free(struct qr_hy_model *h)
-{
-	if (h == NULL)
-		return;
-	free(h->nodes);
-	free(h->inits);
-	qr_arena_free(&h->ar);
-	free(h);
+	return qr_hy_finish(&b);
 }

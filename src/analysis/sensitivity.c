@@ -24,6 +24,15 @@
 #include "onnx/onnx.h"
 #include "run/run.h"
 
+const char *
+qr_sens_group_name(int g)
+{
+	static const char *const names[] = { "elementwise", "sensitive",
+		"first_last", "per_channel" };
+
+	return g >= 0 && g < QR_SENS_GROUPS ? names[g] : "?";
+}
+
 /* ---- the target ---- */
 
 static const char *const metric_names[] = { "cosine", "sqnr", "top1" };
@@ -303,8 +312,8 @@ measure(struct qr_sens_ctx *c, const struct qr_model *m,
 		if (acc[i].classifier && acc[i].rows > 0) {
 			double t = (double)acc[i].agree / (double)acc[i].rows;
 
-			out->top1 = isnan(out->top1) || t < out->top1 ? t
-								       : out->top1;
+			if (isnan(out->top1) || t < out->top1)
+				out->top1 = t;
 		}
 	}
 	if (!out->ran)
@@ -321,12 +330,13 @@ out:
 
 /* ---- variants run side by side ---- */
 
-enum { V_BASE, V_WEIGHTS, V_ACTS, V_KEEP, V_QUANT, V_SET };
+enum { V_BASE, V_WEIGHTS, V_ACTS, V_KEEP, V_QUANT, V_SET, V_GROUP };
 
 /* A model to build and measure. */
 struct variant {
 	int kind;                 /* V_* */
-	size_t layer;             /* V_KEEP, V_QUANT: the plan's layer */
+	size_t layer;             /* V_KEEP, V_QUANT: the plan's layer;
+				   * V_GROUP: the group */
 	const unsigned char *set; /* V_SET: layers kept float (borrowed) */
 	struct qr_sens_metric *out; /* where the result goes */
 	char *why;                /* heap: why it did not run */
@@ -340,6 +350,17 @@ struct pool {
 	size_t n, next;
 	pthread_mutex_t mu;
 };
+
+static struct qr_hy_model *
+group_model(const struct qr_hy_plan *p, int g)
+{
+	size_t n;
+	char *why;
+	struct qr_hy_model *h = qr_hy_group(p, g, &n, &why);
+
+	free(why);
+	return h;
+}
 
 /* Build variant v's model (under the pool's lock: building touches the
  * plan). NULL for the candidate as it is. */
@@ -368,6 +389,10 @@ build(struct qr_hy_plan *p, const struct variant *v, size_t n)
 		break;
 	case V_SET:
 		h = qr_hy_keep_float(p, v->set, 0);
+		break;
+	case V_GROUP:
+		/* applicability was checked when the variant was made */
+		h = group_model(p, (int)v->layer);
 		break;
 	}
 	free(one);
@@ -594,9 +619,9 @@ semantics(enum qr_qformat f)
 		return xstrdup("dynamic: a layer kept float computes in float "
 			"with the float model's weight on its input as "
 			"DynamicQuantizeLinear quantized it (ConvInteger / "
-			"MatMulInteger become Conv / MatMul, the scales applied "
-			"after as before). Activations alone: every such "
-			"layer so changed.");
+			"MatMulInteger become Conv / MatMul, the scales "
+			"applied after as before). Activations alone: every "
+			"such layer so changed.");
 	default:
 		return xasprintf("%s: layers cannot be kept float in this "
 				 "format; only layers quantized alone are "
@@ -698,7 +723,7 @@ sens_candidate(struct qr_sens_ctx *c, struct qr_analysis *a, size_t k,
 	n_meas = c->o->mode == QR_SENS_FULL ? p->n :
 		 p->n < QR_SENS_QUICK_LAYERS ? p->n : QR_SENS_QUICK_LAYERS;
 
-	v = xcalloc(3 + 2 * n_meas + 1, sizeof *v);
+	v = xcalloc(3 + 2 * n_meas + QR_SENS_GROUPS + 1, sizeof *v);
 	v[nv++] = (struct variant){ V_BASE, 0, NULL, &r->base, NULL };
 	v[nv++] = (struct variant){ V_WEIGHTS, 0, NULL, &r->weights_only,
 				    NULL };
@@ -716,6 +741,21 @@ sens_candidate(struct qr_sens_ctx *c, struct qr_analysis *a, size_t k,
 			v[nv++] = (struct variant){ V_QUANT, li, NULL,
 				&r->layers[li].quant_only, NULL };
 	}
+	if (c->o->mode == QR_SENS_FULL) {
+		/* the group what-ifs: full mode only */
+		r->has_groups = 1;
+		for (i = 0; i < QR_SENS_GROUPS; i++) {
+			struct qr_sens_group *g = &r->groups[i];
+			struct qr_hy_model *h = qr_hy_group(p, (int)i,
+							    &g->changed,
+							    &g->why);
+
+			if (h != NULL)
+				v[nv++] = (struct variant){ V_GROUP, i, NULL,
+							    &g->m, NULL };
+			qr_hy_model_free(h);
+		}
+	}
 	run_variants(c, p, qm, v, nv);
 	if (!r->base.ran) {
 		r->why = xstrdup(v[0].why ? v[0].why : "the candidate did "
@@ -730,10 +770,13 @@ sens_candidate(struct qr_sens_ctx *c, struct qr_analysis *a, size_t k,
 		r->acts_only.sqnr_db = INFINITY;
 		r->acts_only.top1 = isnan(r->base.top1) ? NAN : 1.0;
 	}
-	for (i = 0; i < nv; i++)
+	for (i = 0; i < nv; i++) {
 		if (v[i].why && (v[i].kind == V_KEEP || v[i].kind == V_QUANT) &&
 		    r->layers[v[i].layer].why == NULL)
 			r->layers[v[i].layer].why = xstrdup(v[i].why);
+		if (v[i].why && v[i].kind == V_GROUP)
+			r->groups[v[i].layer].why = xstrdup(v[i].why);
+	}
 	r->verdict = verdict(r);
 	r->n_measured = 0;
 	for (i = 0; i < p->n; i++)
@@ -865,6 +908,8 @@ qr_sens_free(struct qr_analysis *a)
 		free(r->layers);
 		free(r->fb.order);
 		free(r->fb.curve);
+		for (i = 0; i < QR_SENS_GROUPS; i++)
+			free(r->groups[i].why);
 	}
 	free(a->sens);
 	a->sens = NULL;

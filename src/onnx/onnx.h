@@ -224,6 +224,9 @@ void qr_onnx_free(struct qr_model *m);
  * the file. */
 enum qr_status qr_onnx_save(const struct qr_model *m, const char *path,
 			    struct qr_diag *d);
+/* Every name g's nodes read (in their subgraphs too) and g's inputs and
+ * outputs, put into m (value 1). */
+void qr_onnx_reads(const struct qr_graph_data *g, struct qr_strmap *m);
 
 /* Opset version imported for domain ("" or "ai.onnx" for the default
  * domain), or 0 when not imported. */

@@ -15,6 +15,8 @@
 #include "onnx/onnx-int.h"
 #include "onnx/onnx.pb-c.h"
 
+#define DIM_VALUE ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE
+#define DIM_PARAM ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM
 #define NEW(ar, T, init) ((T *)memcpy(qr_arena_alloc((ar), sizeof(T)), \
 				       &(T)init, sizeof(T)))
 
@@ -101,12 +103,10 @@ vi_pb(struct qr_arena *ar, const struct qr_value_info *v)
 			    ONNX__TENSOR_SHAPE_PROTO__DIMENSION__INIT);
 
 		if (v->dims[i].value >= 0) {
-			dm->value_case =
-				ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+			dm->value_case = DIM_VALUE;
 			dm->dim_value = v->dims[i].value;
 		} else if (v->dims[i].param != NULL) {
-			dm->value_case =
-				ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+			dm->value_case = DIM_PARAM;
 			dm->dim_param = str(v->dims[i].param);
 		}
 		tt->shape->dim[i] = dm;
@@ -182,10 +182,8 @@ attr_pb(struct qr_arena *ar, const struct qr_node *n, const struct qr_attr *a,
 	return p;
 }
 
-/* Every name g's nodes read (their subgraphs' too) and g's inputs and
- * outputs, into m. */
-static void
-collect_used(const struct qr_graph_data *g, struct qr_strmap *m)
+void
+qr_onnx_reads(const struct qr_graph_data *g, struct qr_strmap *m)
 {
 	size_t i, j, k;
 
@@ -202,9 +200,9 @@ collect_used(const struct qr_graph_data *g, struct qr_strmap *m)
 			const struct qr_attr *a = &n->attrs[j];
 
 			if (a->type == QR_ATTR_GRAPH)
-				collect_used(a->g, m);
+				qr_onnx_reads(a->g, m);
 			for (k = 0; a->type == QR_ATTR_GRAPHS && k < a->n; k++)
-				collect_used(&a->graphs[k], m);
+				qr_onnx_reads(&a->graphs[k], m);
 		}
 	}
 }
@@ -221,7 +219,7 @@ graph_pb(struct qr_arena *ar, const struct qr_graph_data *g, int top,
 	memset(&names, 0, sizeof names);
 	memset(&use, 0, sizeof use);
 	if (top)
-		collect_used(g, &use);
+		qr_onnx_reads(g, &use);
 	p->name = str(g->name);
 	p->node = qr_arena_array(ar, g->n_node + 1, sizeof *p->node);
 	for (i = 0; i < g->n_node; i++) {

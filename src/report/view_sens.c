@@ -21,6 +21,15 @@ mode_name(enum qr_sens_mode m)
 							       : "none";
 }
 
+/* What each group what-if changes, for the page. */
+static const char *const group_what[QR_SENS_GROUPS] = {
+	"elementwise outputs (Add, Mul, Div, Clip, ...) in float",
+	"Softmax, LayerNormalization and Sigmoid outputs in float",
+	"the first and the last layer kept float",
+	"per-channel weights instead of per-tensor ones (requantized from "
+	"the float weights with the candidate's bits)",
+};
+
 /* ---- report.json ---- */
 
 static cJSON *
@@ -130,6 +139,21 @@ qr_json_sens(const struct qr_analysis *a)
 		cJSON_AddItemToObject(o, "fallback", r->fb.computed ?
 				      fallback_json(a, r) :
 				      cJSON_CreateNull());
+		ls = cJSON_AddArrayToObject(o, "groups");
+		for (i = 0; r->has_groups && i < QR_SENS_GROUPS; i++) {
+			const struct qr_sens_group *g = &r->groups[i];
+			cJSON *x = cJSON_CreateObject();
+
+			cJSON_AddStringToObject(x, "name",
+						qr_sens_group_name((int)i));
+			cJSON_AddNumberToObject(x, "changed",
+						(double)g->changed);
+			cJSON_AddItemToObject(x, "metric", metric_json(&g->m));
+			cJSON_AddItemToObject(x, "why", g->why ?
+					      qr_json_str(g->why) :
+					      cJSON_CreateNull());
+			cJSON_AddItemToArray(ls, x);
+		}
 		cJSON_AddNumberToObject(o, "runs", (double)r->runs);
 		cJSON_AddItemToObject(o, "seconds", qr_json_num(r->seconds));
 		cJSON_AddItemToArray(arr, o);
@@ -169,9 +193,8 @@ qr_report_fallback_json(const struct qr_analysis *a)
 		cJSON_AddBoolToObject(o, "met", r->fb.met);
 		cJSON_AddNumberToObject(o, "samples", (double)r->samples);
 		f = fallback_json(a, r);
-		cJSON_AddItemToObject(o, "nodes_to_exclude",
-			cJSON_Duplicate(cJSON_GetObjectItem(f,
-							    "quant_layers"), 1));
+		cJSON_AddItemToObject(o, "nodes_to_exclude", cJSON_Duplicate(
+			cJSON_GetObjectItem(f, "quant_layers"), 1));
 		cJSON_AddItemToObject(o, "float_nodes",
 			cJSON_Duplicate(cJSON_GetObjectItem(f, "layers"), 1));
 		cJSON_AddItemToObject(o, "base", metric_json(&r->base));
@@ -416,6 +439,18 @@ qr_view_sens(struct qr_view_ctx *cc, const struct qr_analysis *a,
 		}
 		cJSON_AddBoolToObject(x, "has_top",
 				      cJSON_GetArraySize(top) > 0);
+		cJSON_AddBoolToObject(x, "has_groups", r->has_groups);
+		ls = cJSON_AddArrayToObject(x, "groups");
+		for (i = 0; r->has_groups && i < QR_SENS_GROUPS; i++) {
+			const struct qr_sens_group *g = &r->groups[i];
+			cJSON *y = cJSON_CreateObject();
+
+			qr_view_str(y, "what", group_what[i]);
+			qr_view_count(y, "changed", g->changed);
+			metric_view(y, "m", &g->m, thr);
+			qr_view_str(y, "why", g->why);
+			cJSON_AddItemToArray(ls, y);
+		}
 		if (!r->ran) {
 			cJSON_AddNullToObject(x, "depth_chart");
 			cJSON_AddNullToObject(x, "fallback");
