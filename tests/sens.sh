@@ -10,6 +10,9 @@
 #               must name the weights
 #   chain_qop   QOperator (com.microsoft QGemm): every layer can be kept
 #               float and is measured
+#   res_qdq     residual Adds whose ReLU the QDQ form folded into their
+#               QuantizeLinear: their outputs in float (a group what-if)
+#               keep the ReLU
 # and tests/data/activations/: dyn_quant (dynamic: ConvInteger,
 # MatMulInteger) and wo_nbits (weight-only: MatMulNBits), every layer
 # kept float. --write-fallback, for QDQ (chain_bad), QOperator
@@ -54,7 +57,7 @@ report() { # report OUT QUANT [options]: qreport on the chain's data
 		2>"$work/$out.err"
 }
 
-echo "1..25"
+echo "1..27"
 report full "$D/chain_bad.onnx" --sensitivity full \
 	--target 'output.cosine>=0.999' --write-fallback "$work/fb.onnx"
 t "chain_bad full: qreport exits 0" test $? -eq 0
@@ -83,6 +86,12 @@ report qop "$S/chain_qop.onnx" --sensitivity full
 t "chain_qop: qreport exits 0" test $? -eq 0
 t "chain_qop: every QGemm kept float and quantized alone" \
 	j "$work/qop" 's["ran"] and all(l["kept_float"] and l["quant_only"] and l["why"] is None for l in s["layers"]) and len(s["layers"]) == 9'
+"$QREPORT" --float "$S/res_float.onnx" --quant "$S/res_qdq.onnx" \
+	--data "$S/res_input.npy" -o "$work/res" --quiet --sensitivity full
+t "res (residual Adds, ReLU folded into their QuantizeLinear): qreport exits 0" \
+	test $? -eq 0
+t "res: elementwise outputs in float change the 3 Adds, keep their ReLU and do not lose accuracy" \
+	j "$work/res" 's["groups"][0]["changed"] == 3 and s["groups"][0]["metric"]["cosine"] >= s["base"]["cosine"] and s["groups"][0]["metric"]["sqnr_db"] >= s["base"]["sqnr_db"]'
 report none "$D/chain_bad.onnx" --sensitivity none
 t "--sensitivity none: no runs, no fallback.json" \
 	j "$work/none" 'r["sensitivity"] == [] and f is None'
@@ -138,7 +147,7 @@ if [ $node_ok = 1 ]; then
 	ortcheck "weight-only" "$A/wo_float.onnx" "$work/wo.onnx" \
 		"$work/wo.npy" 1 "$work/wo"
 else
-	for k in 22 23 24 25; do
+	for k in 24 25 26 27; do
 		echo "ok $k # SKIP node or tests/ort/node_modules missing"
 	done
 fi

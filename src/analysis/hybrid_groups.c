@@ -5,7 +5,8 @@
  *                Mul, Div, Pow, Sqrt, Clip, Max, Min, Erf, Neg,
  *                Reciprocal) skip their QuantizeLinear/DequantizeLinear
  *                pair (the DequantizeLinear nodes pass the float value
- *                on)
+ *                on, through a Relu when the pair clamped at 0: its zero
+ *                point the lowest code, a ReLU folded into it)
  *   sensitive    the same for Softmax, LayerNormalization (and ONNX
  *                Runtime's Skip/Simplified forms) and Sigmoid
  *   first_last   the first and the last paired layer (in the
@@ -46,9 +47,31 @@ in_list(const char *op, const char *const *ops)
 	return 0;
 }
 
+/* 1 when QuantizeLinear q's zero point is its type's lowest code (or
+ * absent: uint8 0), so that q also clamps at 0, as a ReLU would. */
+static int
+clamps_at_zero(const struct qr_graph *g, const struct qr_node *q)
+{
+	const struct qr_tensor_data *zp = q->n_in > 2 && q->in[2][0] ?
+		qr_graph_const(g, q->in[2]) : NULL;
+	double lo, hi;
+	size_t i;
+
+	if (q->n_in > 2 && q->in[2][0] && zp == NULL)
+		return 0;
+	if (zp == NULL)
+		return 1;
+	qr_as_qrange(zp->dtype, &lo, &hi);
+	for (i = 0; i < zp->n_elem; i++)
+		if (qr_tensor_get(zp, i) != lo)
+			return 0;
+	return zp->n_elem > 0;
+}
+
 /* QDQ: every DequantizeLinear after a QuantizeLinear that reads an
- * output of an op in ops passes that output on instead. *n gets the ops
- * changed. */
+ * output of an op in ops passes that output on instead; through a Relu
+ * when the QuantizeLinear clamps at 0 (ONNX Runtime folds a ReLU after
+ * the op into that clamp). *n gets the ops changed. */
 static struct qr_hy_model *
 float_outputs(const struct qr_hy_plan *p, const char *const *ops, size_t *n)
 {
@@ -77,6 +100,8 @@ float_outputs(const struct qr_hy_plan *p, const char *const *ops, size_t *n)
 				if (strcmp(qr_graph_node(g, ds[k])->op_type,
 					   "DequantizeLinear") == 0) {
 					qr_hy_to_identity(&b, ds[k], op->out[0]);
+					if (clamps_at_zero(g, q))
+						b.nodes[ds[k]].op_type = "Relu";
 					changed = 1;
 				}
 		}

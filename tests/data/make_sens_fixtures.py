@@ -7,9 +7,14 @@ Gemm [32,8]; its QDQ form; that form with r4's scale 20 times too large):
                   bits (symmetric, codes -1..1 in int8, scale max|w|, one
                   per tensor), the activations left as they are (8 bits):
                   the weights are where the error is
-  chain_qop.onnx  the chain's QOperator form (QLinearMatMul, as
-                  samples/qdq_quantize.py writes it), the graph input
-                  left float
+  chain_qop.onnx  the chain's QOperator form (com.microsoft QGemm, as
+                  samples/qdq_quantize.py writes it)
+  res_float.onnx  x [4,32] -> 3 x (Gemm [32,32] "g<i>" -> Add of the
+                  block's input -> Relu) -> Gemm [32,8] "y": residual
+                  Adds whose ReLU the QDQ form folds into the Add's
+                  QuantizeLinear
+  res_qdq.onnx    its QDQ form, the graph input left float
+  res_input.npy   40 rows [40,32] of N(0,1)
 
     /usr/bin/python3 tests/data/make_sens_fixtures.py
 """
@@ -18,7 +23,7 @@ import sys
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DIAG = os.path.join(HERE, "diag")
@@ -27,6 +32,8 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)),
                                 "samples"))
 import qdq_quantize as qq  # noqa: E402
+sys.path.insert(0, HERE)
+from make_diag_fixtures import float_input  # noqa: E402
 
 
 def save(m, name):
@@ -54,6 +61,40 @@ def w2():
     save(q, "chain_w2.onnx")
 
 
+def res():
+    rng = np.random.RandomState(7)
+    nodes, inits, prev = [], {}, "x"
+    for i in range(3):
+        inits["W%d" % i] = rng.normal(0, np.sqrt(1 / 32), (32, 32)).astype(
+            np.float32)
+        inits["B%d" % i] = rng.normal(0, 0.05, (32,)).astype(np.float32)
+        nodes += [
+            helper.make_node("Gemm", [prev, "W%d" % i, "B%d" % i],
+                             ["g%d" % i], name="g%d" % i),
+            helper.make_node("Add", ["g%d" % i, prev], ["a%d" % i],
+                             name="add%d" % i),
+            helper.make_node("Relu", ["a%d" % i], ["r%d" % i],
+                             name="relu%d" % i)]
+        prev = "r%d" % i
+    inits["W3"] = rng.normal(0, np.sqrt(1 / 32), (32, 8)).astype(np.float32)
+    inits["B3"] = np.zeros(8, np.float32)
+    nodes.append(helper.make_node("Gemm", [prev, "W3", "B3"], ["y"],
+                                  name="y"))
+    g = helper.make_graph(
+        nodes, "res",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 32])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])],
+        [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
+                          producer_name="qreport-fixtures",
+                          producer_version="1")
+    save(m, "res_float.onnx")
+    data = rng.normal(0, 1, (40, 32)).astype(np.float32)
+    np.save(os.path.join(OUT, "res_input.npy"), data)
+    calib = [data[i:i + 4] for i in range(0, 40, 4)]
+    save(float_input(qq.quantize_qdq(m, calib), "x"), "res_qdq.onnx")
+
+
 def qop():
     f = onnx.load(os.path.join(DIAG, "chain_float.onnx"))
     data = np.load(os.path.join(DIAG, "chain_input.npy"))
@@ -65,3 +106,4 @@ if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     w2()
     qop()
+    res()
