@@ -44,7 +44,11 @@
  *                   layer float, per-channel weights
  *   sensitivity.c   qr_analysis_sensitivity: hybrid runs on a few
  *                   samples, weights vs activations, per-layer
- *                   sensitivity both ways
+ *                   sensitivity both ways, their ranking
+ *   sens_runs.c     its runs: the samples, the bases' runs, each
+ *                   variant built, cut, run and compared
+ *   sens_prefix.c   a variant cut to what its edits reach, fed with its
+ *                   base's values (a store)
  *   fallback.c      the layers to keep float to meet a target, found
  *                   greedily from the sensitivities and run to confirm
  *
@@ -61,6 +65,7 @@
 #include "analysis/analysis.h"
 #include "graph/tensor.h"
 #include "onnx/onnx.h"
+#include "run/run.h"
 
 struct qr_exec;
 struct qr_graph;
@@ -760,21 +765,141 @@ void qr_hy_model_free(struct qr_hy_model *h);
 struct qr_hy_model *qr_hy_group(const struct qr_hy_plan *p, int group,
 				size_t *n_changed, char **why);
 
-/* ---- sensitivity.c, fallback.c ---- */
+/* ---- sens_prefix.c: a hybrid run from its base's values ---- */
 
-struct qr_sens_ctx;
-/* Measure n sets of layers of p kept float (sets[i] marks p's layers),
- * the context's lanes at a time, into out[i] (ran 0 when a run failed). */
-void qr_sens_measure_sets(struct qr_sens_ctx *c, struct qr_hy_plan *p,
-			  const struct qr_model *qm,
+/* A hybrid model cut to the nodes its edits reach. */
+struct qr_sp_cut {
+	struct qr_model m;       /* those nodes (the hybrid's strings and
+				  * tensors); its graph inputs are front */
+	struct qr_node *nodes;   /* heap */
+	struct qr_value_info *ins; /* heap: one per front name (dtype set
+				  * from the store before it runs) */
+	size_t n_front;
+	const char **front;      /* heap array of the hybrid's names: what
+				  * the cut reads from the rest */
+	long *out_of;            /* per hybrid graph output: its index among
+				  * the cut's, -1: the base's value */
+	struct qr_value_info *outs; /* heap: the cut's graph outputs */
+};
+/* The cut of hybrid model h against its base's graph bg, or NULL (every
+ * node reached, or h does not index). Borrows h. */
+struct qr_sp_cut *qr_sp_cut_new(const struct qr_model *h,
+				const struct qr_graph *bg);
+void qr_sp_cut_free(struct qr_sp_cut *c);
+
+/* A base model's values the cuts read, and its outputs, per sample. */
+struct qr_sp_store {
+	struct qr_strmap idx;    /* name -> index in names */
+	const char **names;      /* heap array of borrowed names */
+	size_t n;
+	size_t n_s;              /* samples */
+	struct qr_tensor ***v;   /* [sample][name] owned copies (NULL: not
+				  * found; all NULL when full) */
+	struct qr_tensor ***outs; /* [sample][output] owned copies */
+	size_t n_outs;
+	size_t bytes;            /* bytes of the first sample's values */
+	int full;                /* the values would pass the budget: none
+				  * kept, the cuts run whole */
+	int skip_bad;            /* a sample the base cannot take is left
+				  * out (its outs NULL), not an error */
+	qr_hook_fn hook;         /* sees the first sample's run, or NULL */
+	void *user;              /* for hook */
+};
+/* Add what cut c reads (c may be NULL) to what st keeps. */
+void qr_sp_store_want(struct qr_sp_store *st, const struct qr_sp_cut *c);
+enum qr_status qr_sp_store_fill(struct qr_sp_store *st,
+				const struct qr_model *m,
+				const struct qr_exec_opts *eo,
+				struct qr_tensor ***ins, const size_t *n_ins,
+				size_t n_s, const char *const *fnames,
+				size_t n_fin, size_t max, struct qr_diag *d);
+const struct qr_tensor *qr_sp_store_get(const struct qr_sp_store *st,
+					size_t s, const char *name);
+int qr_sp_store_covers(const struct qr_sp_store *st,
+		       const struct qr_sp_cut *c);
+void qr_sp_store_free(struct qr_sp_store *st);
+
+/* ---- sensitivity.c, sens_runs.c, fallback.c ---- */
+
+/* Bytes a base's store may keep over every sample: past them its
+ * variants run whole (doc/sensitivity.md, Cost). */
+#define QR_SENS_STORE_MAX ((size_t)128 << 20)
+
+/* The hybrid runs of one analysis. */
+struct qr_sens_ctx {
+	const struct qr_sens_opts *o;
+	size_t n_s;              /* samples kept */
+	struct qr_tensor ***ins; /* per sample: its inputs (owned) */
+	size_t *n_ins;
+	struct qr_tensor ***fouts; /* per sample: the float outputs (the
+				  * float store's) */
+	size_t n_fouts;
+	const char **fin;        /* the float model's input names (heap
+				  * array of the model's strings) */
+	size_t n_fin;
+	int threads;             /* per op, in each lane */
+	int lanes;               /* variants run at once */
+	size_t runs;             /* model runs */
+	size_t cut_runs;         /* of them, runs of a cut */
+	/* the candidate being measured */
+	const struct qr_model *fm, *qm; /* float model and candidate */
+	struct qr_hy_plan *p;    /* its plan */
+	struct qr_as_qparams *oqp; /* per output: its params */
+	struct qr_sp_store fst, cst; /* the float model's and its values */
+	struct qr_strmap layer_at; /* float node name -> plan layer */
+	size_t *out_elem, *out_ch; /* per plan layer: output elements and
+				  * channels (its MACs) */
+};
+
+/* Kinds of variant. */
+enum { QR_SV_WEIGHTS, QR_SV_ACTS, QR_SV_KEEP, QR_SV_QUANT, QR_SV_SET,
+       QR_SV_GROUP };
+
+/* A hybrid model to build and measure. */
+struct qr_sens_variant {
+	int kind;                /* QR_SV_* */
+	size_t layer;            /* KEEP, QUANT: the plan's layer; GROUP:
+				  * the group */
+	const unsigned char *set; /* SET: layers kept float (borrowed) */
+	struct qr_sens_metric *out; /* where the result goes */
+	char *why;               /* heap: why it did not run */
+	int on_float;            /* built on the float model */
+	struct qr_hy_model *h;   /* its model (owned) */
+	struct qr_sp_cut *cut;   /* its cut (owned), or NULL */
+};
+
+/* Read up to o->samples samples (their inputs). Errors: the feed's. */
+enum qr_status qr_sens_samples_read(struct qr_sens_ctx *c,
+				    const struct qr_model *fm,
+				    struct qr_diag *d);
+void qr_sens_samples_free(struct qr_sens_ctx *c);
+/* Build the n variants' models and cuts (c->p set). */
+void qr_sens_variants_build(struct qr_sens_ctx *c, struct qr_sens_variant *v,
+			    size_t n);
+/* What their cuts read, to the stores. */
+void qr_sens_variants_want(struct qr_sens_ctx *c,
+			   const struct qr_sens_variant *v, size_t n);
+/* Fill the stores: the float model's run (c->fouts, its outputs; the
+ * samples it cannot take dropped) and the candidate's; *base gets the
+ * candidate's output metrics, c->out_elem/out_ch the layers' sizes.
+ * Errors: those runs', QR_ESHAPE when no sample is left. */
+enum qr_status qr_sens_bases(struct qr_sens_ctx *c,
+			     struct qr_sens_metric *base, struct qr_diag *d);
+/* Measure the n variants, c->lanes at a time (a variant whose run fails
+ * gets why, out->ran 0). */
+void qr_sens_variants_run(struct qr_sens_ctx *c, struct qr_sens_variant *v,
+			  size_t n);
+void qr_sens_variants_free(struct qr_sens_variant *v, size_t n);
+/* Build and measure n sets of layers kept float (sets[i] marks c->p's
+ * layers) into out[i]. */
+void qr_sens_measure_sets(struct qr_sens_ctx *c,
 			  const unsigned char *const *sets,
 			  struct qr_sens_metric *out, size_t n);
 /* Variants the context runs at once. */
 int qr_sens_lanes(const struct qr_sens_ctx *c);
-/* fallback.c: r->fb from r's measured layers (in p's order), each step
- * run. */
-void qr_fb_search(struct qr_sens_ctx *c, struct qr_hy_plan *p,
-		  const struct qr_model *qm, struct qr_sens_result *r,
+/* fallback.c: r->fb from r's measured layers (in c->p's order), each
+ * step run. */
+void qr_fb_search(struct qr_sens_ctx *c, struct qr_sens_result *r,
 		  const struct qr_sens_target *t);
 /* Free a->sens. */
 void qr_sens_free(struct qr_analysis *a);

@@ -697,6 +697,8 @@ struct qr_sens_result {
 	int has_groups;          /* the group what-ifs were run (full) */
 	struct qr_sens_group groups[QR_SENS_GROUPS];
 	size_t runs;             /* model runs made (samples x models) */
+	size_t cut_runs;         /* of them, runs that started from the
+				  * base's values where the change starts */
 	double seconds;          /* wall time of its runs */
 };
 

@@ -54,8 +54,7 @@ cmp_gain(const void *x, const void *y)
 }
 
 void
-qr_fb_search(struct qr_sens_ctx *c, struct qr_hy_plan *p,
-	     const struct qr_model *qm, struct qr_sens_result *r,
+qr_fb_search(struct qr_sens_ctx *c, struct qr_sens_result *r,
 	     const struct qr_sens_target *t)
 {
 	struct qr_sens_fallback *fb = &r->fb;
@@ -93,8 +92,7 @@ qr_fb_search(struct qr_sens_ctx *c, struct qr_hy_plan *p,
 			for (s = 0; s <= done + j; s++)
 				sets[j][cand[s]] = 1;
 		}
-		qr_sens_measure_sets(c, p, qm,
-				     (const unsigned char *const *)sets,
+		qr_sens_measure_sets(c, (const unsigned char *const *)sets,
 				     fb->curve + done, m);
 		for (j = 0; j < m && !fb->met; j++) {
 			double v = metric_of(&fb->curve[done], t->metric);

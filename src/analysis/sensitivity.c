@@ -80,376 +80,6 @@ qr_sens_target_str(const struct qr_sens_target *t, char *buf, size_t n)
 	return buf;
 }
 
-/* ---- samples and the float reference ---- */
-
-struct qr_sens_ctx {
-	const struct qr_sens_opts *o;
-	const struct qr_analysis *a;
-	size_t n_s;               /* samples kept */
-	struct qr_tensor ***ins;  /* per sample: its inputs (owned) */
-	size_t *n_ins;
-	struct qr_tensor ***fouts; /* per sample: the float outputs (owned) */
-	size_t n_fouts;
-	const char *const *fin;   /* the float model's input names */
-	size_t n_fin;
-	int threads;              /* per op, in each lane */
-	int lanes;                /* variants run at once */
-	/* per candidate being measured */
-	struct qr_as_qparams *oqp; /* per output: the candidate's params */
-	size_t runs;              /* model runs */
-	/* float layer output sizes, from the float run (MACs) */
-	struct qr_strmap layer_at; /* float node name -> index in cur plan */
-	size_t *out_elem, *out_ch;
-};
-
-static int
-macs_hook(const struct qr_node *node, struct qr_tensor *const *outs,
-	  size_t n, void *user)
-{
-	struct qr_sens_ctx *c = user;
-	size_t i = qr_strmap_get(&c->layer_at, node->name);
-	const struct qr_tensor *t = n > 0 ? outs[0] : NULL;
-
-	if (i == QR_STRMAP_NONE || t == NULL || t->ndim < 1 ||
-	    c->out_elem[i] != 0)
-		return 0;
-	c->out_elem[i] = t->n_elem;
-	c->out_ch[i] = (size_t)t->dims[strcmp(node->op_type, "Conv") == 0 ||
-				       strcmp(node->op_type, "ConvTranspose")
-				       == 0 ? (t->ndim > 1 ? 1 : 0)
-					    : t->ndim - 1];
-	return 0;
-}
-
-static void
-exec_opts(const struct qr_sens_ctx *c, struct qr_exec_opts *eo)
-{
-	memset(eo, 0, sizeof *eo);
-	eo->n_threads = c->threads;
-	eo->any_order = 1;
-	eo->trim_folds = 1;
-	eo->views = 1;
-}
-
-/* Read up to o->samples samples the float model takes and keep its
- * outputs on them. */
-static enum qr_status
-read_samples(struct qr_sens_ctx *c, const struct qr_model *fm,
-	     struct qr_exec **fe, struct qr_diag *d)
-{
-	size_t want = c->o->samples ? c->o->samples : QR_SENS_SAMPLES;
-	struct qr_exec_opts eo;
-	enum qr_status st;
-
-	exec_opts(c, &eo);
-	eo.n_threads = c->threads * c->lanes;
-	if ((st = qr_exec_new(fm, &eo, fe, d)) != QR_OK)
-		return st;
-	c->fin = qr_exec_inputs(*fe, &c->n_fin);
-	c->ins = xcalloc(want + 1, sizeof *c->ins);
-	c->n_ins = xcalloc(want + 1, sizeof *c->n_ins);
-	c->fouts = xcalloc(want + 1, sizeof *c->fouts);
-	while (c->n_s < want) {
-		struct qr_tensor *const *ins;
-		struct qr_tensor *const *outs;
-		size_t n_ins = 0, i, n_out;
-		const char *name = NULL;
-		int label;
-
-		st = c->o->next(c->o->user, &ins, &n_ins, &label, &name, d);
-		if (st != QR_OK || n_ins == 0)
-			break;
-		st = qr_exec_run(*fe, ins, n_ins, NULL, NULL, d);
-		if (st == QR_ESHAPE) {
-			/* the data run skipped it already, with a warning */
-			d->status = QR_OK;
-			d->msg[0] = '\0';
-			st = QR_OK;
-			continue;
-		}
-		if (st != QR_OK)
-			break;
-		c->ins[c->n_s] = xcalloc(n_ins + 1, sizeof **c->ins);
-		for (i = 0; i < n_ins; i++)
-			c->ins[c->n_s][i] = qr_tensor_copy(ins[i]);
-		c->n_ins[c->n_s] = n_ins;
-		outs = qr_exec_outputs(*fe, &n_out);
-		c->n_fouts = n_out;
-		c->fouts[c->n_s] = xcalloc(n_out + 1, sizeof **c->fouts);
-		for (i = 0; i < n_out; i++)
-			c->fouts[c->n_s][i] = qr_tensor_copy(outs[i]);
-		c->n_s++;
-	}
-	return st;
-}
-
-static void
-samples_free(struct qr_sens_ctx *c)
-{
-	size_t s, i;
-
-	for (s = 0; s < c->n_s; s++) {
-		for (i = 0; i < c->n_ins[s]; i++)
-			qr_tensor_free(c->ins[s][i]);
-		for (i = 0; i < c->n_fouts; i++)
-			qr_tensor_free(c->fouts[s][i]);
-		free(c->ins[s]);
-		free(c->fouts[s]);
-	}
-	free(c->ins);
-	free(c->n_ins);
-	free(c->fouts);
-}
-
-/* ---- one variant ---- */
-
-/* Output metrics of one run over the samples. */
-struct macc {
-	struct qr_cmp_acc cmp;
-	size_t rows, agree;
-	int classifier;
-};
-
-static size_t
-argmax(const float *v, size_t n)
-{
-	size_t i, b = 0;
-
-	for (i = 1; i < n; i++)
-		if (v[i] > v[b])
-			b = i;
-	return b;
-}
-
-/*
- * Run model m on every sample and compare its graph outputs with the
- * float model's at the same positions: *out gets the lowest mean cosine,
- * SQNR and top-1 agreement over the outputs. Inputs are renamed to m's by
- * position. oqp (may be NULL) dequantizes integer outputs.
- */
-static enum qr_status
-measure(struct qr_sens_ctx *c, const struct qr_model *m,
-	const struct qr_as_qparams *oqp, struct qr_sens_metric *out,
-	struct qr_diag *d)
-{
-	struct qr_exec *e = NULL;
-	struct qr_exec_opts eo;
-	struct macc *acc = xcalloc(c->n_fouts + 1, sizeof *acc);
-	struct qr_tensor *alias = NULL, **ptr = NULL;
-	float *buf = NULL;
-	size_t cap = 0, s, i, j, nqi;
-	enum qr_status st;
-
-	memset(out, 0, sizeof *out);
-	exec_opts(c, &eo);
-	if ((st = qr_exec_new(m, &eo, &e, d)) != QR_OK)
-		goto out;
-	for (s = 0; s < c->n_s && st == QR_OK; s++) {
-		const char *const *qnames = qr_exec_inputs(e, &nqi);
-		struct qr_tensor *const *outs;
-		size_t n_out;
-
-		free(alias);
-		free(ptr);
-		alias = xcalloc(c->n_ins[s] + 1, sizeof *alias);
-		ptr = xcalloc(c->n_ins[s] + 1, sizeof *ptr);
-		for (i = 0; i < c->n_ins[s]; i++) {
-			alias[i] = *c->ins[s][i];
-			alias[i].owned = 0;
-			for (j = 0; j < c->n_fin && j < nqi; j++)
-				if (c->ins[s][i]->name &&
-				    strcmp(c->ins[s][i]->name, c->fin[j]) == 0)
-					alias[i].name = qnames[j];
-			ptr[i] = &alias[i];
-		}
-		if ((st = qr_exec_run(e, ptr, c->n_ins[s], NULL, NULL, d)) !=
-		    QR_OK)
-			break;
-		outs = qr_exec_outputs(e, &n_out);
-		for (i = 0; i < c->n_fouts && i < n_out; i++) {
-			const struct qr_tensor *x = c->fouts[s][i];
-			const struct qr_tensor *y = outs[i];
-			size_t cols;
-
-			if (x->dtype != QR_DT_FLOAT || x->n_elem != y->n_elem)
-				continue;
-			if (cap < y->n_elem) {
-				free(buf);
-				cap = y->n_elem;
-				buf = xcalloc(cap + 1, sizeof *buf);
-			}
-			if (!qr_as_to_float(y, oqp ? &oqp[i] : NULL, buf))
-				continue;
-			qr_cmp_add(&acc[i].cmp, x->data, buf, x->n_elem);
-			if (x->ndim == 2 && x->dims[1] > 1) {
-				const float *xv = x->data;
-
-				cols = (size_t)x->dims[1];
-				acc[i].classifier = 1;
-				for (j = 0; j < (size_t)x->dims[0]; j++) {
-					acc[i].rows++;
-					acc[i].agree += argmax(xv + j * cols,
-							       cols) ==
-						argmax(buf + j * cols, cols);
-				}
-			}
-		}
-	}
-	if (st != QR_OK)
-		goto out;
-	out->cosine = out->sqnr_db = INFINITY;
-	out->top1 = NAN;
-	for (i = 0; i < c->n_fouts; i++) {
-		double cs, sq;
-
-		if (acc[i].cmp.samples == 0)
-			continue;
-		out->ran = 1;
-		cs = qr_cmp_cosine_mean(&acc[i].cmp);
-		sq = qr_cmp_sqnr_db(&acc[i].cmp);
-		out->cosine = cs < out->cosine ? cs : out->cosine;
-		out->sqnr_db = sq < out->sqnr_db ? sq : out->sqnr_db;
-		if (acc[i].classifier && acc[i].rows > 0) {
-			double t = (double)acc[i].agree / (double)acc[i].rows;
-
-			if (isnan(out->top1) || t < out->top1)
-				out->top1 = t;
-		}
-	}
-	if (!out->ran)
-		st = qr_errorf(d, QR_ESHAPE, "no graph output could be "
-			       "compared with the float model's");
-out:
-	free(buf);
-	free(alias);
-	free(ptr);
-	free(acc);
-	qr_exec_free(e);
-	return st;
-}
-
-/* ---- variants run side by side ---- */
-
-enum { V_BASE, V_WEIGHTS, V_ACTS, V_KEEP, V_QUANT, V_SET, V_GROUP };
-
-/* A model to build and measure. */
-struct variant {
-	int kind;                 /* V_* */
-	size_t layer;             /* V_KEEP, V_QUANT: the plan's layer;
-				   * V_GROUP: the group */
-	const unsigned char *set; /* V_SET: layers kept float (borrowed) */
-	struct qr_sens_metric *out; /* where the result goes */
-	char *why;                /* heap: why it did not run */
-};
-
-struct pool {
-	struct qr_sens_ctx *c;
-	struct qr_hy_plan *p;
-	const struct qr_model *qm;
-	struct variant *v;
-	size_t n, next;
-	pthread_mutex_t mu;
-};
-
-static struct qr_hy_model *
-group_model(const struct qr_hy_plan *p, int g)
-{
-	size_t n;
-	char *why;
-	struct qr_hy_model *h = qr_hy_group(p, g, &n, &why);
-
-	free(why);
-	return h;
-}
-
-/* Build variant v's model (under the pool's lock: building touches the
- * plan). NULL for the candidate as it is. */
-static struct qr_hy_model *
-build(struct qr_hy_plan *p, const struct variant *v, size_t n)
-{
-	unsigned char *one = NULL;
-	struct qr_hy_model *h = NULL;
-
-	if (v->kind == V_KEEP || v->kind == V_QUANT) {
-		one = xcalloc(n + 1, 1);
-		one[v->layer] = 1;
-	}
-	switch (v->kind) {
-	case V_WEIGHTS:
-		h = qr_hy_quant_only(p, NULL, 0);
-		break;
-	case V_ACTS:
-		h = qr_hy_keep_float(p, NULL, 1);
-		break;
-	case V_KEEP:
-		h = qr_hy_keep_float(p, one, 0);
-		break;
-	case V_QUANT:
-		h = qr_hy_quant_only(p, one, 1);
-		break;
-	case V_SET:
-		h = qr_hy_keep_float(p, v->set, 0);
-		break;
-	case V_GROUP:
-		/* applicability was checked when the variant was made */
-		h = group_model(p, (int)v->layer);
-		break;
-	}
-	free(one);
-	return h;
-}
-
-static void *
-pool_work(void *arg)
-{
-	struct pool *pl = arg;
-
-	for (;;) {
-		struct variant *v;
-		struct qr_hy_model *h;
-		struct qr_diag d = {0};
-		const struct qr_model *m;
-		int on_float;
-
-		pthread_mutex_lock(&pl->mu);
-		if (pl->next == pl->n) {
-			pthread_mutex_unlock(&pl->mu);
-			break;
-		}
-		v = &pl->v[pl->next++];
-		h = v->kind == V_BASE ? NULL : build(pl->p, v, pl->p->n);
-		pthread_mutex_unlock(&pl->mu);
-		m = h ? &h->m : pl->qm;
-		on_float = v->kind == V_WEIGHTS || v->kind == V_QUANT;
-		if (measure(pl->c, m, on_float ? NULL : pl->c->oqp, v->out,
-			    &d) != QR_OK) {
-			v->why = xstrdup(d.msg[0] ? d.msg : "the run failed");
-			v->out->ran = 0;
-		}
-		qr_diag_clear(&d);
-		qr_hy_model_free(h);
-	}
-	return NULL;
-}
-
-/* Measure the n variants v, c->lanes at a time. */
-static void
-run_variants(struct qr_sens_ctx *c, struct qr_hy_plan *p,
-	     const struct qr_model *qm, struct variant *v, size_t n)
-{
-	struct pool pl = { c, p, qm, v, n, 0, PTHREAD_MUTEX_INITIALIZER };
-	pthread_t th;
-	int helper = 0;
-
-	if (c->lanes > 1 && n > 1)
-		helper = pthread_create(&th, NULL, pool_work, &pl) == 0;
-	pool_work(&pl);
-	if (helper)
-		pthread_join(th, NULL);
-	pthread_mutex_destroy(&pl.mu);
-	c->runs += n * c->n_s;
-}
-
 /* ---- ranking ---- */
 
 static int
@@ -650,44 +280,70 @@ verdict(const struct qr_sens_result *r)
 			 w->cosine, w->sqnr_db);
 }
 
-/* Layers, rankings and every run of candidate k. */
-static void
-sens_candidate(struct qr_sens_ctx *c, struct qr_analysis *a, size_t k,
-	       const struct qr_model *fm, const struct qr_model *qm,
-	       struct qr_exec *fe)
+/* The variants of candidate k: weights and activations alone, each of
+ * the first n_meas layers of ord kept float and quantized alone, the
+ * groups in full mode. New array, *n entries. */
+static struct qr_sens_variant *
+variants(const struct qr_sens_ctx *c, struct qr_sens_result *r,
+	 const size_t *ord, size_t n_meas, size_t *n)
 {
-	struct qr_sens_result *r = &a->sens[k];
-	struct qr_graph *fg = NULL, *qg = NULL;
-	struct qr_hy_plan *p = NULL;
-	struct qr_diag d = {0};
-	struct variant *v = NULL;
-	size_t *ord = NULL, nv = 0, i, n_meas, nfo = 0;
-	double t0 = qr_now();
-	size_t runs0 = c->runs;
+	const struct qr_hy_plan *p = c->p;
+	struct qr_sens_variant *v = xcalloc(2 + 2 * n_meas + QR_SENS_GROUPS +
+					    1, sizeof *v);
+	size_t nv = 0, i;
 
-	r->mode = c->o->mode;
-	r->samples = c->n_s;
-	if (qr_graph_new(fm, &fg, &d) != QR_OK ||
-	    qr_graph_new(qm, &qg, &d) != QR_OK) {
-		r->why = xstrdup(d.msg);
-		goto out;
+	v[nv].kind = QR_SV_WEIGHTS;
+	v[nv++].out = &r->weights_only;
+	if (p->format == QR_QFMT_QDQ || p->format == QR_QFMT_QOPERATOR ||
+	    p->format == QR_QFMT_DYNAMIC) {
+		v[nv].kind = QR_SV_ACTS;
+		v[nv++].out = &r->acts_only;
 	}
-	qr_hy_plan_new(a, k, fg, qg, &p);
-	r->semantics = semantics(p->format);
-	if (p->n == 0) {
-		r->why = xstrdup("no quantized layer is paired with a float "
-				 "one");
-		goto out;
+	for (i = 0; i < n_meas; i++) {
+		size_t li = ord[i];
+
+		if (p->l[li].why == NULL) {
+			v[nv].kind = QR_SV_KEEP;
+			v[nv].layer = li;
+			v[nv++].out = &r->layers[li].kept_float;
+		}
+		if (p->l[li].q != NULL) {
+			v[nv].kind = QR_SV_QUANT;
+			v[nv].layer = li;
+			v[nv++].out = &r->layers[li].quant_only;
+		}
 	}
-	/* the candidate's output parameters, for integer outputs */
-	nfo = qr_graph_model(qg)->graph.n_output;
-	c->oqp = xcalloc(nfo + 1, sizeof *c->oqp);
-	for (i = 0; i < nfo; i++)
-		qr_am_qparams(qg, qr_graph_model(qg)->graph.outputs[i].name,
-			      &c->oqp[i]);
+	if (c->o->mode == QR_SENS_FULL) {
+		/* the group what-ifs: full mode only */
+		r->has_groups = 1;
+		for (i = 0; i < QR_SENS_GROUPS; i++) {
+			struct qr_sens_group *g = &r->groups[i];
+			struct qr_hy_model *h = qr_hy_group(p, (int)i,
+							    &g->changed,
+							    &g->why);
+
+			if (h != NULL) {
+				v[nv].kind = QR_SV_GROUP;
+				v[nv].layer = i;
+				v[nv++].out = &g->m;
+			}
+			qr_hy_model_free(h);
+		}
+	}
+	*n = nv;
+	return v;
+}
+
+/* r's layers from c->p, with what the activation run says of them. */
+static void
+layers_setup(struct qr_sens_ctx *c, const struct qr_analysis *a, size_t k,
+	     struct qr_sens_result *r)
+{
+	const struct qr_hy_plan *p = c->p;
+	size_t i;
+
 	r->n_layers = p->n;
 	r->layers = xcalloc(p->n + 1, sizeof *r->layers);
-	memset(&c->layer_at, 0, sizeof c->layer_at);
 	c->out_elem = xcalloc(p->n + 1, sizeof *c->out_elem);
 	c->out_ch = xcalloc(p->n + 1, sizeof *c->out_ch);
 	for (i = 0; i < p->n; i++) {
@@ -701,68 +357,69 @@ sens_candidate(struct qr_sens_ctx *c, struct qr_analysis *a, size_t k,
 		l->why = p->l[i].why ? xstrdup(p->l[i].why) : NULL;
 		qr_strmap_put(&c->layer_at, l->layer, i);
 	}
-	/* the layers' output sizes (their MACs), from one float run */
-	if (c->n_s > 0)
-		qr_exec_run(fe, c->ins[0], c->n_ins[0], macs_hook, c, &d);
-	for (i = 0; i < p->n; i++)
-		if (c->out_ch[i] > 0)
-			r->layers[i].macs = c->out_elem[i] *
-				(r->layers[i].params / c->out_ch[i]);
-	d.status = QR_OK;
-	d.msg[0] = '\0';
 	local_shares(a, k, p, r);
+}
+
+/* Layers, rankings and every run of candidate k. */
+static void
+sens_candidate(struct qr_sens_ctx *c, struct qr_analysis *a, size_t k,
+	       const struct qr_model *fm, const struct qr_model *qm)
+{
+	struct qr_sens_result *r = &a->sens[k];
+	struct qr_graph *fg = NULL, *qg = NULL;
+	struct qr_diag d = {0};
+	struct qr_sens_variant *v = NULL;
+	size_t *ord = NULL, nv = 0, i, n_meas, nfo = 0;
+	double t0 = qr_now();
+	size_t runs0 = c->runs, cut0 = c->cut_runs;
+
+	r->mode = c->o->mode;
+	r->samples = c->n_s;
+	c->fm = fm;
+	c->qm = qm;
+	if (qr_graph_new(fm, &fg, &d) != QR_OK ||
+	    qr_graph_new(qm, &qg, &d) != QR_OK) {
+		r->why = xstrdup(d.msg);
+		goto out;
+	}
+	qr_hy_plan_new(a, k, fg, qg, &c->p);
+	r->semantics = semantics(c->p->format);
+	if (c->p->n == 0) {
+		r->why = xstrdup("no quantized layer is paired with a float "
+				 "one");
+		goto out;
+	}
+	/* the candidate's output parameters, for integer outputs */
+	nfo = qm->graph.n_output;
+	c->oqp = xcalloc(nfo + 1, sizeof *c->oqp);
+	for (i = 0; i < nfo; i++)
+		qr_am_qparams(qg, qm->graph.outputs[i].name, &c->oqp[i]);
+	layers_setup(c, a, k, r);
 
 	/* which layers are measured */
-	ord = xcalloc(p->n + 1, sizeof *ord);
-	for (i = 0; i < p->n; i++)
+	ord = xcalloc(c->p->n + 1, sizeof *ord);
+	for (i = 0; i < c->p->n; i++)
 		ord[i] = i;
 	sort_a = a;
 	sort_k = k;
 	sort_l = r->layers;
-	qsort(ord, p->n, sizeof *ord, cmp_share);
-	n_meas = c->o->mode == QR_SENS_FULL ? p->n :
-		 p->n < QR_SENS_QUICK_LAYERS ? p->n : QR_SENS_QUICK_LAYERS;
-
-	v = xcalloc(3 + 2 * n_meas + QR_SENS_GROUPS + 1, sizeof *v);
-	v[nv++] = (struct variant){ V_BASE, 0, NULL, &r->base, NULL };
-	v[nv++] = (struct variant){ V_WEIGHTS, 0, NULL, &r->weights_only,
-				    NULL };
-	if (p->format == QR_QFMT_QDQ || p->format == QR_QFMT_QOPERATOR ||
-	    p->format == QR_QFMT_DYNAMIC)
-		v[nv++] = (struct variant){ V_ACTS, 0, NULL, &r->acts_only,
-					    NULL };
-	for (i = 0; i < n_meas; i++) {
-		size_t li = ord[i];
-
-		if (p->l[li].why == NULL)
-			v[nv++] = (struct variant){ V_KEEP, li, NULL,
-				&r->layers[li].kept_float, NULL };
-		if (p->l[li].q != NULL)
-			v[nv++] = (struct variant){ V_QUANT, li, NULL,
-				&r->layers[li].quant_only, NULL };
-	}
-	if (c->o->mode == QR_SENS_FULL) {
-		/* the group what-ifs: full mode only */
-		r->has_groups = 1;
-		for (i = 0; i < QR_SENS_GROUPS; i++) {
-			struct qr_sens_group *g = &r->groups[i];
-			struct qr_hy_model *h = qr_hy_group(p, (int)i,
-							    &g->changed,
-							    &g->why);
-
-			if (h != NULL)
-				v[nv++] = (struct variant){ V_GROUP, i, NULL,
-							    &g->m, NULL };
-			qr_hy_model_free(h);
-		}
-	}
-	run_variants(c, p, qm, v, nv);
-	if (!r->base.ran) {
-		r->why = xstrdup(v[0].why ? v[0].why : "the candidate did "
-				 "not run");
+	qsort(ord, c->p->n, sizeof *ord, cmp_share);
+	n_meas = c->o->mode == QR_SENS_FULL ? c->p->n :
+		 c->p->n < QR_SENS_QUICK_LAYERS ? c->p->n :
+		 QR_SENS_QUICK_LAYERS;
+	v = variants(c, r, ord, n_meas, &nv);
+	qr_sens_variants_build(c, v, nv);
+	qr_sens_variants_want(c, v, nv);
+	if (qr_sens_bases(c, &r->base, &d) != QR_OK) {
+		r->why = xstrdup(d.msg);
 		goto out;
 	}
-	if (p->format == QR_QFMT_WEIGHT_ONLY) {
+	for (i = 0; i < c->p->n; i++)
+		if (c->out_ch[i] > 0)
+			r->layers[i].macs = c->out_elem[i] *
+				(r->layers[i].params / c->out_ch[i]);
+	qr_sens_variants_run(c, v, nv);
+	if (c->p->format == QR_QFMT_WEIGHT_ONLY) {
 		/* nothing but weights is quantized: activations alone are
 		 * the float model */
 		r->acts_only.ran = 1;
@@ -771,68 +428,46 @@ sens_candidate(struct qr_sens_ctx *c, struct qr_analysis *a, size_t k,
 		r->acts_only.top1 = isnan(r->base.top1) ? NAN : 1.0;
 	}
 	for (i = 0; i < nv; i++) {
-		if (v[i].why && (v[i].kind == V_KEEP || v[i].kind == V_QUANT) &&
+		if (v[i].why && (v[i].kind == QR_SV_KEEP ||
+				 v[i].kind == QR_SV_QUANT) &&
 		    r->layers[v[i].layer].why == NULL)
 			r->layers[v[i].layer].why = xstrdup(v[i].why);
-		if (v[i].why && v[i].kind == V_GROUP)
+		if (v[i].why && v[i].kind == QR_SV_GROUP)
 			r->groups[v[i].layer].why = xstrdup(v[i].why);
 	}
 	r->verdict = verdict(r);
 	r->n_measured = 0;
-	for (i = 0; i < p->n; i++)
+	for (i = 0; i < c->p->n; i++)
 		r->n_measured += r->layers[i].kept_float.ran ||
 				 r->layers[i].quant_only.ran;
 	/* fallback before the layers are re-ranked: it refers to the plan's
 	 * order */
-	qr_fb_search(c, p, qm, r, &c->o->target);
+	qr_fb_search(c, r, &c->o->target);
 	rerank(r);
 	r->ran = 1;
 out:
 	r->runs = c->runs - runs0;
+	r->cut_runs = c->cut_runs - cut0;
 	r->seconds = qr_now() - t0;
-	for (i = 0; i < nv; i++)
-		free(v[i].why);
-	free(v);
+	qr_sens_variants_free(v, nv);
 	free(ord);
-	if (c->oqp) {
-		for (i = 0; i < nfo; i++)
-			qr_as_qparams_free(&c->oqp[i]);
-		free(c->oqp);
-		c->oqp = NULL;
-	}
+	for (i = 0; c->oqp && i < nfo; i++)
+		qr_as_qparams_free(&c->oqp[i]);
+	free(c->oqp);
+	c->oqp = NULL;
 	free(c->out_elem);
 	free(c->out_ch);
 	c->out_elem = c->out_ch = NULL;
 	qr_strmap_free(&c->layer_at);
-	qr_hy_plan_free(p);
+	qr_sp_store_free(&c->fst);
+	qr_sp_store_free(&c->cst);
+	c->fouts = NULL;
+	c->n_fouts = 0;
+	qr_hy_plan_free(c->p);
+	c->p = NULL;
 	qr_graph_free(qg);
 	qr_graph_free(fg);
 	qr_diag_clear(&d);
-}
-
-/* ---- shared with fallback.c ---- */
-
-void
-qr_sens_measure_sets(struct qr_sens_ctx *c, struct qr_hy_plan *p,
-		     const struct qr_model *qm,
-		     const unsigned char *const *sets,
-		     struct qr_sens_metric *out, size_t n)
-{
-	struct variant *v = xcalloc(n + 1, sizeof *v);
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		v[i] = (struct variant){ V_SET, 0, sets[i], &out[i], NULL };
-	run_variants(c, p, qm, v, n);
-	for (i = 0; i < n; i++)
-		free(v[i].why);
-	free(v);
-}
-
-int
-qr_sens_lanes(const struct qr_sens_ctx *c)
-{
-	return c->lanes;
 }
 
 /* ---- the whole ---- */
@@ -843,7 +478,6 @@ qr_analysis_sensitivity(struct qr_analysis *a, const struct qr_model *fmodel,
 			const struct qr_sens_opts *o, struct qr_diag *d)
 {
 	struct qr_sens_ctx c;
-	struct qr_exec *fe = NULL;
 	enum qr_status st = QR_OK;
 	size_t k;
 
@@ -852,37 +486,29 @@ qr_analysis_sensitivity(struct qr_analysis *a, const struct qr_model *fmodel,
 		return QR_OK;
 	memset(&c, 0, sizeof c);
 	c.o = o;
-	c.a = a;
 	c.lanes = o->n_threads >= 2 ? 2 : 1;
 	c.threads = o->n_threads / c.lanes > 0 ? o->n_threads / c.lanes : 1;
 	a->sens = xcalloc(n_quant + 1, sizeof *a->sens);
-	st = read_samples(&c, fmodel, &fe, d);
-	if (st == QR_EUNSUPPORTED || st == QR_EGRAPH) {
-		/* the data run said so already */
-		for (k = 0; k < n_quant; k++)
-			a->sens[k].why = xstrdup(d->msg);
-		d->status = QR_OK;
-		d->msg[0] = '\0';
-		st = QR_OK;
-		goto out;
-	}
-	if (st != QR_OK)
+	if ((st = qr_sens_samples_read(&c, fmodel, d)) != QR_OK)
 		goto out;
 	for (k = 0; k < n_quant; k++) {
 		if (c.n_s == 0) {
-			a->sens[k].why = xstrdup("no sample ran through the "
-						 "float model");
+			a->sens[k].why = xstrdup("no sample to run");
+			continue;
+		}
+		if (a->data.why != NULL) {
+			/* the float model did not run on the data */
+			a->sens[k].why = xstrdup(a->data.why);
 			continue;
 		}
 		if (a->act_runs && !a->act_runs[k].ran) {
 			a->sens[k].why = xstrdup("the candidate did not run");
 			continue;
 		}
-		sens_candidate(&c, a, k, fmodel, quant[k], fe);
+		sens_candidate(&c, a, k, fmodel, quant[k]);
 	}
 out:
-	samples_free(&c);
-	qr_exec_free(fe);
+	qr_sens_samples_free(&c);
 	return st;
 }
 

@@ -155,6 +155,7 @@ qr_json_sens(const struct qr_analysis *a)
 			cJSON_AddItemToArray(ls, x);
 		}
 		cJSON_AddNumberToObject(o, "runs", (double)r->runs);
+		cJSON_AddNumberToObject(o, "cut_runs", (double)r->cut_runs);
 		cJSON_AddItemToObject(o, "seconds", qr_json_num(r->seconds));
 		cJSON_AddItemToArray(arr, o);
 	}
