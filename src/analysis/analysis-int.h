@@ -813,6 +813,8 @@ enum qr_status qr_sp_store_fill(struct qr_sp_store *st,
 				struct qr_tensor ***ins, const size_t *n_ins,
 				size_t n_s, const char *const *fnames,
 				size_t n_fin, size_t max, struct qr_diag *d);
+/* Free what st holds of sample s (its entries become NULL). */
+void qr_sp_store_drop(struct qr_sp_store *st, size_t s);
 const struct qr_tensor *qr_sp_store_get(const struct qr_sp_store *st,
 					size_t s, const char *name);
 int qr_sp_store_covers(const struct qr_sp_store *st,

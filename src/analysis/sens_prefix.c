@@ -307,6 +307,22 @@ qr_sp_store_fill(struct qr_sp_store *st, const struct qr_model *m,
 	return rc;
 }
 
+/* Free what st holds of sample s. */
+void
+qr_sp_store_drop(struct qr_sp_store *st, size_t s)
+{
+	size_t i;
+
+	for (i = 0; st->v[s] && i < st->n; i++)
+		qr_tensor_free(st->v[s][i]);
+	for (i = 0; st->outs[s] && i < st->n_outs; i++)
+		qr_tensor_free(st->outs[s][i]);
+	free(st->v[s]);
+	free(st->outs[s]);
+	st->v[s] = NULL;
+	st->outs[s] = NULL;
+}
+
 /* The value of name on sample s, or NULL. */
 const struct qr_tensor *
 qr_sp_store_get(const struct qr_sp_store *st, size_t s, const char *name)

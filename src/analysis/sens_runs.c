@@ -91,26 +91,30 @@ qr_sens_samples_free(struct qr_sens_ctx *c)
 	free(c->fin);
 }
 
-/* Drop the samples the float model's store could not take (it skipped
- * them: QR_ESHAPE, as the data run did, with a warning there). */
+/* Drop the samples a base's store could not take (QR_ESHAPE: the data
+ * run skipped them too, with a warning). */
 static void
 drop_bad(struct qr_sens_ctx *c)
 {
-	struct qr_sp_store *st = &c->fst;
+	struct qr_sp_store *f = &c->fst, *q = &c->cst;
 	size_t s, j = 0;
 
 	for (s = 0; s < c->n_s; s++) {
-		if (st->outs[s] == NULL) {
+		if (f->outs[s] == NULL || q->outs[s] == NULL) {
 			sample_free(c, s);
+			qr_sp_store_drop(f, s);
+			qr_sp_store_drop(q, s);
 			continue;
 		}
 		c->ins[j] = c->ins[s];
 		c->n_ins[j] = c->n_ins[s];
-		st->v[j] = st->v[s];
-		st->outs[j] = st->outs[s];
+		f->v[j] = f->v[s];
+		f->outs[j] = f->outs[s];
+		q->v[j] = q->v[s];
+		q->outs[j] = q->outs[s];
 		j++;
 	}
-	c->n_s = st->n_s = j;
+	c->n_s = f->n_s = q->n_s = j;
 }
 
 /* ---- comparing outputs ---- */
@@ -229,36 +233,66 @@ macs_hook(const struct qr_node *node, struct qr_tensor *const *outs,
 	return 0;
 }
 
+/* One base's store, filled on a thread of its own. */
+struct fill_job {
+	struct qr_sens_ctx *c;
+	struct qr_sp_store *st;
+	const struct qr_model *m;
+	struct qr_diag d;        /* its own: diags are not shared */
+	enum qr_status rc;
+};
+
+static void *
+fill_run(void *arg)
+{
+	struct fill_job *j = arg;
+	struct qr_exec_opts eo;
+
+	exec_opts(j->c, &eo, 1);
+	j->st->skip_bad = 1;
+	j->rc = qr_sp_store_fill(j->st, j->m, &eo, j->c->ins, j->c->n_ins,
+				 j->c->n_s, j->c->fin, j->c->n_fin,
+				 QR_SENS_STORE_MAX, &j->d);
+	return NULL;
+}
+
 /* The float model's store (with the layers' output sizes from its first
- * run) and the candidate's, whose outputs give *base. */
+ * run) and the candidate's, side by side; the candidate's outputs give
+ * *base. */
 enum qr_status
 qr_sens_bases(struct qr_sens_ctx *c, struct qr_sens_metric *base,
 	      struct qr_diag *d)
 {
-	struct qr_exec_opts eo;
+	struct fill_job jf = { c, &c->fst, c->fm, { 0 }, QR_OK };
+	struct fill_job jq = { c, &c->cst, c->qm, { 0 }, QR_OK };
 	struct outcmp oc = { 0 };
 	enum qr_status st;
+	pthread_t th;
 	size_t s, i;
+	int helper;
 
-	exec_opts(c, &eo, c->lanes);
 	c->fst.hook = macs_hook;
 	c->fst.user = c;
-	c->fst.skip_bad = 1;
-	if ((st = qr_sp_store_fill(&c->fst, c->fm, &eo, c->ins, c->n_ins,
-				   c->n_s, c->fin, c->n_fin,
-				   QR_SENS_STORE_MAX, d)) != QR_OK)
+	helper = c->lanes > 1 &&
+		 pthread_create(&th, NULL, fill_run, &jf) == 0;
+	if (!helper)
+		fill_run(&jf);
+	fill_run(&jq);
+	if (helper)
+		pthread_join(th, NULL);
+	st = jf.rc != QR_OK ? qr_errorf(d, jf.rc, "%s", jf.d.msg) :
+	     jq.rc != QR_OK ? qr_errorf(d, jq.rc, "%s", jq.d.msg) : QR_OK;
+	qr_diag_clear(&jf.d);
+	qr_diag_clear(&jq.d);
+	if (st != QR_OK)
 		return st;
+	c->runs += c->n_s;
 	drop_bad(c);
 	c->fouts = c->fst.outs;
 	c->n_fouts = c->fst.n_outs;
 	if (c->n_s == 0)
-		return qr_errorf(d, QR_ESHAPE, "no sample ran through the "
-				 "float model");
-	if ((st = qr_sp_store_fill(&c->cst, c->qm, &eo, c->ins, c->n_ins,
-				   c->n_s, c->fin, c->n_fin,
-				   QR_SENS_STORE_MAX, d)) != QR_OK)
-		return st;
-	c->runs += c->n_s;
+		return qr_errorf(d, QR_ESHAPE, "no sample ran through both "
+				 "the float model and the candidate");
 	oc.acc = xcalloc(c->n_fouts + 1, sizeof *oc.acc);
 	for (s = 0; s < c->n_s; s++)
 		for (i = 0; i < c->n_fouts && i < c->cst.n_outs; i++)
