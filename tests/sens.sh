@@ -108,15 +108,18 @@ r = np.random.RandomState(1)
 np.save(sys.argv[1], r.randn(8, 3, 8, 8).astype(np.float32))
 np.save(sys.argv[2], r.randn(8, 16, 72).astype(np.float32))
 " "$work/dyn.npy" "$work/wo.npy"
-"$QREPORT" --float "$A/dyn_float.onnx" --quant "$A/dyn_quant.onnx" \
-	--data "$work/dyn.npy" -o "$work/dyn" --quiet --sensitivity full \
-	--target 'output.cosine>=0.99999999' --write-fallback "$work/dyn.onnx"
+# act NAME QUANT TARGET: tests/data/activations/'s float model NAME and
+# candidate QUANT on $work/NAME.npy, full, writing $work/NAME.onnx
+act() {
+	"$QREPORT" --float "$A/${1}_float.onnx" --quant "$A/$2.onnx" \
+		--data "$work/$1.npy" -o "$work/$1" --quiet --sensitivity full \
+		--target "output.cosine>=$3" --write-fallback "$work/$1.onnx"
+}
+act dyn dyn_quant 0.99999999
 t "dynamic: qreport exits 0" test $? -eq 0
 t "dynamic: ConvInteger and MatMulInteger kept float, the plan both" \
 	j "$work/dyn" 'len(s["layers"]) == 2 and all(l["kept_float"] for l in s["layers"]) and len(f["candidates"][0]["nodes_to_exclude"]) == 2 and s["activations_only"]'
-"$QREPORT" --float "$A/wo_float.onnx" --quant "$A/wo_nbits.onnx" \
-	--data "$work/wo.npy" -o "$work/wo" --quiet --sensitivity full \
-	--target 'output.cosine>=0.9999' --write-fallback "$work/wo.onnx"
+act wo wo_nbits 0.9999
 t "weight-only: qreport exits 0" test $? -eq 0
 t "weight-only: every MatMulNBits kept float, the plan met" \
 	j "$work/wo" 'len(s["layers"]) == 3 and all(l["kept_float"] for l in s["layers"]) and f["candidates"][0]["met"] and s["verdict"].startswith("work on the weights")'

@@ -83,17 +83,12 @@ node_by_name(const struct qr_graph *g, const char *name)
 	return -1;
 }
 
+/* 1 when a and b have the same shape. */
 static int
 same_dims(const struct qr_tensor_data *a, const struct qr_tensor_data *b)
 {
-	int i;
-
-	if (a->ndim != b->ndim)
-		return 0;
-	for (i = 0; i < a->ndim; i++)
-		if (a->dims[i] != b->dims[i])
-			return 0;
-	return 1;
+	return a->ndim == b->ndim &&
+	       memcmp(a->dims, b->dims, (size_t)a->ndim * sizeof *a->dims) == 0;
 }
 
 /* The input of candidate node n that reads its quantized weight through a

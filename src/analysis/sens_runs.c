@@ -133,15 +133,18 @@ struct outcmp {
 	size_t cap;               /* floats in buf */
 };
 
-static size_t
-argmax(const float *v, size_t n)
+/* 1 when rows x and y (n entries) have their largest entry at the same
+ * place (the first of ties). */
+static int
+same_top1(const float *x, const float *y, size_t n)
 {
-	size_t i, b = 0;
+	size_t k, bx = 0, by = 0;
 
-	for (i = 1; i < n; i++)
-		if (v[i] > v[b])
-			b = i;
-	return b;
+	for (k = 1; k < n; k++) {
+		bx = x[k] > x[bx] ? k : bx;
+		by = y[k] > y[by] ? k : by;
+	}
+	return bx == by;
 }
 
 /* Add output i of sample s, y (integer ones dequantized with qp, may be
@@ -171,8 +174,8 @@ cmp_add(struct outcmp *oc, const struct qr_sens_ctx *c, size_t s, size_t i,
 		m->classifier = 1;
 		for (j = 0; j < (size_t)x->dims[0]; j++) {
 			m->rows++;
-			m->agree += argmax(xv + j * cols, cols) ==
-				    argmax(oc->buf + j * cols, cols);
+			m->agree += (size_t)same_top1(xv + j * cols,
+						      oc->buf + j * cols, cols);
 		}
 	}
 }

@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)),
                                 "samples"))
 import qdq_quantize as qq  # noqa: E402
 sys.path.insert(0, HERE)
-from make_diag_fixtures import float_input  # noqa: E402
+from make_diag_fixtures import float_input, model  # noqa: E402
 
 
 def save(m, name):
@@ -63,10 +63,11 @@ def w2():
 
 def res():
     rng = np.random.RandomState(7)
-    nodes, inits, prev = [], {}, "x"
+    w = rng.normal(0, np.sqrt(1 / 32), (4, 32, 32)).astype(np.float32)
+    inits = {"W3": w[3][:, :8].copy(), "B3": np.zeros(8, np.float32)}
+    nodes, prev = [], "x"
     for i in range(3):
-        inits["W%d" % i] = rng.normal(0, np.sqrt(1 / 32), (32, 32)).astype(
-            np.float32)
+        inits["W%d" % i] = w[i]
         inits["B%d" % i] = rng.normal(0, 0.05, (32,)).astype(np.float32)
         nodes += [
             helper.make_node("Gemm", [prev, "W%d" % i, "B%d" % i],
@@ -76,23 +77,16 @@ def res():
             helper.make_node("Relu", ["a%d" % i], ["r%d" % i],
                              name="relu%d" % i)]
         prev = "r%d" % i
-    inits["W3"] = rng.normal(0, np.sqrt(1 / 32), (32, 8)).astype(np.float32)
-    inits["B3"] = np.zeros(8, np.float32)
     nodes.append(helper.make_node("Gemm", [prev, "W3", "B3"], ["y"],
                                   name="y"))
-    g = helper.make_graph(
-        nodes, "res",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 32])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])],
-        [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)],
-                          producer_name="qreport-fixtures",
-                          producer_version="1")
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [4, c])
+          for n, c in (("x", 32), ("y", 8))]
+    m = model(nodes, "res", io[:1], io[1:], inits)
     save(m, "res_float.onnx")
-    data = rng.normal(0, 1, (40, 32)).astype(np.float32)
-    np.save(os.path.join(OUT, "res_input.npy"), data)
-    calib = [data[i:i + 4] for i in range(0, 40, 4)]
-    save(float_input(qq.quantize_qdq(m, calib), "x"), "res_qdq.onnx")
+    rows = rng.normal(0, 1, (40, 32)).astype(np.float32)
+    np.save(os.path.join(OUT, "res_input.npy"), rows)
+    q = qq.quantize_qdq(m, list(rows.reshape(10, 4, 32)))
+    save(float_input(q, "x"), "res_qdq.onnx")
 
 
 def qop():
