@@ -57,7 +57,7 @@ report() { # report OUT QUANT [options]: qreport on the chain's data
 		2>"$work/$out.err"
 }
 
-echo "1..27"
+echo "1..28"
 report full "$D/chain_bad.onnx" --sensitivity full \
 	--target 'output.cosine>=0.999' --write-fallback "$work/fb.onnx"
 t "chain_bad full: qreport exits 0" test $? -eq 0
@@ -95,6 +95,10 @@ t "res: elementwise outputs in float change the 3 Adds, keep their ReLU and do n
 report none "$D/chain_bad.onnx" --sensitivity none
 t "--sensitivity none: no runs, no fallback.json" \
 	j "$work/none" 'r["sensitivity"] == [] and f is None'
+report nofb "$D/chain_bad.onnx" --sensitivity none \
+	--write-fallback "$work/nofb.onnx"
+t "--write-fallback with --sensitivity none: exit 1 before any run" \
+	sh -c "test $? -eq 1 && grep -q 'needs a --quant candidate' '$work/nofb.err' && test ! -e '$work/nofb'"
 report bad "$D/chain_bad.onnx" --target 'output.cosine=0.9'
 t "--target without >=: exit 1 naming it" \
 	sh -c "test $? -eq 1 && grep -q \"target 'output.cosine=0.9'\" '$work/bad.err'"
@@ -150,7 +154,7 @@ if [ $node_ok = 1 ]; then
 	ortcheck "weight-only" "$A/wo_float.onnx" "$work/wo.onnx" \
 		"$work/wo.npy" 1 "$work/wo"
 else
-	for k in 24 25 26 27; do
+	for k in 25 26 27 28; do
 		echo "ok $k # SKIP node or tests/ort/node_modules missing"
 	done
 fi

@@ -1299,6 +1299,13 @@ qr_cli_args_parse(int argc, char **argv, struct qr_cli_args *o,
 	if (o->bits < 2 || o->bits > 16)
 		return qr_errorf(d, QR_EUSAGE, "bits %d: expected 2..16",
 				 o->bits);
+	if (o->write_fallback != NULL &&
+	    (o->sensitivity == QR_SENS_NONE || o->n_quant == 0 ||
+	     o->weights_only))
+		return qr_errorf(d, QR_EUSAGE, "--write-fallback '%s' needs a "
+				 "--quant candidate run on data with "
+				 "--sensitivity quick or full",
+				 o->write_fallback);
 	return QR_OK;
 }
 
