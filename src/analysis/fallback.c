@@ -53,6 +53,7 @@ cmp_gain(const void *x, const void *y)
 	return (a->depth > b->depth) - (a->depth < b->depth);
 }
 
+/* See analysis-int.h. */
 void
 qr_fb_search(struct qr_sens_ctx *c, struct qr_sens_result *r,
 	     const struct qr_sens_target *t)
@@ -117,6 +118,7 @@ out:
 	free(cand);
 }
 
+/* See analysis.h. */
 enum qr_status
 qr_analysis_write_fallback(const struct qr_analysis *a, size_t k,
 			   const struct qr_model *fmodel,

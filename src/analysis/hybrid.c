@@ -416,6 +416,7 @@ qr_hy_plan_new(const struct qr_analysis *a, size_t k,
 	*out = p;
 }
 
+/* See analysis-int.h. */
 void
 qr_hy_plan_free(struct qr_hy_plan *p)
 {

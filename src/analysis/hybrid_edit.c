@@ -11,6 +11,7 @@
 #include "analysis/analysis-int.h"
 #include "onnx/onnx.h"
 
+/* See analysis-int.h. */
 void
 qr_hy_start(struct qr_hy_build *b, const struct qr_model *m)
 {
@@ -30,6 +31,7 @@ qr_hy_start(struct qr_hy_build *b, const struct qr_model *m)
 	b->n_inits = g->n_init;
 }
 
+/* See analysis-int.h. */
 struct qr_node *
 qr_hy_add_node(struct qr_hy_build *b, const char *op, const char *name,
 	       size_t n_in, size_t n_out)
@@ -69,6 +71,7 @@ new_init(struct qr_hy_build *b)
 	return t;
 }
 
+/* See analysis-int.h. */
 const char *
 qr_hy_add_const(struct qr_hy_build *b, const char *name,
 		const struct qr_tensor_data *src)
@@ -80,6 +83,7 @@ qr_hy_add_const(struct qr_hy_build *b, const char *name,
 	return t->name;
 }
 
+/* See analysis-int.h. */
 const char *
 qr_hy_add_init(struct qr_hy_build *b, const char *name,
 	       const struct qr_tensor_data *shape, int ndim,
@@ -105,6 +109,7 @@ qr_hy_add_init(struct qr_hy_build *b, const char *name,
 	return t->name;
 }
 
+/* See analysis-int.h. */
 struct qr_node *
 qr_hy_own_node(struct qr_hy_build *b, size_t i)
 {
@@ -116,6 +121,7 @@ qr_hy_own_node(struct qr_hy_build *b, size_t i)
 	return n;
 }
 
+/* See analysis-int.h. */
 void
 qr_hy_to_identity(struct qr_hy_build *b, size_t i, const char *src)
 {
@@ -131,6 +137,7 @@ qr_hy_to_identity(struct qr_hy_build *b, size_t i, const char *src)
 	n->attrs = NULL;
 }
 
+/* See analysis-int.h. */
 struct qr_hy_model *
 qr_hy_finish(struct qr_hy_build *b)
 {
@@ -168,12 +175,14 @@ qr_hy_finish(struct qr_hy_build *b)
 	return b->h;
 }
 
+/* See analysis-int.h. */
 char *
 qr_hy_name(const char *layer, const char *what)
 {
 	return xasprintf("qr.hybrid/%s/%s", layer, what);
 }
 
+/* See analysis-int.h. */
 void
 qr_hy_model_free(struct qr_hy_model *h)
 {

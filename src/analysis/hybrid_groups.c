@@ -193,6 +193,7 @@ per_channel_weights(const struct qr_hy_plan *p, size_t *n)
 	return qr_hy_finish(&b);
 }
 
+/* See analysis-int.h. */
 struct qr_hy_model *
 qr_hy_group(const struct qr_hy_plan *p, int group, size_t *n_changed,
 	    char **why)

@@ -184,6 +184,7 @@ out:
 	return c;
 }
 
+/* See analysis-int.h. */
 void
 qr_sp_cut_free(struct qr_sp_cut *c)
 {
@@ -199,6 +200,7 @@ qr_sp_cut_free(struct qr_sp_cut *c)
 
 /* ---- the store: a base's frontier values on every sample ---- */
 
+/* See analysis-int.h. */
 void
 qr_sp_store_want(struct qr_sp_store *st, const struct qr_sp_cut *c)
 {
@@ -347,6 +349,7 @@ qr_sp_store_covers(const struct qr_sp_store *st, const struct qr_sp_cut *c)
 	return st->n_s > 0;
 }
 
+/* See analysis-int.h. */
 void
 qr_sp_store_free(struct qr_sp_store *st)
 {

@@ -29,6 +29,7 @@ exec_opts(const struct qr_sens_ctx *c, struct qr_exec_opts *eo, int lanes)
 	eo->views = 1;
 }
 
+/* See analysis-int.h. */
 enum qr_status
 qr_sens_samples_read(struct qr_sens_ctx *c, const struct qr_model *fm,
 		     struct qr_diag *d)
@@ -79,6 +80,7 @@ sample_free(struct qr_sens_ctx *c, size_t s)
 	c->ins[s] = NULL;
 }
 
+/* See analysis-int.h. */
 void
 qr_sens_samples_free(struct qr_sens_ctx *c)
 {
@@ -421,6 +423,7 @@ build(struct qr_hy_plan *p, const struct qr_sens_variant *v)
 	return h;
 }
 
+/* See analysis-int.h. */
 void
 qr_sens_variants_build(struct qr_sens_ctx *c, struct qr_sens_variant *v,
 		       size_t n)
@@ -437,6 +440,7 @@ qr_sens_variants_build(struct qr_sens_ctx *c, struct qr_sens_variant *v,
 	}
 }
 
+/* See analysis-int.h. */
 void
 qr_sens_variants_want(struct qr_sens_ctx *c, const struct qr_sens_variant *v,
 		      size_t n)
@@ -481,6 +485,7 @@ pool_work(void *arg)
 	return NULL;
 }
 
+/* See analysis-int.h. */
 void
 qr_sens_variants_run(struct qr_sens_ctx *c, struct qr_sens_variant *v,
 		     size_t n)
@@ -514,6 +519,7 @@ qr_sens_variants_run(struct qr_sens_ctx *c, struct qr_sens_variant *v,
 	c->runs += n * c->n_s;
 }
 
+/* See analysis-int.h. */
 void
 qr_sens_variants_free(struct qr_sens_variant *v, size_t n)
 {
@@ -527,6 +533,7 @@ qr_sens_variants_free(struct qr_sens_variant *v, size_t n)
 	free(v);
 }
 
+/* See analysis-int.h. */
 void
 qr_sens_measure_sets(struct qr_sens_ctx *c, const unsigned char *const *sets,
 		     struct qr_sens_metric *out, size_t n)
@@ -544,6 +551,7 @@ qr_sens_measure_sets(struct qr_sens_ctx *c, const unsigned char *const *sets,
 	qr_sens_variants_free(v, n);
 }
 
+/* See analysis-int.h. */
 int
 qr_sens_lanes(const struct qr_sens_ctx *c)
 {

@@ -24,6 +24,7 @@
 #include "onnx/onnx.h"
 #include "run/run.h"
 
+/* See analysis.h. */
 const char *
 qr_sens_group_name(int g)
 {
@@ -37,6 +38,7 @@ qr_sens_group_name(int g)
 
 static const char *const metric_names[] = { "cosine", "sqnr", "top1" };
 
+/* See analysis.h. */
 enum qr_status
 qr_sens_target_parse(const char *s, struct qr_sens_target *t,
 		     struct qr_diag *d)
@@ -73,6 +75,7 @@ bad:
 			 s);
 }
 
+/* See analysis.h. */
 const char *
 qr_sens_target_str(const struct qr_sens_target *t, char *buf, size_t n)
 {
@@ -472,6 +475,7 @@ out:
 
 /* ---- the whole ---- */
 
+/* See analysis.h. */
 enum qr_status
 qr_analysis_sensitivity(struct qr_analysis *a, const struct qr_model *fmodel,
 			const struct qr_model *const *quant, size_t n_quant,
@@ -512,6 +516,7 @@ out:
 	return st;
 }
 
+/* See analysis-int.h. */
 void
 qr_sens_free(struct qr_analysis *a)
 {

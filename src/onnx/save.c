@@ -182,6 +182,7 @@ attr_pb(struct qr_arena *ar, const struct qr_node *n, const struct qr_attr *a,
 	return p;
 }
 
+/* See onnx.h. */
 void
 qr_onnx_reads(const struct qr_graph_data *g, struct qr_strmap *m)
 {

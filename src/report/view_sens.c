@@ -395,6 +395,7 @@ layer_row(struct qr_view_ctx *cc, const struct qr_sens_result *r, size_t i,
 	return x;
 }
 
+/* See report-int.h. */
 enum qr_status
 qr_view_sens(struct qr_view_ctx *cc, const struct qr_analysis *a,
 	     cJSON *root)
