@@ -678,6 +678,9 @@ struct qr_hy_layer {
 	const char *in_scale;    /* the candidate's constants its input is
 				  * quantized with (NULL: not quantized) */
 	const char *in_zp;       /* "" when it has none */
+	const char *in_domain;   /* the domain of the candidate's input
+				  * DequantizeLinear (com.microsoft for
+				  * ONNX Runtime's 16-bit ones), NULL: "" */
 	size_t n_out_dq;         /* QDQ: DequantizeLinear nodes after its */
 	size_t *out_dq;          /* output's QuantizeLinear (heap) */
 	int q_direct;            /* QDQ: that QuantizeLinear reads the
@@ -741,6 +744,9 @@ const char *qr_hy_add_init(struct qr_hy_build *b, const char *name,
 struct qr_node *qr_hy_own_node(struct qr_hy_build *b, size_t i);
 /* Turn node i into Identity(src). */
 void qr_hy_to_identity(struct qr_hy_build *b, size_t i, const char *src);
+/* Make the model import domain (at version, at least 1) if it does not. */
+void qr_hy_need_opset(struct qr_hy_build *b, const char *domain,
+		      int64_t version);
 /* Drop the nodes whose outputs nobody reads (in subgraphs too) and no
  * graph output is, until none is left, and hand b's arrays to the model,
  * which the caller then owns (qr_hy_model_free). */

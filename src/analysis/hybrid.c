@@ -55,6 +55,16 @@ is_op(const struct qr_node *n, const char *op)
 	       (n->domain[0] == '\0' || strcmp(n->domain, "ai.onnx") == 0);
 }
 
+/* A QuantizeLinear or DequantizeLinear (op), ai.onnx's or ONNX Runtime's
+ * com.microsoft one (16-bit types before opset 21). */
+static int
+is_qdq(const struct qr_node *n, const char *op)
+{
+	return strcmp(n->op_type, op) == 0 &&
+	       (n->domain[0] == '\0' || strcmp(n->domain, "ai.onnx") == 0 ||
+		strcmp(n->domain, "com.microsoft") == 0);
+}
+
 /* Activations a QDQ layer's output may pass through before its
  * QuantizeLinear (ONNX Runtime quantizes after them). */
 static int
@@ -99,7 +109,7 @@ qdq_weight_input(const struct qr_graph *g, const struct qr_node *n)
 {
 	long p = n->n_in >= 2 ? qr_graph_producer(g, n->in[1]) : -1;
 
-	return p >= 0 && is_op(qr_graph_node(g, (size_t)p), "DequantizeLinear")
+	return p >= 0 && is_qdq(qr_graph_node(g, (size_t)p), "DequantizeLinear")
 	       ? 1 : -1;
 }
 
@@ -120,13 +130,13 @@ qdq_out_dq(const struct qr_graph *g, struct qr_hy_layer *l)
 			const size_t *ds;
 			size_t nd;
 
-			if (!is_op(c, "QuantizeLinear"))
+			if (!is_qdq(c, "QuantizeLinear"))
 				continue;
 			l->q_direct = hop == 0;
 			ds = qr_graph_consumers(g, c->out[0], &nd);
 			for (j = 0; j < nd; j++)
-				if (is_op(qr_graph_node(g, ds[j]),
-					  "DequantizeLinear")) {
+				if (is_qdq(qr_graph_node(g, ds[j]),
+					   "DequantizeLinear")) {
 					l->out_dq = xreallocarray(l->out_dq,
 						l->n_out_dq + 1,
 						sizeof *l->out_dq);
@@ -313,9 +323,10 @@ layer_setup(struct qr_hy_plan *p, const struct qr_quant_weight *qw,
 			if (p->format == QR_QFMT_QOPERATOR && qn->n_in >= 3) {
 				l->in_scale = qn->in[1];
 				l->in_zp = qn->in[2];
-			} else if (dq && is_op(dq, "DequantizeLinear")) {
+			} else if (dq && is_qdq(dq, "DequantizeLinear")) {
 				l->in_scale = dq->in[1];
 				l->in_zp = dq->n_in > 2 ? dq->in[2] : "";
+				l->in_domain = dq->domain;
 			}
 		}
 		qr_as_qparams_free(&qp);
@@ -815,6 +826,12 @@ qr_hy_quant_only(struct qr_hy_plan *p, const unsigned char *quant, int acts)
 			dq = qr_hy_add_node(&b, "DequantizeLinear", dn,
 					    z ? 3 : 2, 1);
 			fn = &b.nodes[l->fnode];
+			q->domain = dq->domain = l->in_domain ? l->in_domain
+							       : "";
+			if (q->domain[0])
+				qr_hy_need_opset(&b, q->domain,
+					qr_model_opset(qr_graph_model(p->qg),
+						       q->domain));
 			q->in[0] = fn->in[0];
 			q->in[1] = sname;
 			if (z)

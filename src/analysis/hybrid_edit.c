@@ -138,6 +138,23 @@ qr_hy_to_identity(struct qr_hy_build *b, size_t i, const char *src)
 }
 
 /* See analysis-int.h. */
+void
+qr_hy_need_opset(struct qr_hy_build *b, const char *domain, int64_t version)
+{
+	struct qr_model *m = &b->h->m;
+	struct qr_opset *o;
+
+	if (qr_model_opset(m, domain) > 0)
+		return;
+	o = qr_arena_array(&b->h->ar, m->n_opset + 1, sizeof *o);
+	memcpy(o, m->opsets, m->n_opset * sizeof *o);
+	o[m->n_opset].domain = qr_arena_strdup(&b->h->ar, domain);
+	o[m->n_opset].version = version > 0 ? version : 1;
+	m->opsets = o;
+	m->n_opset++;
+}
+
+/* See analysis-int.h. */
 struct qr_hy_model *
 qr_hy_finish(struct qr_hy_build *b)
 {

@@ -297,8 +297,9 @@ variants(const struct qr_sens_ctx *c, struct qr_sens_result *r,
 
 	v[nv].kind = QR_SV_WEIGHTS;
 	v[nv++].out = &r->weights_only;
-	if (p->format == QR_QFMT_QDQ || p->format == QR_QFMT_QOPERATOR ||
-	    p->format == QR_QFMT_DYNAMIC) {
+	if (p->format != QR_QFMT_FLOAT) {
+		/* weight-only too: measured, not assumed the float model
+		 * (what keeps a format's activations is its own) */
 		v[nv].kind = QR_SV_ACTS;
 		v[nv++].out = &r->acts_only;
 	}
@@ -422,14 +423,6 @@ sens_candidate(struct qr_sens_ctx *c, struct qr_analysis *a, size_t k,
 			r->layers[i].macs = c->out_elem[i] *
 				(r->layers[i].params / c->out_ch[i]);
 	qr_sens_variants_run(c, v, nv);
-	if (c->p->format == QR_QFMT_WEIGHT_ONLY) {
-		/* nothing but weights is quantized: activations alone are
-		 * the float model */
-		r->acts_only.ran = 1;
-		r->acts_only.cosine = 1.0;
-		r->acts_only.sqnr_db = INFINITY;
-		r->acts_only.top1 = isnan(r->base.top1) ? NAN : 1.0;
-	}
 	for (i = 0; i < nv; i++) {
 		if (v[i].why && (v[i].kind == QR_SV_KEEP ||
 				 v[i].kind == QR_SV_QUANT) &&
