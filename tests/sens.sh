@@ -13,6 +13,10 @@
 #   res_qdq     residual Adds whose ReLU the QDQ form folded into their
 #               QuantizeLinear: their outputs in float (a group what-if)
 #               keep the ReLU
+#   bn_qdq      Conv+BatchNormalization folded by the QDQ form: the same
+#               numbers with the float model's BatchNormalization kept or
+#               folded beforehand; bn_qdq16 its A16W8 form (com.microsoft
+#               QuantizeLinear/DequantizeLinear)
 # and tests/data/activations/: dyn_quant (dynamic: ConvInteger,
 # MatMulInteger) and wo_nbits (weight-only: MatMulNBits), every layer
 # kept float. --write-fallback, for QDQ (chain_bad), QOperator
@@ -57,7 +61,7 @@ report() { # report OUT QUANT [options]: qreport on the chain's data
 		2>"$work/$out.err"
 }
 
-echo "1..28"
+echo "1..30"
 report full "$D/chain_bad.onnx" --sensitivity full \
 	--target 'output.cosine>=0.999' --write-fallback "$work/fb.onnx"
 t "chain_bad full: qreport exits 0" test $? -eq 0
@@ -132,6 +136,35 @@ report qopfb "$S/chain_qop.onnx" --sensitivity full \
 t "chain_qop: a plan of QGemm layers written" \
 	j "$work/qopfb" 'len(f["candidates"][0]["nodes_to_exclude"]) >= 1 and os.path.exists(sys.argv[1] + "/../qop.onnx")'
 
+# bn: Conv+BatchNormalization (random gamma, beta, mean, variance)
+# against its QDQ form, which folds them: with the float model as it is
+# and with it folded beforehand, hybrid runs fold as the candidate did,
+# so every number agrees within rounding; bn_qdq16, the A16W8 form
+# (com.microsoft QuantizeLinear and DequantizeLinear)
+for f in bn_float bn_folded; do
+	"$QREPORT" --float "$S/$f.onnx" --quant "$S/bn_qdq.onnx" \
+		--data "$S/bn_input.npy" -o "$work/$f" --quiet \
+		--sensitivity full
+done
+t "bn: BatchNormalization kept or folded beforehand, weights alone and every layer both ways agree within 0.01 dB" \
+	"$PY" -c "
+import json, sys
+a, b = (json.load(open(p))['sensitivity'][0] for p in sys.argv[1:3])
+def nums(r):
+    d = {'w': r['weights_only']['sqnr_db'], 'a': r['activations_only']['sqnr_db']}
+    for l in r['layers']:
+        d[l['layer'] + 'k'] = l['kept_float']['sqnr_db']
+        d[l['layer'] + 'q'] = l['quant_only']['sqnr_db']
+    return d
+x, y = nums(a), nums(b)
+sys.exit(0 if len(x) == 10 and x.keys() == y.keys() and
+         all(abs(x[k] - y[k]) < 0.01 for k in x) else 1)
+" "$work/bn_folded/report.json" "$work/bn_float/report.json"
+"$QREPORT" --float "$S/bn_float.onnx" --quant "$S/bn_qdq16.onnx" \
+	--data "$S/bn_input.npy" -o "$work/bn16" --quiet --sensitivity full
+t "bn_qdq16 (com.microsoft Q/DQ): every layer kept float, activations alone measured" \
+	j "$work/bn16" 's["ran"] and all(l["kept_float"] for l in s["layers"]) and len(s["layers"]) == 4 and s["activations_only"]["cosine"] > s["weights_only"]["cosine"]'
+
 # ortcheck NAME FLOAT FALLBACK DATA ROWS REPORT: the written model's
 # cosine in onnxruntime-node against fallback.json's
 ortcheck() {
@@ -154,7 +187,7 @@ if [ $node_ok = 1 ]; then
 	ortcheck "weight-only" "$A/wo_float.onnx" "$work/wo.onnx" \
 		"$work/wo.npy" 1 "$work/wo"
 else
-	for k in 25 26 27 28; do
+	for k in 27 28 29 30; do
 		echo "ok $k # SKIP node or tests/ort/node_modules missing"
 	done
 fi

@@ -15,6 +15,15 @@ Gemm [32,8]; its QDQ form; that form with r4's scale 20 times too large):
                   QuantizeLinear
   res_qdq.onnx    its QDQ form, the graph input left float
   res_input.npy   40 rows [40,32] of N(0,1)
+  bn_float.onnx   x [1,4,8,8] -> 3 x (Conv 3x3 pad 1 -> BatchNormalization
+                  with random gamma, beta, mean and variance -> Relu) ->
+                  Flatten -> Gemm [256,10]
+  bn_folded.onnx  the same with each BatchNormalization folded into its
+                  Conv (samples/qdq_quantize.py's prepare)
+  bn_qdq.onnx     its QDQ form (folded as well), the graph input float
+  bn_qdq16.onnx   its A16W8 form: com.microsoft QuantizeLinear and
+                  DequantizeLinear, uint16 activations
+  bn_input.npy    6 samples [6,4,8,8] of N(0,1)
 
     /usr/bin/python3 tests/data/make_sens_fixtures.py
 """
@@ -89,6 +98,45 @@ def res():
     save(float_input(q, "x"), "res_qdq.onnx")
 
 
+def bn():
+    rng = np.random.RandomState(11)
+    nodes, inits, prev = [], {}, "x"
+    for i in range(3):
+        inits["W%d" % i] = rng.normal(0, 0.3, (4, 4, 3, 3)).astype(np.float32)
+        inits["B%d" % i] = rng.normal(0, 0.1, (4,)).astype(np.float32)
+        for k, (lo, hi) in zip(("gamma", "beta", "mean", "var"),
+                               ((0.5, 2), (-0.5, 0.5), (-0.3, 0.3),
+                                (0.2, 3))):
+            inits["%s%d" % (k, i)] = rng.uniform(lo, hi, 4).astype(
+                np.float32)
+        nodes += [
+            helper.make_node("Conv", [prev, "W%d" % i, "B%d" % i],
+                             ["c%d" % i], name="conv%d" % i, pads=[1] * 4),
+            helper.make_node("BatchNormalization",
+                             ["c%d" % i] + ["%s%d" % (k, i) for k in
+                                            ("gamma", "beta", "mean", "var")],
+                             ["n%d" % i], name="bn%d" % i),
+            helper.make_node("Relu", ["n%d" % i], ["r%d" % i],
+                             name="relu%d" % i)]
+        prev = "r%d" % i
+    inits["Wf"] = rng.normal(0, 0.06, (256, 10)).astype(np.float32)
+    inits["Bf"] = np.zeros(10, np.float32)
+    nodes += [helper.make_node("Flatten", [prev], ["f"], name="flat"),
+              helper.make_node("Gemm", ["f", "Wf", "Bf"], ["y"], name="fc")]
+    io = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8]),
+          helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])]
+    m = model(nodes, "bn", io[:1], io[1:], inits)
+    save(m, "bn_float.onnx")
+    save(qq.prepare(m), "bn_folded.onnx")
+    data = rng.normal(0, 1, (6, 4, 8, 8)).astype(np.float32)
+    np.save(os.path.join(OUT, "bn_input.npy"), data)
+    q = qq.quantize_qdq(m, [data[i:i + 1] for i in range(6)])
+    save(float_input(q, "x"), "bn_qdq.onnx")
+    q = qq.quantize_qdq(m, [data[i:i + 1] for i in range(6)],
+                        activation_type="uint16")
+    save(float_input(q, "x"), "bn_qdq16.onnx")
+
+
 def qop():
     f = onnx.load(os.path.join(DIAG, "chain_float.onnx"))
     data = np.load(os.path.join(DIAG, "chain_input.npy"))
@@ -101,3 +149,4 @@ if __name__ == "__main__":
     w2()
     qop()
     res()
+    bn()
