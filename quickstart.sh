@@ -52,10 +52,12 @@ make -j"$(nproc)"
 
 # the sample report: the digits CNN against its QDQ and QOperator versions,
 # on the 30 real digit images (class folders, so accuracy is shown), with
-# the preprocessing the model was trained with
+# the preprocessing the model was trained with; the fallback plan aims at
+# an output cosine of 0.9999, which the candidates miss as they are
 ./qreport --float samples/digits_float.onnx --quant samples/digits_qdq.onnx \
 	--quant samples/digits_qop.onnx --data samples/digits --samples 30 \
-	--scale 0.00392156862745098 --mean 0.5 --std 0.5 -o report
+	--scale 0.00392156862745098 --mean 0.5 --std 0.5 \
+	--target 'output.cosine>=0.9999' -o report
 echo "quickstart: open report/index.html"
 
 if [ "$check" = yes ]; then

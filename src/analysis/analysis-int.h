@@ -41,6 +41,23 @@
  *   outputs.c       what a candidate's graph outputs say: a classifier's
  *                   KL, top-1/top-5 and class flips, a segmenter's
  *                   per-pixel agreement and per-class IoU
+ *   hybrid.c        a candidate with some layers kept float, or the
+ *                   float model with some quantized as the candidate
+ *                   does: what each edit is, per format
+ *   hybrid_edit.c   the edits: a copy of a loaded graph that nodes and
+ *                   initializers are added to or rewritten in
+ *   hybrid_groups.c what-ifs for groups changed at once: elementwise or
+ *                   sensitive ops' outputs in float, first and last
+ *                   layer float, per-channel weights
+ *   sensitivity.c   qr_analysis_sensitivity: hybrid runs on a few
+ *                   samples, weights vs activations, per-layer
+ *                   sensitivity both ways, their ranking
+ *   sens_runs.c     its runs: the samples, the bases' runs, each
+ *                   variant built, cut, run and compared
+ *   sens_prefix.c   a variant cut to what its edits reach, fed with its
+ *                   base's values (a store)
+ *   fallback.c      the layers to keep float to meet a target, found
+ *                   greedily from the sensitivities and run to confirm
  *
  * Ownership: qr_an_* functions that return heap memory say so; everything
  * else is borrowed from the model or the graph index.
@@ -54,6 +71,8 @@
 
 #include "analysis/analysis.h"
 #include "graph/tensor.h"
+#include "onnx/onnx.h"
+#include "run/run.h"
 
 struct qr_exec;
 struct qr_graph;
@@ -704,5 +723,261 @@ void qr_ws_note(struct qr_ar_cand *q, const struct qr_ar_slot *sl,
 void qr_ws_results(struct qr_ar_ctx *c, size_t k, const long *pv,
 		   size_t n_pv);
 void qr_ws_free(struct qr_ar_cand *q);
+
+/* ---- hybrid.c ---- */
+
+/* A paired quantized layer of a candidate, as hybrid runs change it. */
+struct qr_hy_layer {
+	const char *layer;       /* float node name (borrowed from a) */
+	const char *quant_layer; /* candidate node name (borrowed from a) */
+	const char *op;          /* candidate op type (borrowed) */
+	size_t fnode, qnode;     /* node indices in the two models */
+	int depth;               /* candidate topological position */
+	const struct qr_tensor_data *fw; /* the float weight (borrowed) */
+	const struct qr_node *bn; /* the float Conv's BatchNormalization the
+				  * candidate folded, or NULL */
+	float *fw_fold;          /* fw folded with bn (heap), or NULL */
+	float *fb_fold;          /* the folded bias (heap; bn set) */
+	const struct qr_an_qlayer *q; /* its quantized weight (the plan's
+				  * ql); NULL: it cannot be quantized
+				  * alone */
+	float *qw;               /* q dequantized, made on first use (heap) */
+	int w_in;                /* candidate input reading the weight, -1 */
+	const char *in_scale;    /* the candidate's constants its input is
+				  * quantized with (NULL: not quantized) */
+	const char *in_zp;       /* "" when it has none */
+	const char *in_domain;   /* the domain of the candidate's input
+				  * DequantizeLinear (com.microsoft for
+				  * ONNX Runtime's 16-bit ones), NULL: "" */
+	size_t n_out_dq;         /* QDQ: DequantizeLinear nodes after its */
+	size_t *out_dq;          /* output's QuantizeLinear (heap) */
+	int q_direct;            /* QDQ: that QuantizeLinear reads the
+				  * layer's output itself */
+	const struct qr_node *fact; /* the float model's activation after
+				  * the layer when the candidate has none
+				  * (its QuantizeLinear clamps instead):
+				  * kept float, it replaces the pair */
+	char *why;               /* NULL: it can be kept float; else why
+				  * not (heap) */
+};
+
+struct qr_hy_plan {
+	const struct qr_graph *fg, *qg; /* float and candidate (borrowed) */
+	enum qr_qformat format;  /* the candidate's */
+	size_t n;
+	struct qr_hy_layer *l;   /* the candidate's paired layers, in
+				  * a->qweights order */
+	struct qr_an_qlayer *ql; /* the candidate's quantized layers */
+	size_t n_ql;
+};
+
+/* A model the executor runs, edited from another (the two models it was
+ * made from and its plan must outlive it). */
+struct qr_hy_model {
+	struct qr_model m;       /* the model: graph arrays below */
+	struct qr_node *nodes;   /* heap */
+	struct qr_tensor_data *inits; /* heap */
+	struct qr_arena ar;      /* names, small arrays, computed tensors */
+};
+
+/* hybrid_edit.c: a model being edited. Node and initializer indices
+ * below the original counts are the original's until qr_hy_finish. */
+struct qr_hy_build {
+	struct qr_hy_model *h;   /* the model being made (its arena holds
+				  * what the edits allocate) */
+	struct qr_node *nodes;   /* n_nodes of cap_nodes (heap) */
+	size_t n_nodes, cap_nodes;
+	struct qr_tensor_data *inits; /* n_inits of cap_inits (heap) */
+	size_t n_inits, cap_inits;
+	unsigned char *drop;     /* per original node: replaced, to remove
+				  * (the caller's, heap; may be NULL) */
+};
+/* Start b as a copy of m's main graph (m's strings and data borrowed). */
+void qr_hy_start(struct qr_hy_build *b, const struct qr_model *m);
+/* A new node at the end (domain ai.onnx), name copied, n_in inputs and
+ * n_out outputs to fill. Borrowed until the next qr_hy_add_node. */
+struct qr_node *qr_hy_add_node(struct qr_hy_build *b, const char *op,
+			       const char *name, size_t n_in, size_t n_out);
+/* A copy of constant src (data borrowed) as an initializer named name;
+ * returns the name (b's). */
+const char *qr_hy_add_const(struct qr_hy_build *b, const char *name,
+			    const struct qr_tensor_data *src);
+/* A float initializer named name holding v (borrowed: the caller keeps
+ * it alive as long as the model) of shape's dims, or ndim/dims when
+ * shape is NULL; returns the name (b's). */
+const char *qr_hy_add_init(struct qr_hy_build *b, const char *name,
+			   const struct qr_tensor_data *shape, int ndim,
+			   const int64_t *dims, const float *v);
+/* Node i with an input array of its own, to rename inputs in. */
+struct qr_node *qr_hy_own_node(struct qr_hy_build *b, size_t i);
+/* Turn node i into Identity(src). */
+void qr_hy_to_identity(struct qr_hy_build *b, size_t i, const char *src);
+/* Make the model import domain (at version, at least 1) if it does not. */
+void qr_hy_need_opset(struct qr_hy_build *b, const char *domain,
+		      int64_t version);
+/* Drop the nodes whose outputs nobody reads (in subgraphs too) and no
+ * graph output is, until none is left, and hand b's arrays to the model,
+ * which the caller then owns (qr_hy_model_free). */
+struct qr_hy_model *qr_hy_finish(struct qr_hy_build *b);
+/* "qr.hybrid/LAYER/WHAT", a name for something qreport adds (heap). */
+char *qr_hy_name(const char *layer, const char *what);
+
+void qr_hy_plan_new(const struct qr_analysis *a, size_t k,
+		    const struct qr_graph *fg, const struct qr_graph *qg,
+		    struct qr_hy_plan **out);
+void qr_hy_plan_free(struct qr_hy_plan *p);
+struct qr_hy_model *qr_hy_keep_float(const struct qr_hy_plan *p,
+				     const unsigned char *keep,
+				     int weights_only);
+struct qr_hy_model *qr_hy_quant_only(struct qr_hy_plan *p,
+				     const unsigned char *quant, int acts);
+void qr_hy_model_free(struct qr_hy_model *h);
+
+/* hybrid_groups.c: group what-if group (QR_SENS_GROUP_*) of p's
+ * candidate, or NULL with *why (heap) when it does not apply; *n_changed
+ * gets the ops or layers it changed. */
+struct qr_hy_model *qr_hy_group(const struct qr_hy_plan *p, int group,
+				size_t *n_changed, char **why);
+
+/* ---- sens_prefix.c: a hybrid run from its base's values ---- */
+
+/* A hybrid model cut to the nodes its edits reach. */
+struct qr_sp_cut {
+	struct qr_model m;       /* those nodes (the hybrid's strings and
+				  * tensors); its graph inputs are front */
+	struct qr_node *nodes;   /* heap */
+	struct qr_value_info *ins; /* heap: one per front name (dtype set
+				  * from the store before it runs) */
+	size_t n_front;
+	const char **front;      /* heap array of the hybrid's names: what
+				  * the cut reads from the rest */
+	long *out_of;            /* per hybrid graph output: its index among
+				  * the cut's, -1: the base's value */
+	struct qr_value_info *outs; /* heap: the cut's graph outputs */
+};
+/* The cut of hybrid model h against its base's graph bg, or NULL (every
+ * node reached, or h does not index). Borrows h. */
+struct qr_sp_cut *qr_sp_cut_new(const struct qr_model *h,
+				const struct qr_graph *bg);
+void qr_sp_cut_free(struct qr_sp_cut *c);
+
+/* A base model's values the cuts read, and its outputs, per sample. */
+struct qr_sp_store {
+	struct qr_strmap idx;    /* name -> index in names */
+	const char **names;      /* heap array of borrowed names */
+	size_t n;
+	size_t n_s;              /* samples */
+	struct qr_tensor ***v;   /* [sample][name] owned copies (NULL: not
+				  * found; all NULL when full) */
+	struct qr_tensor ***outs; /* [sample][output] owned copies */
+	size_t n_outs;
+	size_t bytes;            /* bytes of the first sample's values */
+	int full;                /* the values would pass the budget: none
+				  * kept, the cuts run whole */
+	int skip_bad;            /* a sample the base cannot take is left
+				  * out (its outs NULL), not an error */
+	qr_hook_fn hook;         /* sees the first sample's run, or NULL */
+	void *user;              /* for hook */
+};
+/* Add what cut c reads (c may be NULL) to what st keeps. */
+void qr_sp_store_want(struct qr_sp_store *st, const struct qr_sp_cut *c);
+enum qr_status qr_sp_store_fill(struct qr_sp_store *st,
+				const struct qr_model *m,
+				const struct qr_exec_opts *eo,
+				struct qr_tensor ***ins, const size_t *n_ins,
+				size_t n_s, const char *const *fnames,
+				size_t n_fin, size_t max, struct qr_diag *d);
+/* Free what st holds of sample s (its entries become NULL). */
+void qr_sp_store_drop(struct qr_sp_store *st, size_t s);
+const struct qr_tensor *qr_sp_store_get(const struct qr_sp_store *st,
+					size_t s, const char *name);
+int qr_sp_store_covers(const struct qr_sp_store *st,
+		       const struct qr_sp_cut *c);
+void qr_sp_store_free(struct qr_sp_store *st);
+
+/* ---- sensitivity.c, sens_runs.c, fallback.c ---- */
+
+/* Bytes a base's store may keep over every sample: past them its
+ * variants run whole (doc/sensitivity.md, Cost). */
+#define QR_SENS_STORE_MAX ((size_t)128 << 20)
+
+/* The hybrid runs of one analysis. */
+struct qr_sens_ctx {
+	const struct qr_sens_opts *o;
+	size_t n_s;              /* samples kept */
+	struct qr_tensor ***ins; /* per sample: its inputs (owned) */
+	size_t *n_ins;
+	struct qr_tensor ***fouts; /* per sample: the float outputs (the
+				  * float store's) */
+	size_t n_fouts;
+	const char **fin;        /* the float model's input names (heap
+				  * array of the model's strings) */
+	size_t n_fin;
+	int threads;             /* per op, in each lane */
+	int lanes;               /* variants run at once */
+	size_t runs;             /* model runs */
+	size_t cut_runs;         /* of them, runs of a cut */
+	/* the candidate being measured */
+	const struct qr_model *fm, *qm; /* float model and candidate */
+	struct qr_hy_plan *p;    /* its plan */
+	struct qr_as_qparams *oqp; /* per output: its params */
+	struct qr_sp_store fst, cst; /* the float model's and its values */
+	struct qr_strmap layer_at; /* float node name -> plan layer */
+	size_t *out_elem, *out_ch; /* per plan layer: output elements and
+				  * channels (its MACs) */
+};
+
+/* Kinds of variant. */
+enum { QR_SV_WEIGHTS, QR_SV_ACTS, QR_SV_KEEP, QR_SV_QUANT, QR_SV_SET,
+       QR_SV_GROUP };
+
+/* A hybrid model to build and measure. */
+struct qr_sens_variant {
+	int kind;                /* QR_SV_* */
+	size_t layer;            /* KEEP, QUANT: the plan's layer; GROUP:
+				  * the group */
+	const unsigned char *set; /* SET: layers kept float (borrowed) */
+	struct qr_sens_metric *out; /* where the result goes */
+	char *why;               /* heap: why it did not run */
+	int on_float;            /* built on the float model */
+	struct qr_hy_model *h;   /* its model (owned) */
+	struct qr_sp_cut *cut;   /* its cut (owned), or NULL */
+};
+
+/* Read up to o->samples samples (their inputs). Errors: the feed's. */
+enum qr_status qr_sens_samples_read(struct qr_sens_ctx *c,
+				    const struct qr_model *fm,
+				    struct qr_diag *d);
+void qr_sens_samples_free(struct qr_sens_ctx *c);
+/* Build the n variants' models and cuts (c->p set). */
+void qr_sens_variants_build(struct qr_sens_ctx *c, struct qr_sens_variant *v,
+			    size_t n);
+/* What their cuts read, to the stores. */
+void qr_sens_variants_want(struct qr_sens_ctx *c,
+			   const struct qr_sens_variant *v, size_t n);
+/* Fill the stores: the float model's run (c->fouts, its outputs; the
+ * samples it cannot take dropped) and the candidate's; *base gets the
+ * candidate's output metrics, c->out_elem/out_ch the layers' sizes.
+ * Errors: those runs', QR_ESHAPE when no sample is left. */
+enum qr_status qr_sens_bases(struct qr_sens_ctx *c,
+			     struct qr_sens_metric *base, struct qr_diag *d);
+/* Measure the n variants, c->lanes at a time (a variant whose run fails
+ * gets why, out->ran 0). */
+void qr_sens_variants_run(struct qr_sens_ctx *c, struct qr_sens_variant *v,
+			  size_t n);
+void qr_sens_variants_free(struct qr_sens_variant *v, size_t n);
+/* Build and measure n sets of layers kept float (sets[i] marks c->p's
+ * layers) into out[i]. */
+void qr_sens_measure_sets(struct qr_sens_ctx *c,
+			  const unsigned char *const *sets,
+			  struct qr_sens_metric *out, size_t n);
+/* Variants the context runs at once. */
+int qr_sens_lanes(const struct qr_sens_ctx *c);
+/* fallback.c: r->fb from r's measured layers (in c->p's order), each
+ * step run. */
+void qr_fb_search(struct qr_sens_ctx *c, struct qr_sens_result *r,
+		  const struct qr_sens_target *t);
+/* Free a->sens. */
+void qr_sens_free(struct qr_analysis *a);
 
 #endif

@@ -203,5 +203,6 @@ qr_analysis_free(struct qr_analysis *a)
 	qr_an_cle_free(a);
 	qr_an_act_free(a);
 	qr_an_hazards_free(a);
+	qr_sens_free(a);
 	free(a);
 }

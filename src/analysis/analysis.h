@@ -677,6 +677,119 @@ struct qr_hazard {
 	size_t seq;             /* order found (ties of the listing order) */
 };
 
+/* ---- what to change: hybrid runs (sensitivity.c, fallback.c) ---- */
+
+enum qr_sens_mode {
+	QR_SENS_NONE = 0,        /* no hybrid runs */
+	QR_SENS_QUICK,           /* the layers the local errors rank
+				  * highest, QR_SENS_QUICK_LAYERS of them */
+	QR_SENS_FULL,            /* every quantized layer */
+};
+#define QR_SENS_QUICK_LAYERS 10
+#define QR_SENS_SAMPLES 8        /* default --sensitivity-samples */
+
+/* Metrics a target can name (struct qr_sens_target.metric). */
+enum { QR_SENS_COSINE = 0, QR_SENS_SQNR, QR_SENS_TOP1 };
+
+/* "output.cosine>=0.999": what the fallback plan must reach. */
+struct qr_sens_target {
+	int metric;              /* QR_SENS_COSINE, _SQNR or _TOP1 */
+	double value;            /* the bound; met when the metric >= it */
+};
+/* Parse "output.cosine>=0.999" (cosine, sqnr in dB, top1 as a fraction;
+ * ">=" or ">"). QR_EUSAGE with a message naming s. */
+enum qr_status qr_sens_target_parse(const char *s, struct qr_sens_target *t,
+				    struct qr_diag *d);
+/* "output.cosine>=0.999" into buf (n bytes); returns buf. */
+const char *qr_sens_target_str(const struct qr_sens_target *t, char *buf,
+			       size_t n);
+
+/* A hybrid model's outputs against the float model's on the same
+ * samples: the lowest over graph outputs of each metric. */
+struct qr_sens_metric {
+	int ran;                 /* 1: measured; 0: not run (why says) */
+	double cosine;           /* mean over samples of the cosine */
+	double sqnr_db;          /* samples concatenated, dB */
+	double top1;             /* rows with the float model's top-1
+				  * class / rows, classifier outputs; NaN
+				  * for others */
+};
+
+/* A quantized layer of a candidate and what it costs. */
+struct qr_sens_layer {
+	char *layer;             /* float node name */
+	char *quant_layer;       /* candidate node name */
+	char *op;                /* candidate op type */
+	int depth;               /* candidate topological position */
+	double local_share;      /* its share of the noise the layers make
+				  * (the activation run's local errors;
+				  * NaN: not known), quick's ranking */
+	size_t params;           /* float weight elements */
+	size_t macs;             /* multiply-accumulates per sample (the
+				  * float model's output shape; 0 when
+				  * unknown) */
+	struct qr_sens_metric kept_float; /* only this layer kept float */
+	struct qr_sens_metric quant_only; /* only this layer quantized */
+	char *why;               /* set when it cannot be kept float */
+};
+
+/* Groups of changes made at once (hybrid_groups.c). */
+enum {
+	QR_SENS_GROUP_ELTWISE = 0, /* elementwise outputs in float */
+	QR_SENS_GROUP_SENSITIVE,   /* Softmax, LayerNorm, Sigmoid outputs */
+	QR_SENS_GROUP_FIRST_LAST,  /* first and last layer kept float */
+	QR_SENS_GROUP_PER_CHANNEL, /* per-channel weights */
+	QR_SENS_GROUPS
+};
+/* "elementwise", "sensitive", "first_last", "per_channel". */
+const char *qr_sens_group_name(int g);
+
+/* A group what-if of a candidate (--sensitivity full). */
+struct qr_sens_group {
+	struct qr_sens_metric m; /* its output */
+	size_t changed;          /* ops or layers it changed */
+	char *why;               /* set when it does not apply or failed */
+};
+
+/* The fallback plan: layers kept float, in the order chosen. */
+struct qr_sens_fallback {
+	int computed;            /* 1 once searched */
+	int met;                 /* the target is met by the last step */
+	size_t n_steps;          /* entries in order and curve */
+	size_t *order;           /* layers (index into layers) */
+	struct qr_sens_metric *curve; /* measured after each step: curve[i]
+				  * with order[0..i] kept float */
+	size_t n_plan;           /* steps the plan keeps (the first that
+				  * meets the target, else all tried) */
+	size_t float_bytes;      /* float weight bytes the plan adds */
+	size_t macs;             /* multiply-accumulates it runs in float */
+};
+
+/* Hybrid runs of one candidate. */
+struct qr_sens_result {
+	int ran;                 /* 1: the runs happened */
+	char *why;               /* ran 0: why not */
+	char *semantics;         /* what "kept float" means for its format */
+	enum qr_sens_mode mode;
+	size_t samples;          /* samples every run used */
+	struct qr_sens_metric base;   /* the candidate as it is */
+	struct qr_sens_metric weights_only; /* only its weights quantized */
+	struct qr_sens_metric acts_only;    /* only its activations */
+	char *verdict;           /* one line naming the side to work on */
+	size_t n_layers;
+	struct qr_sens_layer *layers; /* ranked: measured ones by kept-float
+				  * cosine, best first; then the rest by
+				  * local share */
+	size_t n_measured;       /* the first n_measured were run */
+	struct qr_sens_fallback fb;
+	int has_groups;          /* the group what-ifs were run (full) */
+	struct qr_sens_group groups[QR_SENS_GROUPS];
+	size_t runs;             /* model runs made (samples x models) */
+	size_t cut_runs;         /* of them, runs that started from the
+				  * base's values where the change starts */
+	double seconds;          /* wall time of its runs */
+};
+
 struct qr_an_hazard_plan;
 
 struct qr_analysis {
@@ -715,6 +828,9 @@ struct qr_analysis {
 	struct qr_act_outlier *outliers;  /* activation outliers at the
 					   * inputs of weighted layers, by
 					   * depth */
+	/* what to change (qr_analysis_sensitivity) */
+	struct qr_sens_result *sens;      /* n_quant entries, or NULL */
+	struct qr_sens_target target;     /* what the fallback aims at */
 };
 
 /* Analyse the float model and n_quant candidates (quant may be NULL when
@@ -821,6 +937,46 @@ enum qr_status qr_analysis_run_data(struct qr_analysis *a,
 				    size_t n_quant,
 				    const struct qr_act_opts *o,
 				    struct qr_diag *d);
+
+struct qr_sens_opts {
+	enum qr_sens_mode mode;  /* QR_SENS_NONE: nothing */
+	size_t samples;          /* samples per run (0: QR_SENS_SAMPLES) */
+	qr_sample_fn next;       /* a feed of the data from its start */
+	void *user;              /* for next */
+	struct qr_sens_target target; /* the fallback's target */
+	int n_threads;           /* threads per op (0: 1) */
+};
+
+/*
+ * What to change in each candidate, measured with hybrid runs (hybrid.c
+ * says what they are) on the first o->samples samples: the candidate's
+ * output with only its weights and only its activations quantized; for
+ * each quantized layer (quick: the QR_SENS_QUICK_LAYERS that make most
+ * of the local noise) the output with only it kept float and with only
+ * it quantized; and the fallback plan (fallback.c). Fills a->sens. Runs
+ * after qr_analysis_run_data when there was data (its local errors rank
+ * the layers). Returns QR_OK; a candidate whose runs fail gets
+ * sens[k].why; the feed's status stops it.
+ */
+enum qr_status qr_analysis_sensitivity(struct qr_analysis *a,
+				       const struct qr_model *fmodel,
+				       const struct qr_model *const *quant,
+				       size_t n_quant,
+				       const struct qr_sens_opts *o,
+				       struct qr_diag *d);
+
+/*
+ * Write candidate k (quant, the model a was made from) with its fallback
+ * plan's layers kept float to path as an ONNX model, the hybrid the plan
+ * was measured with. QR_EUSAGE when candidate k has no plan (a message
+ * says why); errors of qr_onnx_save.
+ */
+enum qr_status qr_analysis_write_fallback(const struct qr_analysis *a,
+					  size_t k,
+					  const struct qr_model *fmodel,
+					  const struct qr_model *quant,
+					  const char *path,
+					  struct qr_diag *d);
 
 /* Float <-> quantized activation matching for one candidate (act_match.c). */
 struct qr_act_match_pair {

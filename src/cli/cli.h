@@ -188,6 +188,12 @@ struct qr_cli_args {
 	double sqnr_threshold;      /* --sqnr-threshold; NaN: unset (20) */
 	struct qr_gate gate;        /* --fail-if checks, parsed */
 	char *compare_to;           /* --compare-to OLD/report.json */
+	int sensitivity;            /* --sensitivity: enum qr_sens_mode;
+				     * -1: unset (quick) */
+	long sens_samples;          /* --sensitivity-samples; 0: unset (8) */
+	char *target;               /* --target, as given; NULL: unset
+				     * (output.cosine>=--cos-threshold) */
+	char *write_fallback;       /* --write-fallback FILE.onnx */
 };
 
 /*

@@ -135,6 +135,87 @@ feed_next(void *user, struct qr_tensor *const **inputs, size_t *n_inputs,
 	return qr_dataset_next(user, inputs, n_inputs, label, name, d);
 }
 
+/* The data options from the command line, with what they borrow. */
+struct data_spec {
+	struct qr_dataset_opts dopts;
+	char **names;            /* --data NAME= parts (heap) */
+	char **dnames;           /* --input NAME: parts (heap) */
+};
+
+static void
+data_spec_free(const struct qr_cli_args *o, struct data_spec *s)
+{
+	size_t i;
+
+	for (i = 0; i < o->n_data; i++)
+		free(s->names[i]);
+	for (i = 0; i < o->n_dims; i++)
+		free(s->dnames[i]);
+	free(s->names);
+	free(s->dnames);
+	free(s->dopts.sources);
+	free(s->dopts.overrides);
+}
+
+/* Open the data for the float model: samples of them. */
+static enum qr_status
+data_open(const struct qr_cli_args *o, const struct qr_model *fmodel,
+	  size_t samples, struct qr_dataset **ds, struct qr_diag *d)
+{
+	struct data_spec sp;
+	struct qr_dataset_opts *dopts = &sp.dopts;
+	struct qr_data_source *srcs = xcalloc(o->n_data + 1, sizeof *srcs);
+	struct qr_dims_override *ovs = xcalloc(o->n_dims + 1, sizeof *ovs);
+	enum qr_status st = QR_OK;
+	size_t i;
+
+	memset(&sp, 0, sizeof sp);
+	sp.names = xcalloc(o->n_data + 1, sizeof *sp.names);
+	sp.dnames = xcalloc(o->n_dims + 1, sizeof *sp.dnames);
+	dopts->sources = srcs;
+	dopts->overrides = ovs;
+	for (i = 0; i < o->n_data; i++) {
+		const char *v = o->data[i], *eq = strchr(v, '=');
+
+		if (eq != NULL && eq != v &&
+		    memchr(v, '/', (size_t)(eq - v)) == NULL) {
+			sp.names[i] = xstrndup(v, (size_t)(eq - v));
+			srcs[i].input = sp.names[i];
+			srcs[i].path = eq + 1;
+		} else {
+			srcs[i].path = v;
+		}
+	}
+	dopts->n_sources = o->n_data;
+	for (i = 0; i < o->n_dims && st == QR_OK; i++)
+		st = parse_dims(o->dims[i], &ovs[i], &sp.dnames[i], d);
+	if (st != QR_OK)
+		goto out;
+	dopts->n_overrides = o->n_dims;
+	dopts->samples = samples;
+	dopts->seed = o->seed;
+	dopts->input_h = o->input_h;
+	dopts->input_w = o->input_w;
+	for (i = 0; i < 3; i++) {
+		dopts->mean[i] = o->n_mean ? o->mean[i] : 0.0f;
+		dopts->std[i] = o->n_std ? o->std[i] : 1.0f;
+	}
+	dopts->scale = o->scale;
+	dopts->layout = o->layout;
+	dopts->order = o->order < 0 ? QR_ORDER_RGB
+				    : (enum qr_channel_order)o->order;
+	st = qr_dataset_open(fmodel, dopts, ds, d);
+out:
+	data_spec_free(o, &sp);
+	return st;
+}
+
+static size_t
+n_samples(const struct qr_cli_args *o)
+{
+	return o->samples > 0 ? (size_t)o->samples : 20;
+}
+
 /* Open the data for the float model and run it through every model.
  * QR_EPARTIAL when some model could not run (the report says why). */
 static enum qr_status
@@ -142,53 +223,14 @@ run_data(const struct qr_cli_args *o, const struct qr_model *fmodel,
 	 struct qr_model *const *qmodels, struct qr_analysis *an,
 	 struct qr_diag *d)
 {
-	struct qr_dataset_opts dopts;
 	struct qr_act_opts aopts = {0};
 	struct qr_dataset *ds = NULL;
 	struct progress prog = {0};
-	char **names = xcalloc(o->n_data + 1, sizeof *names);
-	char **dnames = xcalloc(o->n_dims + 1, sizeof *dnames);
-	struct qr_data_source *srcs = xcalloc(o->n_data + 1, sizeof *srcs);
-	struct qr_dims_override *ovs = xcalloc(o->n_dims + 1, sizeof *ovs);
 	enum qr_status st = QR_OK;
-	size_t i, warn_first = d->n_warnings, n_classes = 0;
+	size_t warn_first = d->n_warnings, n_classes = 0;
 	long nproc = sysconf(_SC_NPROCESSORS_ONLN);
 
-	memset(&dopts, 0, sizeof dopts);
-	dopts.sources = srcs;
-	dopts.overrides = ovs;
-	for (i = 0; i < o->n_data; i++) {
-		const char *v = o->data[i], *eq = strchr(v, '=');
-
-		if (eq != NULL && eq != v &&
-		    memchr(v, '/', (size_t)(eq - v)) == NULL) {
-			names[i] = xstrndup(v, (size_t)(eq - v));
-			srcs[i].input = names[i];
-			srcs[i].path = eq + 1;
-		} else {
-			srcs[i].path = v;
-		}
-	}
-	dopts.n_sources = o->n_data;
-	for (i = 0; i < o->n_dims && st == QR_OK; i++)
-		st = parse_dims(o->dims[i], &ovs[i], &dnames[i],
-				d);
-	if (st != QR_OK)
-		goto out;
-	dopts.n_overrides = o->n_dims;
-	dopts.samples = o->samples > 0 ? (size_t)o->samples : 20;
-	dopts.seed = o->seed;
-	dopts.input_h = o->input_h;
-	dopts.input_w = o->input_w;
-	for (i = 0; i < 3; i++) {
-		dopts.mean[i] = o->n_mean ? o->mean[i] : 0.0f;
-		dopts.std[i] = o->n_std ? o->std[i] : 1.0f;
-	}
-	dopts.scale = o->scale;
-	dopts.layout = o->layout;
-	dopts.order = o->order < 0 ? QR_ORDER_RGB
-				   : (enum qr_channel_order)o->order;
-	if ((st = qr_dataset_open(fmodel, &dopts, &ds, d)) != QR_OK)
+	if ((st = data_open(o, fmodel, n_samples(o), &ds, d)) != QR_OK)
 		goto out;
 	aopts.next = feed_next;
 	aopts.user = ds;
@@ -213,14 +255,53 @@ run_data(const struct qr_cli_args *o, const struct qr_model *fmodel,
 		fputc('\n', stderr);
 out:
 	qr_dataset_free(ds);
-	for (i = 0; i < o->n_data; i++)
-		free(names[i]);
-	for (i = 0; i < o->n_dims; i++)
-		free(dnames[i]);
-	free(names);
-	free(dnames);
-	free(srcs);
-	free(ovs);
+	return st;
+}
+
+/* What to change: the hybrid runs on the first --sensitivity-samples
+ * samples, read afresh. Their warnings (the data's, again) are dropped. */
+static enum qr_status
+run_sensitivity(const struct qr_cli_args *o, const struct qr_model *fmodel,
+		struct qr_model *const *qmodels, struct qr_analysis *an,
+		struct qr_diag *d)
+{
+	struct qr_sens_opts so = {0};
+	struct qr_dataset *ds = NULL;
+	struct qr_diag sd = {0};
+	enum qr_status st = QR_OK;
+	long nproc = sysconf(_SC_NPROCESSORS_ONLN);
+
+	so.mode = o->sensitivity < 0 ? QR_SENS_QUICK
+				     : (enum qr_sens_mode)o->sensitivity;
+	so.samples = o->sens_samples > 0 ? (size_t)o->sens_samples
+					 : QR_SENS_SAMPLES;
+	if (so.samples > n_samples(o))
+		so.samples = n_samples(o);
+	so.target.metric = QR_SENS_COSINE;
+	so.target.value = o->cos_threshold;
+	if (o->target != NULL &&
+	    (st = qr_sens_target_parse(o->target, &so.target, d)) != QR_OK)
+		return st;
+	so.n_threads = nproc > 0 ? (int)nproc : 1;
+	if (so.mode != QR_SENS_NONE && o->n_quant > 0 && !o->weights_only) {
+		if ((st = data_open(o, fmodel, so.samples, &ds, &sd)) ==
+		    QR_OK) {
+			so.next = feed_next;
+			so.user = ds;
+		} else {
+			so.mode = QR_SENS_NONE;
+			qr_warnf(d, "what to change not measured: %s", sd.msg);
+		}
+	} else {
+		so.mode = QR_SENS_NONE;
+	}
+	st = qr_analysis_sensitivity(an, fmodel,
+				     (const struct qr_model *const *)qmodels,
+				     o->n_quant, &so, &sd);
+	if (st != QR_OK)
+		st = qr_errorf(d, st, "%s", sd.msg);
+	qr_dataset_free(ds);
+	qr_diag_clear(&sd);
 	return st;
 }
 
@@ -418,6 +499,8 @@ run_report(const struct qr_cli_args *o, const char *cmdline,
 		qr_warnf(d, "--data is ignored without --quant: there is no "
 			 "candidate to compare");
 	}
+	if ((st = run_sensitivity(o, fmodel, qmodels, an, d)) != QR_OK)
+		goto out;
 	ropts.templates_dir = o->templates;
 	ropts.command_line = cmdline;
 	ropts.version = QR_VERSION;
@@ -427,6 +510,10 @@ run_report(const struct qr_cli_args *o, const char *cmdline,
 	ropts.compare = old;
 	st = qr_report_write(an, &ropts, o->outdir, d);
 	if (st != QR_OK)
+		goto out;
+	if (o->write_fallback != NULL && o->n_quant > 0 &&
+	    (st = qr_analysis_write_fallback(an, 0, fmodel, qmodels[0],
+					     o->write_fallback, d)) != QR_OK)
 		goto out;
 	if (!o->quiet)
 		fprintf(stderr,

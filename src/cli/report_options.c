@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/analysis.h"
 #include "cli/cli.h"
 #include "kernels/kernels.h"
 #include "report/report.h"
@@ -409,6 +410,53 @@ set_sqnr(const struct qr_cli_opt *e, void *opts, const char *val,
 			    &o->sqnr_threshold, d);
 }
 
+/* "none", "quick" or "full" into *mode. */
+static enum qr_status
+parse_sens(const char *what, const char *v, int *mode, struct qr_diag *d)
+{
+	static const char *const names[] = { "none", "quick", "full" };
+	int i;
+
+	for (i = 0; i < 3; i++)
+		if (v != NULL && strcmp(v, names[i]) == 0) {
+			*mode = i; /* enum qr_sens_mode's order */
+			return QR_OK;
+		}
+	return qr_errorf(d, QR_EUSAGE, "%s '%s': expected none, quick or "
+			 "full", what, v ? v : "");
+}
+
+static enum qr_status
+set_sens(const struct qr_cli_opt *e, void *opts, const char *val,
+	 struct qr_diag *d)
+{
+	struct qr_cli_args *o = opts;
+
+	return parse_sens("--sensitivity", val, &o->sensitivity, d);
+}
+
+static enum qr_status
+set_sens_samples(const struct qr_cli_opt *e, void *opts, const char *val,
+		 struct qr_diag *d)
+{
+	struct qr_cli_args *o = opts;
+
+	return parse_long("--sensitivity-samples", val, 1, 1000000L,
+			  &o->sens_samples, d);
+}
+
+static enum qr_status
+set_target(const struct qr_cli_opt *e, void *opts, const char *val,
+	   struct qr_diag *d)
+{
+	struct qr_cli_args *o = opts;
+	struct qr_sens_target t;
+
+	free(o->target);
+	o->target = xstrdup(val);
+	return qr_sens_target_parse(val, &t, d);
+}
+
 static enum qr_status
 set_fail_if(const struct qr_cli_opt *e, void *opts, const char *val,
 	    struct qr_diag *d)
@@ -651,6 +699,48 @@ conf_sqnr(const struct qr_cli_opt *e, void *opts, const cJSON *it,
 	if (isnan(o->sqnr_threshold))
 		o->sqnr_threshold = it->valuedouble;
 	return QR_OK;
+}
+
+static enum qr_status
+conf_sens(const struct qr_cli_opt *e, void *opts, const cJSON *it,
+	  const struct qr_cli_conf *c, struct qr_diag *d)
+{
+	struct qr_cli_args *o = opts;
+
+	if (o->sensitivity >= 0)
+		return QR_OK;
+	return parse_sens("config sensitivity", it->valuestring,
+			  &o->sensitivity, d);
+}
+
+static enum qr_status
+conf_sens_samples(const struct qr_cli_opt *e, void *opts, const cJSON *it,
+		  const struct qr_cli_conf *c, struct qr_diag *d)
+{
+	struct qr_cli_args *o = opts;
+	double v = 0;
+	enum qr_status st;
+
+	if (o->sens_samples == 0) {
+		if ((st = conf_whole(it, "sensitivity_samples", 1, 1e6, &v, c,
+				     d)) != QR_OK)
+			return st;
+		o->sens_samples = (long)v;
+	}
+	return QR_OK;
+}
+
+static enum qr_status
+conf_target(const struct qr_cli_opt *e, void *opts, const cJSON *it,
+	    const struct qr_cli_conf *c, struct qr_diag *d)
+{
+	struct qr_cli_args *o = opts;
+	struct qr_sens_target t;
+
+	if (o->target != NULL)
+		return QR_OK;
+	o->target = xstrdup(it->valuestring);
+	return qr_sens_target_parse(it->valuestring, &t, d);
 }
 
 /* "mean" or "std": a number, an array of them or a string "a,b,c". */
@@ -985,6 +1075,60 @@ static const struct qr_cli_opt report_opts[] = {
 		"flag layers whose SQNR is below DB (20)",
 	  .man =
 		"Flag layers whose SQNR is below DB dB (default 20)." },
+	{ .name = "sensitivity", .arg = "none|quick|full",
+	  .set = set_sens,
+	  .json = QR_CLI_JSTR, .conf = conf_sens,
+	  .help =
+		"what to change: runs with layers kept float\n"
+		"(quick: the 10 layers making most of the local\n"
+		"error; full: every quantized layer; default\n"
+		"quick)",
+	  .man =
+		"What to change: the candidate with only its weights and with only its\n"
+		"activations quantized, each quantized layer kept float alone and\n"
+		"quantized alone, and the fallback plan (the layers to keep float to\n"
+		"meet\n"
+		".BR \\-\\-target ),\n"
+		"each measured by running it (doc/sensitivity.md says what each run\n"
+		"means per format).\n"
+		".B quick\n"
+		"(the default) measures the 10 layers that make most of the local error,\n"
+		".B full\n"
+		"every quantized layer,\n"
+		".B none\n"
+		"nothing." },
+	{ .name = "sensitivity-samples", .arg = "N",
+	  .set = set_sens_samples,
+	  .json = QR_CLI_JNUM, .conf = conf_sens_samples,
+	  .help =
+		"samples each sensitivity run uses (default 8)",
+	  .man =
+		"Samples each sensitivity run uses: the first N of the data (default 8)." },
+	{ .name = "target", .arg = "EXPR",
+	  .set = set_target,
+	  .json = QR_CLI_JSTR, .conf = conf_target,
+	  .help =
+		"what the fallback plan must reach, e.g.\n"
+		"'output.cosine>=0.999', output.sqnr>=30 or\n"
+		"output.top1>=0.99 (default: output.cosine at\n"
+		"--cos-threshold)",
+	  .man =
+		"What the fallback plan must reach:\n"
+		".BR output.cosine>=C ,\n"
+		".B output.sqnr>=DB\n"
+		"or\n"
+		".B output.top1>=F\n"
+		"(the lowest over graph outputs; default output.cosine at\n"
+		".BR \\-\\-cos\\-threshold )." },
+	{ .name = "write-fallback", .arg = "FILE.onnx",
+	  .set = set_owned, .off = OFF(write_fallback),
+	  .json = QR_CLI_JSTR, .conf = conf_path,
+	  .help =
+		"also write the first candidate with the fallback\n"
+		"plan's layers in float as an ONNX model",
+	  .man =
+		"Also write the first candidate with the fallback plan's layers kept\n"
+		"float as an ONNX model (the report's fallback.json lists them)." },
 	{ .name = "exact",
 	  .set = qr_cli_set_flag, .off = OFF(exact),
 	  .json = QR_CLI_JBOOL, .conf = conf_flag,
@@ -1126,6 +1270,7 @@ qr_cli_args_parse(int argc, char **argv, struct qr_cli_args *o,
 	o->order = -1;
 	o->cos_threshold = NAN;
 	o->sqnr_threshold = NAN;
+	o->sensitivity = -1;
 	*exit_now = 0;
 	st = qr_cli_parse(&report_cmd, argc, argv, o, &p, d);
 	if (st != QR_OK || p.stop) {
@@ -1157,6 +1302,13 @@ qr_cli_args_parse(int argc, char **argv, struct qr_cli_args *o,
 	if (o->bits < 2 || o->bits > 16)
 		return qr_errorf(d, QR_EUSAGE, "bits %d: expected 2..16",
 				 o->bits);
+	if (o->write_fallback != NULL &&
+	    (o->sensitivity == QR_SENS_NONE || o->n_quant == 0 ||
+	     o->weights_only))
+		return qr_errorf(d, QR_EUSAGE, "--write-fallback '%s' needs a "
+				 "--quant candidate run on data with "
+				 "--sensitivity quick or full",
+				 o->write_fallback);
 	return QR_OK;
 }
 
@@ -1172,6 +1324,8 @@ qr_cli_args_free(struct qr_cli_args *o)
 	free(o->outdir);
 	free(o->templates);
 	free(o->compare_to);
+	free(o->target);
+	free(o->write_fallback);
 	qr_gate_clear(&o->gate);
 	for (i = 0; i < o->n_data; i++)
 		free(o->data[i]);

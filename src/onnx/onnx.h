@@ -5,6 +5,8 @@
  * Debian's onnx.proto) and then converted into the plain structs below, which
  * the rest of qreport uses; no other module sees protobuf-c types.
  *
+ * save.c writes a model back (qreport's edited models).
+ *
  * Ownership: qr_onnx_load returns a model the caller frees with
  * qr_onnx_free. Every string, array and tensor it points to lives in the
  * model's arena or in its mapped files and is freed with it. Initializer data
@@ -216,6 +218,15 @@ enum qr_status qr_onnx_load_buffer(const void *buf, size_t len,
 				   const char *name, const char *base_dir,
 				   struct qr_model **out, struct qr_diag *d);
 void qr_onnx_free(struct qr_model *m);
+/* Write m to path as a .onnx file (save.c): initializers as raw_data,
+ * those nothing reads left out. Errors: QR_EUNSUPPORTED naming a tensor
+ * or attribute it cannot write (strings, sparse tensors), QR_EIO naming
+ * the file. */
+enum qr_status qr_onnx_save(const struct qr_model *m, const char *path,
+			    struct qr_diag *d);
+/* Every name g's nodes read (in their subgraphs too) and g's inputs and
+ * outputs, put into m (value 1). */
+void qr_onnx_reads(const struct qr_graph_data *g, struct qr_strmap *m);
 
 /* Opset version imported for domain ("" or "ai.onnx" for the default
  * domain), or 0 when not imported. */

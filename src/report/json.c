@@ -867,6 +867,8 @@ qr_report_json_new(const struct qr_analysis *a,
 	for (i = 0; i < a->n_outliers; i++)
 		cJSON_AddItemToArray(arr, outlier_json(a, &a->outliers[i]));
 
+	cJSON_AddItemToObject(root, "sensitivity", qr_json_sens(a));
+
 	arr = cJSON_AddArrayToObject(root, "hazards");
 	for (i = 0; i < a->n_hazards; i++)
 		cJSON_AddItemToArray(arr, hazard_json(&a->hazards[i]));

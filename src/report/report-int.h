@@ -23,6 +23,8 @@
  *   view_layers.c   the table of every layer and each layer's page
  *   view_ci.c       the --fail-if and --compare-to pages
  *   view_hazards.c  the hazards: the overview's section, a layer's own
+ *   view_sens.c     what to change: report.json's "sensitivity",
+ *                   fallback.json, change.html and the overview's section
  *   charts.c        one chart as a PNG plus its HTML <img> + <map>
  *   layers.c        the layer index: one entry per float layer, its page
  *                   and where its numbers are in the analysis
@@ -495,6 +497,21 @@ void qr_view_layers_table(const struct qr_analysis *a,
 struct cJSON *qr_report_layer_view(const struct qr_analysis *a,
 				   const struct qr_report_layers *L,
 				   const struct cJSON *view, size_t i);
+
+/* ---- view_sens.c ---- */
+
+/* report.json's "sensitivity" (new array; empty without hybrid runs). */
+struct cJSON *qr_json_sens(const struct qr_analysis *a);
+/* fallback.json's text (new string), or NULL when no plan was
+ * searched. */
+char *qr_report_fallback_json(const struct qr_analysis *a);
+/* root.change: per candidate the weights-vs-activations verdict, the
+ * ranked layers with a chart along depth, the fallback plan with its
+ * curve; for change.html and the overview. QR_EUSAGE from a chart. */
+enum qr_status qr_view_sens(struct qr_view_ctx *cc,
+			    const struct qr_analysis *a, struct cJSON *root);
+/* summary.md's "What to change" lines from view.change. */
+void qr_report_sens_md(struct qr_buf *b, const struct cJSON *view);
 
 /* ---- view_hazards.c ---- */
 

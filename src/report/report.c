@@ -44,6 +44,8 @@ static const struct page {
 	{ "cle.html", "CLE", "Cross-layer equalization", 0 },
 	{ "activations.html", "Activations",
 	  "Activations: float \xe2\x86\x94 quantized on data", 0 },
+	{ "change.html", "What to change",
+	  "What to change: layers kept float, measured", 0 },
 	{ "compare.html", "Compare", "Changes against a previous report", 1 },
 	{ "help.html", "How to read", "How to read this report", 0 },
 };
@@ -531,6 +533,7 @@ qr_report_summary_md(const struct qr_analysis *a, const cJSON *view)
 	summary_hazards(&b, view);
 	summary_worst_acts(&b, view);
 	summary_sources(&b, view);
+	qr_report_sens_md(&b, view);
 	qr_buf_puts(&b, "\n## Worst weight layers\n\n");
 	x = cJSON_GetObjectItemCaseSensitive(view, "problems");
 	if (cJSON_GetArraySize(x) == 0) {
@@ -686,6 +689,12 @@ build(const struct qr_analysis *a, const struct qr_report_opts *opts,
 		goto out;
 	if ((st = write_json(dir, json, d)) != QR_OK)
 		goto out;
+	if ((b.data = qr_report_fallback_json(a)) != NULL) {
+		b.len = strlen(b.data);
+		if ((st = write_buf(dir, "fallback.json", &b, d)) != QR_OK)
+			goto out;
+		qr_buf_free(&b);
+	}
 	if ((st = qr_report_graph(a, L, dir, view, d)) != QR_OK)
 		goto out;
 	if ((st = write_pages(dir, tdir, view, compare, d)) != QR_OK)

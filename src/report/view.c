@@ -525,6 +525,8 @@ qr_report_view_new(const struct qr_analysis *a,
 	qr_view_gate(&cc, json, root);
 	qr_view_compare(&cc, json, root);
 	qr_view_hazards(&cc, a, root);
+	if ((st = qr_view_sens(&cc, a, root)) != QR_OK)
+		goto out;
 	cJSON_AddItemToObject(root, "layer_hazards",
 			      qr_view_layer_hazards(a, L, NULL));
 	cJSON_AddNullToObject(root, "layer");

@@ -1,0 +1,58 @@
+#!/bin/sh
+# sens_speed.sh: what the "What to change" runs cost. The whole qreport
+# report for a float model and its QDQ candidate with N samples, timed
+# with --sensitivity none, quick (the default) and, with FULL=1, full;
+# the runs alternate and the best wall time of each counts (the machine
+# may be shared). Prints each and the ratio to none (the goal for quick
+# is <= 2), and quick's model runs from report.json.
+#
+#   bench/sens_speed.sh [QREPORT] [MODELS_DIR]
+#
+# Environment: MODEL (default resnet18), N (20), RUNS (3), FULL (0). The
+# models are made by tests/models/make_torchvision.py (as
+# bench/report_speed.sh makes them on first use).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+QREPORT=${1:-${QREPORT:-$(dirname "$here")/qreport}}
+M=${2:-${QR_MODELS:-/tmp/tvmodels}}/${MODEL:-resnet18}
+N=${N:-20} RUNS=${RUNS:-3} FULL=${FULL:-0}
+
+die() { echo "sens_speed.sh: $*" >&2; exit 1; }
+[ -x "$QREPORT" ] || die "no qreport binary at '$QREPORT' (pass it as \$1)"
+[ -f "${M}_qdq.onnx" ] || die "no ${M}_qdq.onnx: make it with" \
+	"tests/models/make_torchvision.py DIR (bench/report_speed.sh does)"
+work=$(mktemp -d /tmp/qr-sens-speed-XXXXXX)
+trap 'rm -rf "$work"' EXIT INT TERM
+/usr/bin/python3 "$here/make_samples.py" "$M.onnx" "$work/samples" "$N"
+
+modes="none quick"
+[ "$FULL" = 1 ] && modes="$modes full"
+i=0
+while [ $i -lt "$RUNS" ]; do
+	for m in $modes; do
+		/usr/bin/time -f '%e %U %S' -o "$work/time" "$QREPORT" \
+			--float "$M.onnx" --quant "${M}_qdq.onnx" \
+			--data "$work/samples" \
+			--samples "$N" --sensitivity "$m" -o "$work/r-$m" \
+			--quiet >/dev/null 2>&1 || die "qreport --sensitivity $m failed"
+		t=$(cat "$work/time")
+		echo "# run $((i + 1)): --sensitivity $m: $t (wall user sys, s)"
+		echo "$t" >>"$work/all-$m"
+	done
+	i=$((i + 1))
+done
+echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+base=$(sort -n "$work/all-none" | head -n 1)
+for m in $modes; do
+	b=$(sort -n "$work/all-$m" | head -n 1)
+	echo "$b" | awk -v m="$m" -v base="$base" -v model="${M##*/}" -v n="$N" '{
+		split(base, z, " ");
+		printf "%s + %s_qdq, %s samples, --sensitivity %-5s %6.2f s wall, %6.2f s CPU, %.2fx none\n",
+			model, model, n, m, $1, $2 + $3, $1 / z[1] }'
+done
+/usr/bin/python3 -c "
+import json, sys
+s = json.load(open(sys.argv[1]))['sensitivity'][0]
+print('quick: %d model runs (%d samples each), %.2f s in them, %d layers measured'
+      % (s['runs'], s['samples'], s['seconds'], s['measured']))
+" "$work/r-quick/report.json"

@@ -1,0 +1,559 @@
+/*
+ * sens_runs: the hybrid runs of the sensitivity analysis. The samples
+ * (read once, inputs kept), the float model's and the candidate's runs
+ * on them, which keep the values the variants' cuts read
+ * (sens_prefix.c), and the variants themselves: each built, cut, run on
+ * every sample and its graph outputs compared with the float model's.
+ * Two variants run side by side (one thread per op each) when there are
+ * two cores.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/analysis-int.h"
+#include "graph/graph.h"
+#include "graph/tensor.h"
+#include "onnx/onnx.h"
+#include "run/run.h"
+
+static void
+exec_opts(const struct qr_sens_ctx *c, struct qr_exec_opts *eo, int lanes)
+{
+	memset(eo, 0, sizeof *eo);
+	eo->n_threads = c->threads * lanes;
+	eo->any_order = 1;
+	eo->trim_folds = 1;
+	eo->views = 1;
+}
+
+/* See analysis-int.h. */
+enum qr_status
+qr_sens_samples_read(struct qr_sens_ctx *c, const struct qr_model *fm,
+		     struct qr_diag *d)
+{
+	size_t want = c->o->samples ? c->o->samples : QR_SENS_SAMPLES, i;
+	const struct qr_graph_data *g = &fm->graph;
+	enum qr_status st = QR_OK;
+
+	/* the float model's fed inputs, in graph order (initializers
+	 * listed as inputs left out) */
+	c->fin = xcalloc(g->n_input + 1, sizeof *c->fin);
+	for (i = 0; i < g->n_input; i++) {
+		size_t k;
+		int init = 0;
+
+		for (k = 0; k < g->n_init && !init; k++)
+			init = strcmp(g->inits[k].name, g->inputs[i].name) == 0;
+		if (!init)
+			c->fin[c->n_fin++] = g->inputs[i].name;
+	}
+	c->ins = xcalloc(want + 1, sizeof *c->ins);
+	c->n_ins = xcalloc(want + 1, sizeof *c->n_ins);
+	while (c->n_s < want) {
+		struct qr_tensor *const *ins;
+		size_t n_ins = 0;
+		const char *name = NULL;
+		int label;
+
+		st = c->o->next(c->o->user, &ins, &n_ins, &label, &name, d);
+		if (st != QR_OK || n_ins == 0)
+			break;
+		c->ins[c->n_s] = xcalloc(n_ins + 1, sizeof **c->ins);
+		for (i = 0; i < n_ins; i++)
+			c->ins[c->n_s][i] = qr_tensor_copy(ins[i]);
+		c->n_ins[c->n_s++] = n_ins;
+	}
+	return st;
+}
+
+static void
+sample_free(struct qr_sens_ctx *c, size_t s)
+{
+	size_t i;
+
+	for (i = 0; i < c->n_ins[s]; i++)
+		qr_tensor_free(c->ins[s][i]);
+	free(c->ins[s]);
+	c->ins[s] = NULL;
+}
+
+/* See analysis-int.h. */
+void
+qr_sens_samples_free(struct qr_sens_ctx *c)
+{
+	size_t s;
+
+	for (s = 0; s < c->n_s; s++)
+		sample_free(c, s);
+	free(c->ins);
+	free(c->n_ins);
+	free(c->fin);
+}
+
+/* Drop the samples a base's store could not take (QR_ESHAPE: the data
+ * run skipped them too, with a warning). */
+static void
+drop_bad(struct qr_sens_ctx *c)
+{
+	struct qr_sp_store *f = &c->fst, *q = &c->cst;
+	size_t s, j = 0;
+
+	for (s = 0; s < c->n_s; s++) {
+		if (f->outs[s] == NULL || q->outs[s] == NULL) {
+			sample_free(c, s);
+			qr_sp_store_drop(f, s);
+			qr_sp_store_drop(q, s);
+			continue;
+		}
+		c->ins[j] = c->ins[s];
+		c->n_ins[j] = c->n_ins[s];
+		f->v[j] = f->v[s];
+		f->outs[j] = f->outs[s];
+		q->v[j] = q->v[s];
+		q->outs[j] = q->outs[s];
+		j++;
+	}
+	c->n_s = f->n_s = q->n_s = j;
+}
+
+/* ---- comparing outputs ---- */
+
+/* One graph output's sums over the samples. */
+struct macc {
+	struct qr_cmp_acc cmp;
+	size_t rows, agree;
+	int classifier;
+};
+
+/* Sums of every output of one model. */
+struct outcmp {
+	struct macc *acc;         /* c->n_fouts */
+	float *buf;               /* one output as floats */
+	size_t cap;               /* floats in buf */
+};
+
+/* 1 when rows x and y (n entries) have their largest entry at the same
+ * place (the first of ties). */
+static int
+same_top1(const float *x, const float *y, size_t n)
+{
+	size_t k, bx = 0, by = 0;
+
+	for (k = 1; k < n; k++) {
+		bx = x[k] > x[bx] ? k : bx;
+		by = y[k] > y[by] ? k : by;
+	}
+	return bx == by;
+}
+
+/* Add output i of sample s, y (integer ones dequantized with qp, may be
+ * NULL), against the float model's. */
+static void
+cmp_add(struct outcmp *oc, const struct qr_sens_ctx *c, size_t s, size_t i,
+	const struct qr_tensor *y, const struct qr_as_qparams *qp)
+{
+	const struct qr_tensor *x = c->fouts[s][i];
+	struct macc *m = &oc->acc[i];
+	size_t j, cols;
+
+	if (y == NULL || x->dtype != QR_DT_FLOAT || x->n_elem != y->n_elem)
+		return;
+	if (oc->cap < y->n_elem) {
+		free(oc->buf);
+		oc->cap = y->n_elem;
+		oc->buf = xcalloc(oc->cap + 1, sizeof *oc->buf);
+	}
+	if (!qr_as_to_float(y, qp, oc->buf))
+		return;
+	qr_cmp_add(&m->cmp, x->data, oc->buf, x->n_elem);
+	if (x->ndim == 2 && x->dims[1] > 1) {
+		const float *xv = x->data;
+
+		cols = (size_t)x->dims[1];
+		m->classifier = 1;
+		for (j = 0; j < (size_t)x->dims[0]; j++) {
+			m->rows++;
+			m->agree += (size_t)same_top1(xv + j * cols,
+						      oc->buf + j * cols, cols);
+		}
+	}
+}
+
+/* The lowest mean cosine, SQNR and top-1 agreement over the outputs
+ * into *out; QR_ESHAPE when none could be compared. */
+static enum qr_status
+cmp_result(const struct outcmp *oc, const struct qr_sens_ctx *c,
+	   struct qr_sens_metric *out, struct qr_diag *d)
+{
+	size_t i;
+
+	memset(out, 0, sizeof *out);
+	out->cosine = out->sqnr_db = INFINITY;
+	out->top1 = NAN;
+	for (i = 0; i < c->n_fouts; i++) {
+		const struct macc *m = &oc->acc[i];
+		double cs, sq;
+
+		if (m->cmp.samples == 0)
+			continue;
+		out->ran = 1;
+		cs = qr_cmp_cosine_mean(&m->cmp);
+		sq = qr_cmp_sqnr_db(&m->cmp);
+		out->cosine = cs < out->cosine ? cs : out->cosine;
+		out->sqnr_db = sq < out->sqnr_db ? sq : out->sqnr_db;
+		if (m->classifier && m->rows > 0) {
+			double t = (double)m->agree / (double)m->rows;
+
+			if (isnan(out->top1) || t < out->top1)
+				out->top1 = t;
+		}
+	}
+	if (!out->ran)
+		return qr_errorf(d, QR_ESHAPE, "no graph output could be "
+				 "compared with the float model's");
+	return QR_OK;
+}
+
+/* ---- the bases' runs ---- */
+
+static int
+macs_hook(const struct qr_node *node, struct qr_tensor *const *outs,
+	  size_t n, void *user)
+{
+	struct qr_sens_ctx *c = user;
+	size_t i = qr_strmap_get(&c->layer_at, node->name);
+	const struct qr_tensor *t = n > 0 ? outs[0] : NULL;
+	int conv = strcmp(node->op_type, "Conv") == 0 ||
+		   strcmp(node->op_type, "ConvTranspose") == 0;
+
+	if (i == QR_STRMAP_NONE || t == NULL || t->ndim < 1 ||
+	    c->out_elem[i] != 0)
+		return 0;
+	c->out_elem[i] = t->n_elem;
+	c->out_ch[i] = (size_t)t->dims[conv ? (t->ndim > 1 ? 1 : 0)
+					    : t->ndim - 1];
+	return 0;
+}
+
+/* One base's store, filled on a thread of its own. */
+struct fill_job {
+	struct qr_sens_ctx *c;
+	struct qr_sp_store *st;
+	const struct qr_model *m;
+	struct qr_diag d;        /* its own: diags are not shared */
+	enum qr_status rc;
+};
+
+static void *
+fill_run(void *arg)
+{
+	struct fill_job *j = arg;
+	struct qr_exec_opts eo;
+
+	exec_opts(j->c, &eo, 1);
+	j->st->skip_bad = 1;
+	j->rc = qr_sp_store_fill(j->st, j->m, &eo, j->c->ins, j->c->n_ins,
+				 j->c->n_s, j->c->fin, j->c->n_fin,
+				 QR_SENS_STORE_MAX, &j->d);
+	return NULL;
+}
+
+/* The float model's store (with the layers' output sizes from its first
+ * run) and the candidate's, side by side; the candidate's outputs give
+ * *base. */
+enum qr_status
+qr_sens_bases(struct qr_sens_ctx *c, struct qr_sens_metric *base,
+	      struct qr_diag *d)
+{
+	struct fill_job jf = { c, &c->fst, c->fm, { 0 }, QR_OK };
+	struct fill_job jq = { c, &c->cst, c->qm, { 0 }, QR_OK };
+	struct outcmp oc = { 0 };
+	enum qr_status st;
+	pthread_t th;
+	size_t s, i;
+	int helper;
+
+	c->fst.hook = macs_hook;
+	c->fst.user = c;
+	helper = c->lanes > 1 &&
+		 pthread_create(&th, NULL, fill_run, &jf) == 0;
+	if (!helper)
+		fill_run(&jf);
+	fill_run(&jq);
+	if (helper)
+		pthread_join(th, NULL);
+	st = jf.rc != QR_OK ? qr_errorf(d, jf.rc, "%s", jf.d.msg) :
+	     jq.rc != QR_OK ? qr_errorf(d, jq.rc, "%s", jq.d.msg) : QR_OK;
+	qr_diag_clear(&jf.d);
+	qr_diag_clear(&jq.d);
+	if (st != QR_OK)
+		return st;
+	c->runs += c->n_s;
+	drop_bad(c);
+	c->fouts = c->fst.outs;
+	c->n_fouts = c->fst.n_outs;
+	if (c->n_s == 0)
+		return qr_errorf(d, QR_ESHAPE, "no sample ran through both "
+				 "the float model and the candidate");
+	oc.acc = xcalloc(c->n_fouts + 1, sizeof *oc.acc);
+	for (s = 0; s < c->n_s; s++)
+		for (i = 0; i < c->n_fouts && i < c->cst.n_outs; i++)
+			cmp_add(&oc, c, s, i, c->cst.outs[s][i], &c->oqp[i]);
+	st = cmp_result(&oc, c, base, d);
+	free(oc.acc);
+	free(oc.buf);
+	return st;
+}
+
+/* ---- one variant ---- */
+
+/*
+ * Run variant v on every sample: its cut fed with its base's values, or
+ * the whole model fed with the inputs (renamed to its own by position),
+ * and compare its graph outputs with the float model's into v->out.
+ */
+static enum qr_status
+measure(struct qr_sens_ctx *c, struct qr_sens_variant *v, struct qr_diag *d)
+{
+	const struct qr_sp_store *bst = v->on_float ? &c->fst : &c->cst;
+	const struct qr_model *m = v->cut ? &v->cut->m : &v->h->m;
+	const struct qr_as_qparams *qp = v->on_float ? NULL : c->oqp;
+	struct qr_exec *e = NULL;
+	struct qr_exec_opts eo;
+	struct outcmp oc = { 0 };
+	struct qr_tensor *alias = NULL, **ptr = NULL;
+	size_t s, i, j, n_in, nqi, n_out, n_full;
+	enum qr_status st;
+
+	exec_opts(c, &eo, 1);
+	oc.acc = xcalloc(c->n_fouts + 1, sizeof *oc.acc);
+	if ((st = qr_exec_new(m, &eo, &e, d)) != QR_OK)
+		goto out;
+	n_full = v->h->m.graph.n_output;
+	for (s = 0; s < c->n_s && st == QR_OK; s++) {
+		const char *const *qn = qr_exec_inputs(e, &nqi);
+		struct qr_tensor *const *outs;
+
+		n_in = v->cut ? v->cut->n_front : c->n_ins[s];
+		free(alias);
+		free(ptr);
+		alias = xcalloc(n_in + 1, sizeof *alias);
+		ptr = xcalloc(n_in + 1, sizeof *ptr);
+		for (i = 0; i < n_in; i++) {
+			if (v->cut) {
+				alias[i] = *qr_sp_store_get(bst, s,
+							v->cut->front[i]);
+			} else {
+				alias[i] = *c->ins[s][i];
+				for (j = 0; j < c->n_fin && j < nqi; j++)
+					if (c->ins[s][i]->name &&
+					    strcmp(c->ins[s][i]->name,
+						   c->fin[j]) == 0)
+						alias[i].name = qn[j];
+			}
+			alias[i].owned = 0;
+			ptr[i] = &alias[i];
+		}
+		if ((st = qr_exec_run(e, ptr, n_in, NULL, NULL, d)) != QR_OK)
+			break;
+		outs = qr_exec_outputs(e, &n_out);
+		for (i = 0; i < c->n_fouts && i < n_full; i++) {
+			const struct qr_tensor *y;
+
+			if (v->cut == NULL)
+				y = i < n_out ? outs[i] : NULL;
+			else if (v->cut->out_of[i] >= 0)
+				y = outs[v->cut->out_of[i]];
+			else
+				y = i < bst->n_outs ? bst->outs[s][i] : NULL;
+			cmp_add(&oc, c, s, i, y, qp ? &qp[i] : NULL);
+		}
+	}
+	if (st == QR_OK)
+		st = cmp_result(&oc, c, v->out, d);
+out:
+	free(alias);
+	free(ptr);
+	free(oc.acc);
+	free(oc.buf);
+	qr_exec_free(e);
+	return st;
+}
+
+/* ---- variants ---- */
+
+/* v's model (touches the plan: one thread at a time). */
+static struct qr_hy_model *
+build(struct qr_hy_plan *p, const struct qr_sens_variant *v)
+{
+	unsigned char *one = NULL;
+	struct qr_hy_model *h = NULL;
+	size_t n;
+	char *why = NULL;
+
+	if (v->kind == QR_SV_KEEP || v->kind == QR_SV_QUANT) {
+		one = xcalloc(p->n + 1, 1);
+		one[v->layer] = 1;
+	}
+	switch (v->kind) {
+	case QR_SV_WEIGHTS:
+		h = qr_hy_quant_only(p, NULL, 0);
+		break;
+	case QR_SV_ACTS:
+		h = qr_hy_keep_float(p, NULL, 1);
+		break;
+	case QR_SV_KEEP:
+		h = qr_hy_keep_float(p, one, 0);
+		break;
+	case QR_SV_QUANT:
+		h = qr_hy_quant_only(p, one, 1);
+		break;
+	case QR_SV_SET:
+		h = qr_hy_keep_float(p, v->set, 0);
+		break;
+	case QR_SV_GROUP:
+		h = qr_hy_group(p, (int)v->layer, &n, &why);
+		free(why);
+		break;
+	}
+	free(one);
+	return h;
+}
+
+/* See analysis-int.h. */
+void
+qr_sens_variants_build(struct qr_sens_ctx *c, struct qr_sens_variant *v,
+		       size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		v[i].on_float = v[i].kind == QR_SV_WEIGHTS ||
+				v[i].kind == QR_SV_QUANT;
+		v[i].h = build(c->p, &v[i]);
+		if (v[i].h != NULL)
+			v[i].cut = qr_sp_cut_new(&v[i].h->m, v[i].on_float ?
+						 c->p->fg : c->p->qg);
+	}
+}
+
+/* See analysis-int.h. */
+void
+qr_sens_variants_want(struct qr_sens_ctx *c, const struct qr_sens_variant *v,
+		      size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		qr_sp_store_want(v[i].on_float ? &c->fst : &c->cst, v[i].cut);
+}
+
+struct pool {
+	struct qr_sens_ctx *c;
+	struct qr_sens_variant *v;
+	size_t n, next;
+	pthread_mutex_t mu;
+};
+
+static void *
+pool_work(void *arg)
+{
+	struct pool *pl = arg;
+
+	for (;;) {
+		struct qr_sens_variant *v;
+		struct qr_diag d = {0};
+
+		pthread_mutex_lock(&pl->mu);
+		if (pl->next == pl->n) {
+			pthread_mutex_unlock(&pl->mu);
+			break;
+		}
+		v = &pl->v[pl->next++];
+		pthread_mutex_unlock(&pl->mu);
+		if (v->h == NULL) {
+			v->why = xstrdup("the model could not be built");
+		} else if (measure(pl->c, v, &d) != QR_OK) {
+			v->why = xstrdup(d.msg[0] ? d.msg : "the run failed");
+			v->out->ran = 0;
+		}
+		qr_diag_clear(&d);
+	}
+	return NULL;
+}
+
+/* See analysis-int.h. */
+void
+qr_sens_variants_run(struct qr_sens_ctx *c, struct qr_sens_variant *v,
+		     size_t n)
+{
+	struct pool pl = { c, v, n, 0, PTHREAD_MUTEX_INITIALIZER };
+	pthread_t th;
+	size_t i, k;
+	int helper = 0;
+
+	/* a cut runs only when its base's store holds what it reads; its
+	 * inputs then take their dtypes */
+	for (i = 0; i < n; i++) {
+		const struct qr_sp_store *bst = v[i].on_float ? &c->fst
+							      : &c->cst;
+
+		if (v[i].cut && !qr_sp_store_covers(bst, v[i].cut)) {
+			qr_sp_cut_free(v[i].cut);
+			v[i].cut = NULL;
+		}
+		for (k = 0; v[i].cut && k < v[i].cut->n_front; k++)
+			v[i].cut->ins[k].dtype = qr_sp_store_get(bst, 0,
+				v[i].cut->front[k])->dtype;
+		c->cut_runs += v[i].cut ? c->n_s : 0;
+	}
+	if (c->lanes > 1 && n > 1)
+		helper = pthread_create(&th, NULL, pool_work, &pl) == 0;
+	pool_work(&pl);
+	if (helper)
+		pthread_join(th, NULL);
+	pthread_mutex_destroy(&pl.mu);
+	c->runs += n * c->n_s;
+}
+
+/* See analysis-int.h. */
+void
+qr_sens_variants_free(struct qr_sens_variant *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		qr_sp_cut_free(v[i].cut);
+		qr_hy_model_free(v[i].h);
+		free(v[i].why);
+	}
+	free(v);
+}
+
+/* See analysis-int.h. */
+void
+qr_sens_measure_sets(struct qr_sens_ctx *c, const unsigned char *const *sets,
+		     struct qr_sens_metric *out, size_t n)
+{
+	struct qr_sens_variant *v = xcalloc(n + 1, sizeof *v);
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		v[i].kind = QR_SV_SET;
+		v[i].set = sets[i];
+		v[i].out = &out[i];
+	}
+	qr_sens_variants_build(c, v, n);
+	qr_sens_variants_run(c, v, n);
+	qr_sens_variants_free(v, n);
+}
+
+/* See analysis-int.h. */
+int
+qr_sens_lanes(const struct qr_sens_ctx *c)
+{
+	return c->lanes;
+}
