@@ -91,7 +91,10 @@ struct nb_job {
 	float *sa;            /* [m][kb] A's block scales */
 	float *za;            /* [m][kb] s * sum(q) */
 	float *zat;           /* [kb][mp] za transposed (SIMD path) */
-	int8_t *scratch;      /* per thread: [kp] decoded column (generic) */
+	char *scratch;        /* per thread: the generic path's decoded
+			       * column (int16_t [kp]), the SIMD path's
+			       * zero-point terms (float [mp]) */
+	size_t slot;          /* bytes of scratch per thread */
 };
 
 static size_t
@@ -347,7 +350,7 @@ exact_one(const struct nb_job *j, size_t m, size_t n)
 
 /* Column n's codes minus zero points, [kp], into d. */
 static void
-decode_col(const struct nb_job *j, size_t n, int8_t *d)
+decode_col(const struct nb_job *j, size_t n, int16_t *d)
 {
 	const struct qr_nbits_params *p = j->p;
 	const uint8_t *col = p->b + n * j->kb * j->blob;
@@ -357,13 +360,13 @@ decode_col(const struct nb_job *j, size_t n, int8_t *d)
 		int zp = zero_point(j, n, b);
 
 		for (i = 0; i < j->bs; i++)
-			d[b * j->bs + i] = (int8_t)((int)qr_packed_code(
+			d[b * j->bs + i] = (int16_t)((int)qr_packed_code(
 				col + b * j->blob, i, (unsigned)p->bits) - zp);
 	}
 }
 
 static float
-generic_one(const struct nb_job *j, size_t m, size_t n, const int8_t *w)
+generic_one(const struct nb_job *j, size_t m, size_t n, const int16_t *w)
 {
 	const struct qr_nbits_params *p = j->p;
 	const int8_t *q = j->q + m * j->kp;
@@ -526,13 +529,13 @@ cols_task(void *ctx, size_t task, int slot)
 	const struct nb_job *j = ctx;
 	const struct qr_nbits_params *p = j->p;
 	size_t n0 = task * COLS, n1 = n0 + COLS < p->n ? n0 + COLS : p->n;
-	int8_t *w = j->scratch + (size_t)slot * j->kp;
+	char *own = j->scratch + (size_t)slot * j->slot;
+	int16_t *w = (int16_t *)(void *)own;
 	size_t n, m;
 
 #ifdef NB_X86
 	if (j->simd) {
-		/* the slot's z[mp] lies past its decoded column */
-		exact_cols_avx512(j, n0, n1, (float *)(void *)(w + j->kp));
+		exact_cols_avx512(j, n0, n1, (float *)(void *)own);
 		return;
 	}
 #endif
@@ -558,7 +561,7 @@ layout(const struct qr_nbits_params *p, int n_threads, struct nb_job *j,
 {
 	size_t kb = (p->k + p->block - 1) / p->block, kp = kb * p->block;
 	size_t mp = round_up(p->m ? p->m : 1, 16), at = 0;
-	size_t slot = round_up(kp + mp * sizeof(float), 64);
+	size_t slot = round_up(kp * sizeof(int16_t) + mp * sizeof(float), 64);
 	int simd = 0;
 
 #ifdef NB_X86
@@ -576,7 +579,7 @@ layout(const struct qr_nbits_params *p, int n_threads, struct nb_job *j,
 	NB_PART(q, int8_t, p->m * kp);
 	NB_PART(sa, float, p->m * kb);
 	NB_PART(za, float, p->m * kb);
-	NB_PART(scratch, int8_t, slot * (size_t)n_threads);
+	NB_PART(scratch, char, slot * (size_t)n_threads);
 	if (simd) {
 		NB_PART(qa, int8_t, p->m * kp);
 		NB_PART(zat, float, kb * mp);
@@ -593,6 +596,7 @@ layout(const struct qr_nbits_params *p, int n_threads, struct nb_job *j,
 		j->exact = qr_nbits_exact(p);
 		j->nch = j->exact ? (p->block == 32 ? kb / 4 : kp / CHUNK) : 0;
 		j->simd = simd;
+		j->slot = slot;
 		if (!simd) {
 			j->qa = NULL;
 			j->zat = NULL;
