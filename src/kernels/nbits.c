@@ -91,9 +91,11 @@ struct nb_job {
 	float *sa;            /* [m][kb] A's block scales */
 	float *za;            /* [m][kb] s * sum(q) */
 	float *zat;           /* [kb][mp] za transposed (SIMD path) */
+	float *sav;           /* [m][nch][16]: each lane's row scale (SIMD) */
 	char *scratch;        /* per thread: the generic path's decoded
-			       * column (int16_t [kp]), the SIMD path's
-			       * zero-point terms (float [mp]) */
+			       * column (int16_t [kp]); the SIMD path's
+			       * zero-point terms (float [2][mp]) and
+			       * column lane scales (float [2][nch][16]) */
 	size_t slot;          /* bytes of scratch per thread */
 };
 
@@ -149,6 +151,11 @@ quant_row(const struct nb_job *j, size_t m)
 	}
 	if (j->qa == NULL)
 		return;
+	for (b = 0; b < j->nch; b++)
+		for (i = 0; i < 16; i++)
+			j->sav[(m * j->nch + b) * 16 + i] = j->bs == 32 ?
+				j->sa[m * j->kb + 4 * b + blk32[i]] :
+				j->sa[m * j->kb + b / (j->bs / CHUNK)];
 	for (b = 0; b < j->nch; b++) {
 		const uint8_t (*wp)[2] = j->bs == 32 ? wp32 : wp128;
 		const int8_t *qc = q + b * CHUNK;
@@ -425,97 +432,122 @@ zp_terms_avx512(const struct nb_job *j, size_t n, float *z)
 	}
 }
 
-/* Chunk c's lane scales (row m, column n) as a vector. */
-static inline NB_AVX512 __m512
-chunk_scales_avx512(const struct nb_job *j, size_t m, size_t n, size_t c)
-{
-	const float *sa = j->sa + m * j->kb, *sb = j->p->scales + n * j->kb;
-
-	if (j->bs == 32) {
-		const __m512i idx = _mm512_set_epi32(3, 3, 1, 1, 3, 3, 1, 1,
-						     2, 2, 0, 0, 2, 2, 0, 0);
-		__m128 s4 = _mm_mul_ps(_mm_loadu_ps(sb + 4 * c),
-				       _mm_loadu_ps(sa + 4 * c));
-
-		return _mm512_permutexvar_ps(idx, _mm512_broadcast_f32x4(s4));
-	} else {
-		size_t b = c / (j->bs / CHUNK);
-
-		return _mm512_set1_ps(sa[b] * sb[b]);
-	}
-}
-
 /*
- * Rows [m0, m0 + mr) (mr <= ROWS) of column n: the chunks' lanes into
- * acc[ROWS][16]; vnni selects vpdpbusd over vpmaddubsw + vpmaddwd (the
- * same sums: no product pair reaches 16 bits).
+ * Rows [m0, m0 + mr) (mr <= ROWS) of columns n[0] and n[1] (the same
+ * column twice for a last odd one): the chunks' lanes into
+ * acc[2][ROWS][16]. sb holds each column's lane scales ([2][nch][16]);
+ * a lane's scale is its row's (j->sav) times its column's, one rounding
+ * as MLAS's. vnni selects vpdpbusd over vpmaddubsw + vpmaddwd (the same
+ * sums: no pair of products reaches 16 bits).
  */
 #define NB_CHUNKS(ATTR, NAME, DOT)                                          \
 static ATTR void                                                            \
-NAME(const struct nb_job *j, size_t m0, size_t mr, size_t n, __m512i idx,  \
-     float (*acc)[16])                                                      \
+NAME(const struct nb_job *j, size_t m0, size_t mr, const size_t *n,         \
+     __m512i idx, const float *sb, float (*acc)[ROWS][16])                  \
 {                                                                           \
-	const uint8_t *col = j->p->b + n * j->kb * j->blob;                 \
+	const uint8_t *c0 = j->p->b + n[0] * j->kb * j->blob;               \
+	const uint8_t *c1 = j->p->b + n[1] * j->kb * j->blob;               \
 	const __m512i low = _mm512_set1_epi8(15);                           \
 	const __m512i ones = _mm512_set1_epi16(1);                          \
-	__m512 v[ROWS];                                                     \
+	__m512 v0[ROWS], v1[ROWS];                                          \
 	size_t c, r;                                                        \
                                                                             \
 	(void)ones;                                                         \
 	for (r = 0; r < ROWS; r++)                                          \
-		v[r] = _mm512_setzero_ps();                                 \
+		v0[r] = v1[r] = _mm512_setzero_ps();                        \
 	for (c = 0; c < j->nch; c++) {                                      \
-		__m512i bw = _mm512_permutexvar_epi16(idx,                  \
-			_mm512_loadu_si512(col + c * (CHUNK / 2)));         \
-		__m512i lo = _mm512_and_si512(bw, low);                     \
-		__m512i hi = _mm512_and_si512(_mm512_srli_epi16(bw, 4),     \
-					      low);                         \
+		__m512i b0 = _mm512_permutexvar_epi16(idx,                  \
+			_mm512_loadu_si512(c0 + c * (CHUNK / 2)));          \
+		__m512i b1 = _mm512_permutexvar_epi16(idx,                  \
+			_mm512_loadu_si512(c1 + c * (CHUNK / 2)));          \
+		__m512i lo0 = _mm512_and_si512(b0, low);                    \
+		__m512i hi0 = _mm512_and_si512(_mm512_srli_epi16(b0, 4),    \
+					       low);                        \
+		__m512i lo1 = _mm512_and_si512(b1, low);                    \
+		__m512i hi1 = _mm512_and_si512(_mm512_srli_epi16(b1, 4),    \
+					       low);                        \
+		__m512 s0 = _mm512_loadu_ps(sb + c * 16);                   \
+		__m512 s1 = _mm512_loadu_ps(sb + (j->nch + c) * 16);        \
                                                                             \
 		for (r = 0; r < mr; r++) {                                  \
-			const int8_t *qa = j->qa +                          \
-					   ((m0 + r) * j->nch + c) * CHUNK; \
+			size_t at = (m0 + r) * j->nch + c;                  \
+			const int8_t *qa = j->qa + at * CHUNK;              \
 			__m512i alo = _mm512_loadu_si512(qa);               \
 			__m512i ahi = _mm512_loadu_si512(qa + 64);          \
-			__m512i s = DOT;                                    \
+			__m512 sa = _mm512_loadu_ps(j->sav + at * 16);      \
                                                                             \
-			v[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s),       \
-				chunk_scales_avx512(j, m0 + r, n, c), v[r]);\
+			v0[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(         \
+				DOT(lo0, hi0)), _mm512_mul_ps(s0, sa), v0[r]);\
+			v1[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(         \
+				DOT(lo1, hi1)), _mm512_mul_ps(s1, sa), v1[r]);\
 		}                                                           \
 	}                                                                   \
-	for (r = 0; r < mr; r++)                                            \
-		_mm512_storeu_ps(acc[r], v[r]);                             \
+	for (r = 0; r < mr; r++) {                                          \
+		_mm512_storeu_ps(acc[0][r], v0[r]);                         \
+		_mm512_storeu_ps(acc[1][r], v1[r]);                         \
+	}                                                                   \
 }
 
-NB_CHUNKS(NB_VNNI, chunks_vnni,
-	  _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(),
-						  lo, alo), hi, ahi))
-NB_CHUNKS(NB_AVX512, chunks_avx512,
-	  _mm512_add_epi32(
-		  _mm512_madd_epi16(_mm512_maddubs_epi16(lo, alo), ones),
-		  _mm512_madd_epi16(_mm512_maddubs_epi16(hi, ahi), ones)))
+#define NB_DOT_VNNI(lo, hi)                                                 \
+	_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(),     \
+						(lo), alo), (hi), ahi)
+#define NB_DOT_BW(lo, hi)                                                   \
+	_mm512_add_epi32(                                                   \
+		_mm512_madd_epi16(_mm512_maddubs_epi16((lo), alo), ones),   \
+		_mm512_madd_epi16(_mm512_maddubs_epi16((hi), ahi), ones))
+NB_CHUNKS(NB_VNNI, chunks_vnni, NB_DOT_VNNI)
+NB_CHUNKS(NB_AVX512, chunks_avx512, NB_DOT_BW)
 
-/* Columns [n0, n1) of the exact path with AVX-512. */
+/* Column n's lane scales, [nch][16], into sb (row_lanes' layout). */
+static void
+col_lanes(const struct nb_job *j, size_t n, float *sb)
+{
+	const float *sc = j->p->scales + n * j->kb;
+	size_t c, l;
+
+	for (c = 0; c < j->nch; c++)
+		for (l = 0; l < 16; l++)
+			sb[c * 16 + l] = j->bs == 32 ?
+				sc[4 * c + blk32[l]] : sc[c / (j->bs / CHUNK)];
+}
+
+/* Columns [n0, n1) of the exact path with AVX-512; z holds j->mp floats
+ * and sb 2 * nch * 16. */
 static NB_AVX512 void
-exact_cols_avx512(const struct nb_job *j, size_t n0, size_t n1, float *z)
+exact_cols_avx512(const struct nb_job *j, size_t n0, size_t n1, float *z,
+		  float *sb)
 {
 	const struct qr_nbits_params *p = j->p;
 	int vnni = (qr_kernels_cpu_features() & QR_CPU_AVX512VNNI) != 0;
 	__m512i idx = lane_index(j);
-	float acc[ROWS][16];
-	size_t n, m, r;
+	float acc[2][ROWS][16];
+	size_t n, m, r, t;
 
-	for (n = n0; n < n1; n++) {
-		zp_terms_avx512(j, n, z);
+	for (n = n0; n < n1; n += 2) {
+		size_t nn[2] = {n, n + 1 < n1 ? n + 1 : n};
+		size_t nc = nn[1] != n ? 2 : 1;
+
+		col_lanes(j, nn[0], sb);
+		col_lanes(j, nn[1], sb + j->nch * 16);
 		for (m = 0; m < p->m; m += ROWS) {
 			size_t mr = p->m - m < ROWS ? p->m - m : ROWS;
 
 			if (vnni)
-				chunks_vnni(j, m, mr, n, idx, acc);
+				chunks_vnni(j, m, mr, nn, idx, sb, acc);
 			else
-				chunks_avx512(j, m, mr, n, idx, acc);
-			for (r = 0; r < mr; r++)
-				j->y[(m + r) * p->n + n] =
-					finish(j, m + r, n, acc[r], z[m + r]);
+				chunks_avx512(j, m, mr, nn, idx, sb, acc);
+			for (t = 0; t < nc; t++) {
+				/* z[] of column nn[t], for the rows of this
+				 * tile, made on its first tile */
+				if (m == 0)
+					zp_terms_avx512(j, nn[t],
+							z + t * j->mp);
+				for (r = 0; r < mr; r++)
+					j->y[(m + r) * p->n + nn[t]] =
+						finish(j, m + r, nn[t],
+						       acc[t][r],
+						       z[t * j->mp + m + r]);
+			}
 		}
 	}
 }
@@ -535,7 +567,9 @@ cols_task(void *ctx, size_t task, int slot)
 
 #ifdef NB_X86
 	if (j->simd) {
-		exact_cols_avx512(j, n0, n1, (float *)(void *)own);
+		float *z = (float *)(void *)own;
+
+		exact_cols_avx512(j, n0, n1, z, z + 2 * j->mp);
 		return;
 	}
 #endif
@@ -561,7 +595,10 @@ layout(const struct qr_nbits_params *p, int n_threads, struct nb_job *j,
 {
 	size_t kb = (p->k + p->block - 1) / p->block, kp = kb * p->block;
 	size_t mp = round_up(p->m ? p->m : 1, 16), at = 0;
-	size_t slot = round_up(kp * sizeof(int16_t) + mp * sizeof(float), 64);
+	size_t nch = qr_nbits_exact(p) ? (p->block == 32 ? kb / 4 :
+						      kp / CHUNK) : 0;
+	size_t slot = round_up(kp * sizeof(int16_t) +
+			       (2 * mp + 2 * nch * 16) * sizeof(float), 64);
 	int simd = 0;
 
 #ifdef NB_X86
@@ -583,6 +620,7 @@ layout(const struct qr_nbits_params *p, int n_threads, struct nb_job *j,
 	if (simd) {
 		NB_PART(qa, int8_t, p->m * kp);
 		NB_PART(zat, float, kb * mp);
+		NB_PART(sav, float, p->m * nch * 16);
 	}
 #undef NB_PART
 	if (j != NULL) {
@@ -594,12 +632,13 @@ layout(const struct qr_nbits_params *p, int n_threads, struct nb_job *j,
 		j->zrow = (kb * p->bits + 7) / 8;
 		j->mp = mp;
 		j->exact = qr_nbits_exact(p);
-		j->nch = j->exact ? (p->block == 32 ? kb / 4 : kp / CHUNK) : 0;
+		j->nch = nch;
 		j->simd = simd;
 		j->slot = slot;
 		if (!simd) {
 			j->qa = NULL;
 			j->zat = NULL;
+			j->sav = NULL;
 		}
 	}
 	return at + 64;
