@@ -705,8 +705,9 @@ test_matmul_nbits(void)
 
 /*
  * The int8-activation kernel behind MatMulNBits at accuracy_level 4
- * (kernels/nbits.c) on random shapes: its AVX-512 path (when the CPU has
- * one; 3 threads) gives the portable path's bits (1 thread), and both
+ * (kernels/nbits.c) on random shapes: its AVX-512 path (3 threads) and
+ * AVX2 path (2 threads), where the CPU has them, give the portable path's
+ * bits (1 thread), and all
  * are the block-wise integer sums of A rounded to int8, scaled, within
  * a relative L2 error of 1e-6 of a double reference. Shapes: blocks of 32 with a group of four
  * and a tail, a short last block, 128 and 256, 2 and 8 bits.
@@ -779,6 +780,7 @@ test_nbits_kernel(void)
 		float *a = malloc(p.m * p.k * sizeof *a);
 		float *y0 = malloc(p.m * p.n * sizeof *y0);
 		float *y1 = malloc(p.m * p.n * sizeof *y1);
+		float *y2 = malloc(p.m * p.n * sizeof *y2);
 		double see = 0, srr = 0, rel;
 		void *ws;
 
@@ -802,18 +804,22 @@ test_nbits_kernel(void)
 		qr_nbits_gemm(&p, a, y0, ws, 1);
 		qr_kernels_force_portable(0);
 		qr_nbits_gemm(&p, a, y1, ws, 3);
+		qr_nbits_force_avx2(1);
+		qr_nbits_gemm(&p, a, y2, ws, 2);
+		qr_nbits_force_avx2(0);
 		for (i = 0; i < p.m * p.n; i++) {
 			double r = nb_ref(&p, a, i / p.n, i % p.n);
 
-			bad += memcmp(&y0[i], &y1[i], sizeof *y0) != 0;
+			bad += memcmp(&y0[i], &y1[i], sizeof *y0) != 0 ||
+			       memcmp(&y0[i], &y2[i], sizeof *y0) != 0;
 			see += (y0[i] - r) * (y0[i] - r);
 			srr += r * r;
 		}
 		rel = sqrt(see / srr);
 		ok(bad == 0 && rel < 1e-6, "MatMulNBits kernel m %zu k %zu "
-		   "n %zu, %zu bits, block %zu%s: portable and SIMD paths "
-		   "identical (%zu differ), relative L2 %.1e from the block "
-		   "sums", p.m, p.k, p.n, p.bits, p.block,
+		   "n %zu, %zu bits, block %zu%s: portable, AVX2 and AVX-512 "
+		   "paths identical (%zu differ), relative L2 %.1e from the "
+		   "block sums", p.m, p.k, p.n, p.bits, p.block,
 		   sh[5] ? ", zero points, bias" : "", bad, rel);
 		/* a NaN in row 0's first block: row 0 NaN, the others not */
 		if (t == 0) {
@@ -831,6 +837,7 @@ test_nbits_kernel(void)
 		free(a);
 		free(y0);
 		free(y1);
+		free(y2);
 	}
 }
 

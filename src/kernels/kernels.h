@@ -497,6 +497,9 @@ size_t qr_nbits_workspace(const struct qr_nbits_params *p, int n_threads);
  * qr_nbits_workspace(p, n_threads) bytes. */
 void qr_nbits_gemm(const struct qr_nbits_params *p, const float *a, float *y,
 		   void *ws, int n_threads);
+/* Test hook: when on is nonzero, the AVX2 path runs where AVX-512 would.
+ * Results never change; only speed does. */
+void qr_nbits_force_avx2(int on);
 
 /* DequantizeLinear, same layout: y = (float)(x - zp) * scale. */
 void qr_dequantize_f32(const void *x, enum qr_qtype t, size_t outer,

@@ -39,8 +39,9 @@
  *
  * The weights are read where they lie (B as the model stores it, never
  * copied): with AVX-512 BW the 64 bytes of a chunk are permuted by words
- * into the lanes above and A is laid out to match; the portable path
- * computes the same lanes one product at a time. Columns are split over
+ * into the lanes above, with AVX2 unpacked or shuffled into two halves of
+ * eight, and A is laid out to match; the portable path decodes one
+ * column at a time and sums the same lanes in C. Columns are split over
  * threads; results never depend on the thread count or the path.
  */
 #include "kernels/kernels-int.h"
@@ -72,6 +73,18 @@ static const uint8_t wp32[16][2] = {
 static const uint8_t blk32[16] = {0, 0, 2, 2, 0, 0, 2, 2,
 				  1, 1, 3, 3, 1, 1, 3, 3};
 
+/* Lanes in the order the SIMD code holds them: AVX-512 as they are;
+ * AVX2 in two halves, as its 128-bit-lane word unpacks (blocks >= 128) or
+ * byte shuffles (blocks of 32) leave them. */
+static const uint8_t perm16[16] = {0, 1, 2, 3, 4, 5, 6, 7,
+				   8, 9, 10, 11, 12, 13, 14, 15};
+static const uint8_t perm128_avx2[16] = {0, 1, 2, 3, 8, 9, 10, 11,
+					 4, 5, 6, 7, 12, 13, 14, 15};
+static const uint8_t perm32_avx2[16] = {0, 1, 4, 5, 8, 9, 12, 13,
+					2, 3, 6, 7, 10, 11, 14, 15};
+
+static int force_avx2; /* qr_nbits_force_avx2 */
+
 /* One call's geometry and buffers. */
 struct nb_job {
 	const struct qr_nbits_params *p;
@@ -84,7 +97,9 @@ struct nb_job {
 	size_t nch;           /* full chunks of 128 per row (exact path) */
 	size_t mp;            /* m rounded up to 16 */
 	int exact;            /* ONNX Runtime's order (4 bits, 32 or >= 128) */
-	int simd;             /* the AVX-512 path */
+	int simd;             /* 2: the AVX-512 path, 1: AVX2, 0: C */
+	const uint8_t *perm;  /* lane of each of the 16 dword slots of a
+			       * chunk's SIMD layout (qa, sav, lane scales) */
 	int8_t *q;            /* [m][kp] quantized A, natural order */
 	int8_t *qa;           /* [m][nch][2][64]: A laid out for the SIMD
 			       * lanes (low nibbles' values, high nibbles') */
@@ -154,7 +169,7 @@ quant_row(const struct nb_job *j, size_t m)
 	for (b = 0; b < j->nch; b++)
 		for (i = 0; i < 16; i++)
 			j->sav[(m * j->nch + b) * 16 + i] = j->bs == 32 ?
-				j->sa[m * j->kb + 4 * b + blk32[i]] :
+				j->sa[m * j->kb + 4 * b + blk32[j->perm[i]]] :
 				j->sa[m * j->kb + b / (j->bs / CHUNK)];
 	for (b = 0; b < j->nch; b++) {
 		const uint8_t (*wp)[2] = j->bs == 32 ? wp32 : wp128;
@@ -165,7 +180,8 @@ quant_row(const struct nb_job *j, size_t m)
 		for (l = 0; l < 16; l++)
 			for (h = 0; h < 2; h++)
 				for (t = 0; t < 2; t++) {
-					size_t v = 4 * (size_t)wp[l][h] + 2 * t;
+					size_t v = 4 * (size_t)wp[j->perm[l]][h] +
+						   2 * t;
 
 					d[4 * l + 2 * h + t] = qc[v];
 					d[64 + 4 * l + 2 * h + t] = qc[v + 1];
@@ -323,30 +339,29 @@ chunk_scales(const struct nb_job *j, size_t m, size_t n, size_t c,
 	}
 }
 
-/* Portable exact path: one output. */
+/* Portable exact path: one output; w holds column n's codes, [kp]. */
 static float
-exact_one(const struct nb_job *j, size_t m, size_t n)
+exact_one(const struct nb_job *j, size_t m, size_t n, const int16_t *w)
 {
 	const uint8_t (*wp)[2] = j->bs == 32 ? wp32 : wp128;
-	const uint8_t *col = j->p->b + n * j->kb * j->blob;
 	const int8_t *q = j->q + m * j->kp;
 	float acc[16] = {0}, sc[16];
 	size_t c, l, h, t;
 
 	for (c = 0; c < j->nch; c++) {
-		const uint8_t *bc = col + c * (CHUNK / 2);
+		const int16_t *wc = w + c * CHUNK;
 		const int8_t *qc = q + c * CHUNK;
 
 		chunk_scales(j, m, n, c, sc);
 		for (l = 0; l < 16; l++) {
 			int32_t s = 0;
 
-			for (h = 0; h < 2; h++)
-				for (t = 0; t < 4; t++) {
-					size_t v = 4 * (size_t)wp[l][h] + t;
+			for (h = 0; h < 2; h++) {
+				size_t v = 4 * (size_t)wp[l][h];
 
-					s += qc[v] * code4(bc, v);
-				}
+				for (t = 0; t < 4; t++)
+					s += qc[v + t] * wc[v + t];
+			}
 			acc[l] = fmaf((float)s, sc[l], acc[l]);
 		}
 	}
@@ -355,16 +370,16 @@ exact_one(const struct nb_job *j, size_t m, size_t n)
 
 /* ---- Other shapes: block after block ---- */
 
-/* Column n's codes minus zero points, [kp], into d. */
+/* Column n's codes, minus the zero points unless raw, [kp], into d. */
 static void
-decode_col(const struct nb_job *j, size_t n, int16_t *d)
+decode_col(const struct nb_job *j, size_t n, int raw, int16_t *d)
 {
 	const struct qr_nbits_params *p = j->p;
 	const uint8_t *col = p->b + n * j->kb * j->blob;
 	size_t b, i;
 
 	for (b = 0; b < j->kb; b++) {
-		int zp = zero_point(j, n, b);
+		int zp = raw ? 0 : zero_point(j, n, b);
 
 		for (i = 0; i < j->bs; i++)
 			d[b * j->bs + i] = (int16_t)((int)qr_packed_code(
@@ -389,6 +404,20 @@ generic_one(const struct nb_job *j, size_t m, size_t n, const int16_t *w)
 				 p->scales[n * j->kb + b]);
 	}
 	return p->bias != NULL ? r + p->bias[n] : r;
+}
+
+/* Column n's lane scales, [nch][16], into sb (the layout of j->sav). */
+static void
+col_lanes(const struct nb_job *j, size_t n, float *sb)
+{
+	const float *sc = j->p->scales + n * j->kb;
+	size_t c, l;
+
+	for (c = 0; c < j->nch; c++)
+		for (l = 0; l < 16; l++)
+			sb[c * 16 + l] = j->bs == 32 ?
+				sc[4 * c + blk32[j->perm[l]]] :
+				sc[c / (j->bs / CHUNK)];
 }
 
 /* ---- AVX-512 ---- */
@@ -498,18 +527,6 @@ NAME(const struct nb_job *j, size_t m0, size_t mr, const size_t *n,         \
 NB_CHUNKS(NB_VNNI, chunks_vnni, NB_DOT_VNNI)
 NB_CHUNKS(NB_AVX512, chunks_avx512, NB_DOT_BW)
 
-/* Column n's lane scales, [nch][16], into sb (row_lanes' layout). */
-static void
-col_lanes(const struct nb_job *j, size_t n, float *sb)
-{
-	const float *sc = j->p->scales + n * j->kb;
-	size_t c, l;
-
-	for (c = 0; c < j->nch; c++)
-		for (l = 0; l < 16; l++)
-			sb[c * 16 + l] = j->bs == 32 ?
-				sc[4 * c + blk32[l]] : sc[c / (j->bs / CHUNK)];
-}
 
 /* Columns [n0, n1) of the exact path with AVX-512; z holds j->mp floats
  * and sb 2 * nch * 16. */
@@ -551,6 +568,124 @@ exact_cols_avx512(const struct nb_job *j, size_t n0, size_t n1, float *z,
 		}
 	}
 }
+
+/* ---- AVX2 ---- */
+
+#define NB_AVX2 __attribute__((target("avx2,fma")))
+
+/* zp_terms_avx512 with 8 rows a step. */
+static NB_AVX2 void
+zp_terms_avx2(const struct nb_job *j, size_t n, float *z)
+{
+	const float *sc = j->p->scales + n * j->kb;
+	size_t m, b;
+
+	for (m = 0; m < j->p->m; m += 8) {
+		__m256 acc = _mm256_setzero_ps();
+
+		for (b = 0; b < j->kb; b++)
+			acc = _mm256_fmadd_ps(
+				_mm256_loadu_ps(j->zat + b * j->mp + m),
+				_mm256_set1_ps(-sc[b] *
+					       (float)zero_point(j, n, b)),
+				acc);
+		_mm256_storeu_ps(z + m, acc);
+	}
+}
+
+/*
+ * Rows [m0, m0 + mr) of column n: a chunk's two 256-bit halves hold the
+ * lanes j->perm lists (word unpacks for blocks >= 128, a byte shuffle
+ * within each 8 bytes for blocks of 32), summed with vpmaddubsw +
+ * vpmaddwd; acc[ROWS][16] gets the lanes back in order.
+ */
+static NB_AVX2 void
+chunks_avx2(const struct nb_job *j, size_t m0, size_t mr, size_t n,
+	    const float *sb, float (*acc)[16])
+{
+	const uint8_t *col = j->p->b + n * j->kb * j->blob;
+	const __m256i low = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+	const __m256i pat = _mm256_setr_epi8(0, 1, 4, 5, 2, 3, 6, 7, 8, 9,
+					     12, 13, 10, 11, 14, 15, 0, 1, 4,
+					     5, 2, 3, 6, 7, 8, 9, 12, 13, 10,
+					     11, 14, 15);
+	__m256 vp[ROWS], vq[ROWS];
+	float t[16];
+	size_t c, r, i;
+
+	for (r = 0; r < ROWS; r++)
+		vp[r] = vq[r] = _mm256_setzero_ps();
+	for (c = 0; c < j->nch; c++) {
+		__m256i x = _mm256_loadu_si256((const __m256i *)(void *)
+					       (col + c * (CHUNK / 2)));
+		__m256i y = _mm256_loadu_si256((const __m256i *)(void *)
+					       (col + c * (CHUNK / 2) + 32));
+		__m256i bp, bq, lop, hip, loq, hiq;
+		__m256 sp = _mm256_loadu_ps(sb + c * 16);
+		__m256 sq = _mm256_loadu_ps(sb + c * 16 + 8);
+
+		if (j->bs == 32) {
+			bp = _mm256_shuffle_epi8(x, pat);
+			bq = _mm256_shuffle_epi8(y, pat);
+		} else {
+			bp = _mm256_unpacklo_epi16(x, y);
+			bq = _mm256_unpackhi_epi16(x, y);
+		}
+		lop = _mm256_and_si256(bp, low);
+		hip = _mm256_and_si256(_mm256_srli_epi16(bp, 4), low);
+		loq = _mm256_and_si256(bq, low);
+		hiq = _mm256_and_si256(_mm256_srli_epi16(bq, 4), low);
+		for (r = 0; r < mr; r++) {
+			size_t at = (m0 + r) * j->nch + c;
+			const int8_t *qa = j->qa + at * CHUNK;
+			const float *sa = j->sav + at * 16;
+#define NB_DOT2(b, off)                                                     \
+	_mm256_madd_epi16(_mm256_maddubs_epi16((b), _mm256_loadu_si256(     \
+		(const __m256i *)(const void *)(qa + (off)))), ones)
+			__m256i dp = _mm256_add_epi32(NB_DOT2(lop, 0),
+						      NB_DOT2(hip, 64));
+			__m256i dq = _mm256_add_epi32(NB_DOT2(loq, 32),
+						      NB_DOT2(hiq, 96));
+#undef NB_DOT2
+
+			vp[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dp),
+				_mm256_mul_ps(sp, _mm256_loadu_ps(sa)), vp[r]);
+			vq[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dq),
+				_mm256_mul_ps(sq, _mm256_loadu_ps(sa + 8)),
+				vq[r]);
+		}
+	}
+	for (r = 0; r < mr; r++) {
+		_mm256_storeu_ps(t, vp[r]);
+		_mm256_storeu_ps(t + 8, vq[r]);
+		for (i = 0; i < 16; i++)
+			acc[r][j->perm[i]] = t[i];
+	}
+}
+
+/* Columns [n0, n1) of the exact path with AVX2; z holds j->mp floats and
+ * sb nch * 16. */
+static NB_AVX2 void
+exact_cols_avx2(const struct nb_job *j, size_t n0, size_t n1, float *z,
+		float *sb)
+{
+	const struct qr_nbits_params *p = j->p;
+	float acc[ROWS][16];
+	size_t n, m, r;
+
+	for (n = n0; n < n1; n++) {
+		col_lanes(j, n, sb);
+		zp_terms_avx2(j, n, z);
+		for (m = 0; m < p->m; m += ROWS) {
+			size_t mr = p->m - m < ROWS ? p->m - m : ROWS;
+
+			chunks_avx2(j, m, mr, n, sb, acc);
+			for (r = 0; r < mr; r++)
+				j->y[(m + r) * p->n + n] =
+					finish(j, m + r, n, acc[r], z[m + r]);
+		}
+	}
+}
 #endif
 
 /* ---- Driver ---- */
@@ -569,15 +704,17 @@ cols_task(void *ctx, size_t task, int slot)
 	if (j->simd) {
 		float *z = (float *)(void *)own;
 
-		exact_cols_avx512(j, n0, n1, z, z + 2 * j->mp);
+		if (j->simd == 2)
+			exact_cols_avx512(j, n0, n1, z, z + 2 * j->mp);
+		else
+			exact_cols_avx2(j, n0, n1, z, z + 2 * j->mp);
 		return;
 	}
 #endif
 	for (n = n0; n < n1; n++) {
-		if (!j->exact)
-			decode_col(j, n, w);
+		decode_col(j, n, j->exact, w);
 		for (m = 0; m < p->m; m++)
-			j->y[m * p->n + n] = j->exact ? exact_one(j, m, n) :
+			j->y[m * p->n + n] = j->exact ? exact_one(j, m, n, w) :
 							generic_one(j, m, n, w);
 	}
 }
@@ -602,8 +739,12 @@ layout(const struct qr_nbits_params *p, int n_threads, struct nb_job *j,
 	int simd = 0;
 
 #ifdef NB_X86
-	simd = qr_nbits_exact(p) &&
-	       (qr_kernels_cpu_features() & QR_CPU_AVX512BW) != 0;
+	if (qr_nbits_exact(p)) {
+		unsigned f = qr_kernels_cpu_features();
+
+		simd = (f & QR_CPU_AVX512BW) && !force_avx2 ? 2 :
+		       (f & QR_CPU_AVX2) ? 1 : 0;
+	}
 #endif
 	if (n_threads < 1)
 		n_threads = 1;
@@ -634,6 +775,8 @@ layout(const struct qr_nbits_params *p, int n_threads, struct nb_job *j,
 		j->exact = qr_nbits_exact(p);
 		j->nch = nch;
 		j->simd = simd;
+		j->perm = simd != 1 ? perm16 : p->block == 32 ? perm32_avx2 :
+					       perm128_avx2;
 		j->slot = slot;
 		if (!simd) {
 			j->qa = NULL;
@@ -642,6 +785,12 @@ layout(const struct qr_nbits_params *p, int n_threads, struct nb_job *j,
 		}
 	}
 	return at + 64;
+}
+
+void
+qr_nbits_force_avx2(int on)
+{
+	force_avx2 = on != 0;
 }
 
 size_t
