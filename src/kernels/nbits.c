@@ -423,8 +423,30 @@ col_lanes(const struct nb_job *j, size_t n, float *sb)
 /* ---- AVX-512 ---- */
 
 #ifdef NB_X86
+#define NB_AVX2 __attribute__((target("avx2,fma")))
 #define NB_AVX512 __attribute__((target("avx512f,avx512bw")))
 #define NB_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
+
+/* The zero-point terms of column n for every row, into z[mp], 8 rows a
+ * step (both SIMD paths). */
+static NB_AVX2 void
+zp_terms_avx2(const struct nb_job *j, size_t n, float *z)
+{
+	const float *sc = j->p->scales + n * j->kb;
+	size_t m, b;
+
+	for (m = 0; m < j->p->m; m += 8) {
+		__m256 acc = _mm256_setzero_ps();
+
+		for (b = 0; b < j->kb; b++)
+			acc = _mm256_fmadd_ps(
+				_mm256_loadu_ps(j->zat + b * j->mp + m),
+				_mm256_set1_ps(-sc[b] *
+					       (float)zero_point(j, n, b)),
+				acc);
+		_mm256_storeu_ps(z + m, acc);
+	}
+}
 
 /* The word permutation that puts a chunk's lanes in place. */
 static NB_AVX512 __m512i
@@ -439,26 +461,6 @@ lane_index(const struct nb_job *j)
 		idx[2 * l + 1] = wp[l][1];
 	}
 	return _mm512_loadu_si512(idx);
-}
-
-/* The zero-point terms of column n for every row, into z[mp]. */
-static NB_AVX512 void
-zp_terms_avx512(const struct nb_job *j, size_t n, float *z)
-{
-	const float *sc = j->p->scales + n * j->kb;
-	size_t m, b;
-
-	for (m = 0; m < j->p->m; m += 16) {
-		__m512 acc = _mm512_setzero_ps();
-
-		for (b = 0; b < j->kb; b++)
-			acc = _mm512_fmadd_ps(
-				_mm512_loadu_ps(j->zat + b * j->mp + m),
-				_mm512_set1_ps(-sc[b] *
-					       (float)zero_point(j, n, b)),
-				acc);
-		_mm512_storeu_ps(z + m, acc);
-	}
 }
 
 /*
@@ -557,7 +559,7 @@ exact_cols_avx512(const struct nb_job *j, size_t n0, size_t n1, float *z,
 				/* z[] of column nn[t], for the rows of this
 				 * tile, made on its first tile */
 				if (m == 0)
-					zp_terms_avx512(j, nn[t],
+					zp_terms_avx2(j, nn[t],
 							z + t * j->mp);
 				for (r = 0; r < mr; r++)
 					j->y[(m + r) * p->n + nn[t]] =
@@ -570,28 +572,6 @@ exact_cols_avx512(const struct nb_job *j, size_t n0, size_t n1, float *z,
 }
 
 /* ---- AVX2 ---- */
-
-#define NB_AVX2 __attribute__((target("avx2,fma")))
-
-/* zp_terms_avx512 with 8 rows a step. */
-static NB_AVX2 void
-zp_terms_avx2(const struct nb_job *j, size_t n, float *z)
-{
-	const float *sc = j->p->scales + n * j->kb;
-	size_t m, b;
-
-	for (m = 0; m < j->p->m; m += 8) {
-		__m256 acc = _mm256_setzero_ps();
-
-		for (b = 0; b < j->kb; b++)
-			acc = _mm256_fmadd_ps(
-				_mm256_loadu_ps(j->zat + b * j->mp + m),
-				_mm256_set1_ps(-sc[b] *
-					       (float)zero_point(j, n, b)),
-				acc);
-		_mm256_storeu_ps(z + m, acc);
-	}
-}
 
 /*
  * Rows [m0, m0 + mr) of column n: a chunk's two 256-bit halves hold the
