@@ -466,6 +466,41 @@ qr_packed_code(const uint8_t *p, size_t j, unsigned bits)
 	return (unsigned)(p[bit / 8] >> (bit % 8)) & ((1u << bits) - 1);
 }
 
+/* ---- Weight-only n-bit matmul with int8 activations (nbits.c) ---- */
+
+/*
+ * com.microsoft MatMulNBits at accuracy_level 4 with integer zero
+ * points: y[m][n] = A W + bias, A quantized to int8 per block of `block`
+ * values of each row, W[k][n] = (code - zp) * scale. Bit for bit ONNX
+ * Runtime's AVX-512 VNNI kernels for 4 bits and blocks of 32 or >= 128
+ * (qr_nbits_exact); other shapes sum block after block (a few 1e-7
+ * away). The weights are read in place, never copied.
+ */
+struct qr_nbits_params {
+	size_t m, n, k;       /* A [m][k] float, y [m][n] float */
+	size_t bits;          /* 2, 4 or 8 */
+	size_t block;         /* block_size: a power of two >= 16 */
+	const uint8_t *b;     /* [n][kb][block * bits / 8] codes, low bits
+			       * first (kb = ceil(k / block)); the short
+			       * last block's padding any value */
+	const float *scales;  /* [n][kb] */
+	const uint8_t *zp;    /* [n][ceil(kb * bits / 8)] packed like b, or
+			       * NULL: 2^(bits - 1) */
+	const float *bias;    /* [n], or NULL */
+};
+
+/* Whether p gets ONNX Runtime's order bit for bit. */
+int qr_nbits_exact(const struct qr_nbits_params *p);
+/* Workspace bytes of qr_nbits_gemm for p on n_threads threads. */
+size_t qr_nbits_workspace(const struct qr_nbits_params *p, int n_threads);
+/* y = the product of a [m][k] and p's weights; ws of
+ * qr_nbits_workspace(p, n_threads) bytes. */
+void qr_nbits_gemm(const struct qr_nbits_params *p, const float *a, float *y,
+		   void *ws, int n_threads);
+/* Test hook: when on is nonzero, the AVX2 path runs where AVX-512 would.
+ * Results never change; only speed does. */
+void qr_nbits_force_avx2(int on);
+
 /* DequantizeLinear, same layout: y = (float)(x - zp) * scale. */
 void qr_dequantize_f32(const void *x, enum qr_qtype t, size_t outer,
 		       size_t axis_len, size_t inner, const float *scale,

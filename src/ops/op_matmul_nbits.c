@@ -21,13 +21,18 @@
  *           and zero points are constants, else at each run) and the
  *           product goes through qr_sgemm. ONNX Runtime sums in its own
  *           order: values agree to rounding, not bit for bit.
- *   4       int8 activations: each row of A is quantized per block of
- *           block_size along K, symmetric, scale max|a| / 127, round half
- *           to even; each block's integer dot product with (code - zero
- *           point) is scaled by both scales and the blocks summed. The
- *           error this adds to A is part of what ONNX Runtime computes, so
- *           it is part of the report's numbers. With float zero points
- *           ONNX Runtime stays in float, and so does qreport.
+ *   4       int8 activations (kernels/nbits.c, qr_nbits_gemm): each row
+ *           of A is quantized per block of block_size along K,
+ *           symmetric, scale max|a| / 127, round half to even; each
+ *           block's integer dot product with the codes is scaled by
+ *           both scales, and the zero points come in as a separate sum
+ *           of block sums, in ONNX Runtime's order: bit for bit for 4
+ *           bits and blocks of 32 or 128 and more (its AVX-512 VNNI
+ *           kernels), within a few 1e-7 otherwise. B is read where it
+ *           lies, constant or not: nothing is copied or prepared. The
+ *           error this adds to A is part of what ONNX Runtime computes,
+ *           so it is part of the report's numbers. With float zero
+ *           points ONNX Runtime stays in float, and so does qreport.
  */
 #include <math.h>
 #include <stdint.h>
@@ -35,6 +40,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "ops/op-conv-int.h"
 #include "ops/op-int.h"
 
 /* The node's attributes and its inputs' sizes, once checked. */
@@ -47,10 +53,12 @@ struct nbits_geom {
 				 * A quantized to int8 per block */
 };
 
-/* W when B, the scales and zero points are constants, or NULLs. */
+/* W dequantized when B, the scales and zero points are constants (float
+ * path), and the int8 path's workspace when the executor has none. */
 struct nbits_state {
-	float *w;               /* float path: dequantized [K][N] */
-	int16_t *wq;            /* int8 path: code - zero point, [N][K] */
+	float *w;               /* float path: dequantized [K][N], or NULL */
+	void *ws;               /* int8 path: qr_nbits_gemm's workspace */
+	size_t ws_cap;          /* bytes in ws */
 };
 
 static enum qr_status
@@ -198,68 +206,6 @@ dequant_f32(const struct qr_op_call *c, const struct nbits_geom *g, float *w)
 		}
 }
 
-/* int8 path: wq [N][K] = code - zero point (integer zero points). */
-static void
-dequant_int(const struct qr_op_call *c, const struct nbits_geom *g,
-	    int16_t *wq)
-{
-	size_t n, k;
-
-	for (n = 0; n < g->n; n++)
-		for (k = 0; k < g->k; k++)
-			wq[n * g->k + k] = (int16_t)((int)code(c, g, n, k) -
-				(int)zero_point(c, g, n, k / g->bs));
-}
-
-/*
- * Y [m][N] with A quantized to int8 per block (accuracy_level 4): for
- * each row and block, s = max|a| / 127, q = a * (127 / max|a|) rounded
- * half to even (0 when the block is all zeros); the block adds
- * (float)(sum q * wq) * s * scale to each output.
- */
-static void
-gemm_int8_a(const struct nbits_geom *g, size_t m, const float *a,
-	    const int16_t *wq, const float *sc, float *y)
-{
-	int8_t *qa = xmalloc(g->bs);
-	size_t i, b, j, k;
-
-	for (i = 0; i < m; i++) {
-		const float *ar = a + i * g->k;
-		float *yr = y + i * g->n;
-
-		memset(yr, 0, g->n * sizeof *yr);
-		for (b = 0; b < g->kb; b++) {
-			size_t k0 = b * g->bs;
-			size_t len = g->k - k0 < g->bs ? g->k - k0 : g->bs;
-			float amax = 0, s, inv;
-
-			for (k = 0; k < len; k++)
-				amax = fmaxf(amax, fabsf(ar[k0 + k]));
-			s = amax / 127.0f;
-			inv = amax != 0 ? 127.0f / amax : 0.0f;
-			for (k = 0; k < len; k++) {
-				float v = ar[k0 + k] * inv;
-
-				/* a NaN or Inf in the block: its scale is
-				 * not finite and carries that to y */
-				qa[k] = v != v ? 0 : v >= 127.0f ? 127 :
-					v <= -127.0f ? -127 :
-					(int8_t)nearbyintf(v);
-			}
-			for (j = 0; j < g->n; j++) {
-				const int16_t *w = wq + j * g->k + k0;
-				int64_t acc = 0;
-
-				for (k = 0; k < len; k++)
-					acc += (int32_t)qa[k] * w[k];
-				yr[j] += (float)acc * (s * sc[j * g->kb + b]);
-			}
-		}
-	}
-	free(qa);
-}
-
 /* Whether input i is known at prepare (or absent). */
 static int
 known(const struct qr_op_call *c, size_t i)
@@ -278,15 +224,10 @@ nbits_prepare(struct qr_op_call *c, struct qr_diag *d)
 	if ((s = nbits_geom(c, d, &g)) != QR_OK ||
 	    (s = nbits_sizes(c, d, &g)) != QR_OK)
 		return s;
-	if (!known(c, 1) || !known(c, 2) || !known(c, 3))
+	if (g.int8_a || !known(c, 1) || !known(c, 2) || !known(c, 3))
 		return QR_OK;
-	if (g.int8_a) {
-		st->wq = xreallocarray(NULL, g.k * g.n, sizeof *st->wq);
-		dequant_int(c, &g, st->wq);
-	} else {
-		st->w = xreallocarray(NULL, g.k * g.n, sizeof *st->w);
-		dequant_f32(c, &g, st->w);
-	}
+	st->w = xreallocarray(NULL, g.k * g.n, sizeof *st->w);
+	dequant_f32(c, &g, st->w);
 	return QR_OK;
 }
 
@@ -297,7 +238,7 @@ nbits_release(void *state)
 
 	if (st != NULL) {
 		free(st->w);
-		free(st->wq);
+		free(st->ws);
 	}
 	free(st);
 }
@@ -327,13 +268,16 @@ nbits_infer(struct qr_op_call *c, struct qr_diag *d)
 static enum qr_status
 nbits_run(struct qr_op_call *c, struct qr_diag *d)
 {
-	const struct nbits_state *st = c->state;
+	struct nbits_state *st = c->state;
 	struct qr_tensor *y = c->out[0];
 	const float *a = c->in[0]->data;
 	const float *bias = qr_op_has_in(c, 5) ? c->in[5]->data : NULL;
 	struct nbits_geom g;
+	struct qr_sgemm_plan plan;
+	const float *w = st->w;
+	float *own = NULL, *yd = y->data;
+	void *ws;
 	size_t m, i, j;
-	float *yd = y->data;
 	enum qr_status s;
 
 	if ((s = nbits_geom(c, d, &g)) != QR_OK)
@@ -342,31 +286,28 @@ nbits_run(struct qr_op_call *c, struct qr_diag *d)
 		return QR_OK;
 	m = y->n_elem / g.n;
 	if (g.int8_a) {
-		int16_t *own = NULL;
-		const int16_t *wq = st ? st->wq : NULL;
+		struct qr_nbits_params p = {
+			.m = m, .n = g.n, .k = g.k, .bits = g.bits,
+			.block = g.bs, .b = c->in[1]->data,
+			.scales = c->in[2]->data,
+			.zp = qr_op_has_in(c, 3) ? c->in[3]->data : NULL,
+			.bias = bias,
+		};
 
-		if (wq == NULL) {
-			wq = own = xreallocarray(NULL, g.k * g.n, sizeof *own);
-			dequant_int(c, &g, own);
-		}
-		gemm_int8_a(&g, m, a, wq, c->in[2]->data, yd);
-		free(own);
-	} else {
-		struct qr_sgemm_plan plan;
-		float *own = NULL;
-		const float *w = st ? st->w : NULL;
-		void *ws = xmalloc(qr_sgemm_workspace());
-
-		if (w == NULL) {
-			w = own = xreallocarray(NULL, g.k * g.n, sizeof *own);
-			dequant_f32(c, &g, own);
-		}
-		qr_sgemm_plan(m, g.n, g.k, 0, g.n, g.n, &plan);
-		qr_sgemm(&plan, m, g.n, g.k, a, g.k, w, g.n, 0, yd, g.n, 0,
-			 ws);
-		free(ws);
-		free(own);
+		ws = qr_op_ws(c, &st->ws, &st->ws_cap,
+			      qr_nbits_workspace(&p, c->n_threads));
+		qr_nbits_gemm(&p, a, yd, ws, c->n_threads);
+		return QR_OK;
 	}
+	ws = xmalloc(qr_sgemm_workspace());
+	if (w == NULL) {
+		w = own = xreallocarray(NULL, g.k * g.n, sizeof *own);
+		dequant_f32(c, &g, own);
+	}
+	qr_sgemm_plan(m, g.n, g.k, 0, g.n, g.n, &plan);
+	qr_sgemm(&plan, m, g.n, g.k, a, g.k, w, g.n, 0, yd, g.n, 0, ws);
+	free(ws);
+	free(own);
 	for (i = 0; bias != NULL && i < m; i++)
 		for (j = 0; j < g.n; j++)
 			yd[i * g.n + j] += bias[j];
