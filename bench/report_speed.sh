@@ -6,9 +6,11 @@
 #   bench/report_speed.sh [QREPORT] [MODELS_DIR]
 #
 #   qreport:  qreport --float M.onnx --quant M_qdq.onnx --data DIR -o OUT
-#             --quiet (load, weights, CLE, every sample through the float
-#             model and the candidate's cumulative and local runs,
-#             histograms, charts, HTML and report.json)
+#             --sensitivity none --quiet (load, weights, CLE, every sample
+#             through the float model and the candidate's cumulative and
+#             local runs, histograms, charts, HTML and report.json; the
+#             what-to-change runs, which ONNX Runtime's script has no
+#             counterpart of, are timed by bench/sens_speed.sh)
 #   ORT:      node bench/activations_ort.js --no-compare: onnxruntime-node,
 #             both models with every intermediate tensor an output (made
 #             beforehand by tests/models/expose_all.py, not timed), graph
@@ -53,7 +55,7 @@ $PY "$top/bench/make_samples.py" "$f" "$work/samples" "$N"
 $PY "$top/tests/models/expose_all.py" "$f" "$work/float_all.onnx"
 $PY "$top/tests/models/expose_all.py" "$q" "$work/quant_all.onnx"
 "$QREPORT" --float "$f" --quant "$q" --data "$work/samples" --samples "$N" \
-	-o "$work/report" --quiet || die "qreport failed"
+	--sensitivity none -o "$work/report" --quiet || die "qreport failed"
 $PY "$top/tests/models/local_cut.py" "$q" "$work/report/report.json" 0 \
 	"$work/local_all.onnx" "$work/local.json" || die "local_cut.py failed"
 
