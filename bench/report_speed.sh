@@ -69,7 +69,7 @@ best_q="" best_o="" best_l=""
 i=0
 while [ $i -lt "$RUNS" ]; do
 	tq=$(timed "$QREPORT" --float "$f" --quant "$q" --data "$work/samples" \
-		--samples "$N" -o "$work/report" --quiet)
+		--samples "$N" --sensitivity none -o "$work/report" --quiet)
 	to=$(timed node "$here/activations_ort.js" "$work/report/report.json" \
 		"$work/float_all.onnx" "$work/quant_all.onnx" "$work/samples" \
 		--no-compare)
