@@ -15,7 +15,8 @@
 # Rows, each on SAMPLES (4) sequences of TOKENS (128) seeded token ids,
 # prefill (an empty KV cache):
 #   report   the whole report, `qreport --float --quant --data
-#            input_ids=tokens.npy` (loading, weights, every sample
+#            input_ids=tokens.npy --sensitivity none` (loading, weights,
+#            every sample
 #            through the float model and the int4 one's cumulative and
 #            local runs, the LLM metrics, charts, pages), against
 #            bench/llm_ort.js compare: both models with every tensor an
@@ -101,7 +102,8 @@ fb=$(bytes "$DIR/$F.onnx") qb=$(bytes "$DIR/$Q.onnx")
 
 /usr/bin/time -f "%e %M" -o "$work/t.qr" "$QREPORT" --float "$DIR/$F.onnx" \
 	--quant "$DIR/$Q.onnx" --data input_ids="$work/tokens.npy" \
-	--samples "$SAMPLES" -o "$work/report" --quiet >"$work/qr.log" 2>&1 ||
+	--samples "$SAMPLES" --sensitivity none -o "$work/report" --quiet \
+	>"$work/qr.log" 2>&1 ||
 	die "the report failed: $(tail -n 3 "$work/qr.log")"
 /usr/bin/time -f "%e %M" -o "$work/t.ort" node "$here/llm_ort.js" compare \
 	"$DIR/${F}_all.onnx" "$DIR/${Q}_all.onnx" "$work" "$SAMPLES" \

@@ -217,6 +217,11 @@ struct qr_an_qlayer {
 				  * zero point as blocks over folded (owned) */
 	int zp_implied;          /* fzp holds MatMulNBits' default zero
 				  * point: nothing stored in the model */
+	const struct qr_node *lazy; /* a MatMulNBits whose codes folded holds
+				  * only while qr_an_qlayer_codes has them
+				  * in (one byte a code: a 1 G-parameter
+				  * decoder's would take 1 GB at once) */
+	const struct qr_graph *lazy_g;
 };
 /* Quant summary of candidate g; ql gets the layers pairing can use
  * (heap, *n_ql entries; free with qr_an_qlayers_free). */
@@ -224,6 +229,11 @@ void qr_an_quant_summary(const struct qr_graph *g, const char *path,
 			 struct qr_quant_summary *qs,
 			 struct qr_an_qlayer **ql, size_t *n_ql);
 void qr_an_qlayers_free(struct qr_an_qlayer *ql, size_t n_ql);
+/* Unpack a MatMulNBits layer's codes into ql->folded (a no-op for other
+ * layers), and free them again: every reader of ql->q's data brackets
+ * its use with the two. */
+void qr_an_qlayer_codes(struct qr_an_qlayer *ql);
+void qr_an_qlayer_drop_codes(struct qr_an_qlayer *ql);
 void qr_an_quant_summary_free(struct qr_quant_summary *qs);
 
 /* ---- qdq_links.c ---- */

@@ -776,8 +776,13 @@ qr_hy_quant_only(struct qr_hy_plan *p, const unsigned char *quant, int acts)
 
 		if ((quant && !quant[i]) || l->q == NULL)
 			continue;
-		if (l->qw == NULL)
-			p->l[i].qw = dequantize(l->q);
+		if (l->qw == NULL) {
+			struct qr_an_qlayer *q = (struct qr_an_qlayer *)l->q;
+
+			qr_an_qlayer_codes(q);
+			p->l[i].qw = dequantize(q);
+			qr_an_qlayer_drop_codes(q);
+		}
 		fn = &b.nodes[l->fnode];
 		n = qr_hy_own_node(&b, l->fnode);
 		nm = qr_hy_name(l->layer, "Wq");

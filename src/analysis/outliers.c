@@ -289,11 +289,32 @@ weight_rows(const struct qr_an_wlayer *wl, size_t in, size_t *out,
 	    size_t *groups, size_t *taps)
 {
 	const struct qr_tensor_data *w = wl->w;
-	float *v = qr_an_to_f32(w), *r;
+	const float *mv;
+	float *v, *r;
 	size_t K, N, i, j;
-	int k;
+	int k, owned = 0;
 
-	if (v == NULL)
+	if (wl->family != QR_AN_FAM_CONV &&
+	    !(strcmp(wl->n->op_type, "Gemm") == 0 &&
+	      qr_node_attr_int(wl->n, "transB", 0) != 0)) {
+		/* [K, N] read in place (a float weight is not copied before
+		 * it is transposed: a decoder's lm_head is 250 MB) */
+		if (w->ndim != 2 || (size_t)w->dims[0] != in ||
+		    (mv = qr_an_f32_view(w, &owned)) == NULL)
+			return NULL;
+		*groups = *taps = 1;
+		K = (size_t)w->dims[0];
+		N = (size_t)w->dims[1];
+		r = xmalloc((K * N > 0 ? K * N : 1) * sizeof *r);
+		for (i = 0; i < K; i++)
+			for (j = 0; j < N; j++)
+				r[j * K + i] = mv[i * N + j];
+		if (owned)
+			free((float *)mv);
+		*out = N;
+		return r;
+	}
+	if ((v = qr_an_to_f32(w)) == NULL)
 		return NULL;
 	if (wl->family == QR_AN_FAM_CONV) {
 		*out = (size_t)w->dims[0];
@@ -306,27 +327,11 @@ weight_rows(const struct qr_an_wlayer *wl, size_t in, size_t *out,
 		return NULL;
 	}
 	*groups = *taps = 1;
-	if (strcmp(wl->n->op_type, "Gemm") == 0 &&
-	    qr_node_attr_int(wl->n, "transB", 0) != 0) {
-		*out = (size_t)w->dims[0];
-		if ((size_t)w->dims[1] == in)
-			return v;
-		free(v);
-		return NULL;
-	}
-	K = (size_t)w->dims[0];
-	N = (size_t)w->dims[1];
-	if (K != in) {
-		free(v);
-		return NULL;
-	}
-	r = xmalloc((K * N > 0 ? K * N : 1) * sizeof *r);
-	for (i = 0; i < K; i++)
-		for (j = 0; j < N; j++)
-			r[j * K + i] = v[i * N + j];
+	*out = (size_t)w->dims[0];
+	if ((size_t)w->dims[1] == in)
+		return v;
 	free(v);
-	*out = N;
-	return r;
+	return NULL;
 }
 
 /* log10(v[j] / med), max-pooled from n channels to cols (NaN where not

@@ -533,6 +533,44 @@ qr_an_qlayers_free(struct qr_an_qlayer *ql, size_t n_ql)
 	free(ql);
 }
 
+void
+qr_an_qlayer_codes(struct qr_an_qlayer *ql)
+{
+	const struct qr_node *n = ql->lazy;
+	const struct qr_tensor_data *b;
+	size_t k, nn, bs, kb, blob, i, j;
+	unsigned bits;
+	uint8_t *q;
+
+	if (n == NULL || ql->folded->data != NULL)
+		return;
+	b = in_const(ql->lazy_g, n, 1);
+	k = (size_t)ql->folded->dims[0];
+	nn = (size_t)ql->folded->dims[1];
+	bits = (unsigned)qr_node_attr_int(n, "bits", 4);
+	bs = ql->block;
+	kb = (k + bs - 1) / bs;
+	blob = bs * bits / 8;
+	q = xmalloc(ql->folded->nbytes ? ql->folded->nbytes : 1);
+	for (j = 0; j < nn; j++) {
+		const uint8_t *col = (const uint8_t *)b->data + j * kb * blob;
+
+		for (i = 0; i < k; i++)
+			q[i * nn + j] = (uint8_t)qr_packed_code(
+				col + i / bs * blob, i % bs, bits);
+	}
+	ql->folded->data = q;
+}
+
+void
+qr_an_qlayer_drop_codes(struct qr_an_qlayer *ql)
+{
+	if (ql->lazy == NULL)
+		return;
+	free((void *)ql->folded->data);
+	ql->folded->data = NULL;
+}
+
 /* A zeroed heap tensor named name, dtype, [d0][d1]. */
 static struct qr_tensor_data *
 own_2d(const char *name, int dtype, size_t d0, size_t d1)
@@ -572,7 +610,6 @@ fold_nbits(const struct qr_graph *g, const struct qr_node *n,
 	const struct qr_tensor_data *sc = in_const(g, n, 2);
 	const struct qr_tensor_data *zp = in_const(g, n, 3);
 	size_t kb, blob, zrow, i, j;
-	uint8_t *q;
 	float *s, *z;
 
 	if ((bits != 2 && bits != 4 && bits != 8) || k == 0 || nn == 0 ||
@@ -592,19 +629,22 @@ fold_nbits(const struct qr_graph *g, const struct qr_node *n,
 	    (zp && !(zp->dtype == QR_DT_UINT8 && zp->n_elem == nn * zrow) &&
 	     !(qr_an_is_float(zp->dtype) && zp->n_elem == nn * kb)))
 		return 0;
+	/* the codes' shape now, their values when a reader asks */
 	ql->folded = own_2d(b->name, bits == 4 ? QR_DT_UINT4 : QR_DT_UINT8,
-			    k, nn);
+			    0, 0);
+	ql->folded->dims[0] = (int64_t)k;
+	ql->folded->dims[1] = (int64_t)nn;
+	ql->folded->n_elem = k * nn;
+	ql->folded->nbytes = k * nn * qr_dtype_size(ql->folded->dtype);
+	free((void *)ql->folded->data);
+	ql->folded->data = NULL;
+	ql->lazy = n;
+	ql->lazy_g = g;
 	ql->fscale = own_2d(sc->name, QR_DT_FLOAT, kb, nn);
 	ql->fzp = own_2d(zp ? zp->name : sc->name, zp && zp->dtype !=
 			 QR_DT_UINT8 ? QR_DT_FLOAT : QR_DT_UINT8, kb, nn);
-	q = (uint8_t *)ql->folded->data;
 	s = (float *)ql->fscale->data;
 	for (j = 0; j < nn; j++) {
-		const uint8_t *col = (const uint8_t *)b->data + j * kb * blob;
-
-		for (i = 0; i < k; i++)
-			q[i * nn + j] = (uint8_t)qr_packed_code(
-				col + i / bs * blob, i % bs, (unsigned)bits);
 		for (i = 0; i < kb; i++) {
 			size_t at = i * nn + j;
 			unsigned zc = 1u << (bits - 1);

@@ -653,10 +653,13 @@ add_pair(struct qr_analysis *a, size_t ci, const struct qr_graph *fg,
 	struct qr_quant_weight qw;
 	const char *path = qr_graph_model(qg)->path;
 	char why[256], shp[128], fold[400];
+	int ok;
 
 	memset(&qw, 0, sizeof qw);
-	if (!compare(fg, fl, qg, ql, &qw, why, sizeof why, fold,
-		     sizeof fold)) {
+	qr_an_qlayer_codes((struct qr_an_qlayer *)ql);
+	ok = compare(fg, fl, qg, ql, &qw, why, sizeof why, fold, sizeof fold);
+	qr_an_qlayer_drop_codes((struct qr_an_qlayer *)ql);
+	if (!ok) {
 		qr_warnf(d, "layer '%s': cannot compare with candidate %zu: "
 			 "%s", fl->n->name, ci + 1, why);
 		add_unmatched(a, fl->n->name, ci, path ? path : "", why);
