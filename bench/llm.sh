@@ -16,9 +16,9 @@
 # prefill (an empty KV cache):
 #   report   the whole report, `qreport --float --quant --data
 #            input_ids=tokens.npy --sensitivity none` (loading, weights,
-#            every sample
-#            through the float model and the int4 one's cumulative and
-#            local runs, the LLM metrics, charts, pages), against
+#            every sample through the float model and the int4 one's
+#            cumulative and local runs, the LLM metrics, charts, pages),
+#            against
 #            bench/llm_ort.js compare: both models with every tensor an
 #            output (tests/models/expose_all.py's way, done beforehand
 #            and not timed), graph optimisation off, each sample through
