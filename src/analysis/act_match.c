@@ -42,7 +42,7 @@
  *    candidate's quantized range starts at 0 (zero point = qmin), the
  *    candidate holds the activation's output: the pair moves there.
  */
-#include "analysis/analysis-int.h"
+#include "analysis/act-match-int.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -53,437 +53,8 @@
 #include "graph/graph.h"
 #include "onnx/onnx.h"
 
-#define NONE ((size_t)-1)
 #define WALK_DOWN 64             /* float tensors visited looking for a
 				  * paired one downstream */
-
-/* ---- a name table ---- */
-
-struct names {
-	const char **v;          /* names, borrowed */
-	size_t n, cap;
-	struct qr_strmap idx;    /* name -> index in v */
-};
-
-static size_t
-names_find(const struct names *t, const char *s)
-{
-	return qr_strmap_get(&t->idx, s);
-}
-
-static size_t
-names_add(struct names *t, const char *s)
-{
-	size_t i = qr_strmap_put(&t->idx, s, t->n);
-
-	if (i < t->n)
-		return i;
-	if (t->n == t->cap) {
-		t->cap = t->cap ? t->cap * 2 : 64;
-		t->v = xreallocarray(t->v, t->cap, sizeof *t->v);
-	}
-	t->v[t->n] = s;
-	return t->n++;
-}
-
-static void
-names_free(struct names *t)
-{
-	free(t->v);
-	qr_strmap_free(&t->idx);
-}
-
-/* ---- one graph's activations ---- */
-
-struct side {
-	const struct qr_graph *g;
-	const struct qr_model *m;
-	struct names t;          /* activations: graph inputs, node outputs */
-	long *pos;               /* per tensor: producer's topological
-				  * position, -1 for a graph input */
-	long *prod;              /* per tensor: producer node index or -1 */
-	size_t *parent;          /* union-find over Q/DQ links (quant) */
-	size_t *canon;           /* per class root: the member compared */
-	size_t *match;           /* per tensor (float) or class root
-				  * (quant): the other side's index */
-	size_t n_inputs;
-	size_t *inputs;          /* graph inputs (non-constant), in order */
-};
-
-static int
-is_op(const struct qr_node *n, const char *op)
-{
-	return strcmp(n->op_type, op) == 0;
-}
-
-static int
-is_qdq(const struct qr_node *n)
-{
-	return is_op(n, "QuantizeLinear") || is_op(n, "DequantizeLinear");
-}
-
-static size_t
-find(struct side *s, size_t i)
-{
-	while (s->parent[i] != i) {
-		s->parent[i] = s->parent[s->parent[i]];
-		i = s->parent[i];
-	}
-	return i;
-}
-
-static void
-side_init(struct side *s, const struct qr_graph *g)
-{
-	const struct qr_model *m = qr_graph_model(g);
-	const size_t *order = qr_graph_topo_order(g);
-	size_t nn = qr_graph_n_nodes(g), i, k;
-
-	memset(s, 0, sizeof *s);
-	s->g = g;
-	s->m = m;
-	s->inputs = xcalloc(m->graph.n_input + 1, sizeof *s->inputs);
-	for (i = 0; i < m->graph.n_input; i++) {
-		const char *nm = m->graph.inputs[i].name;
-
-		if (qr_graph_const(g, nm) != NULL || names_find(&s->t, nm) != NONE)
-			continue;
-		s->inputs[s->n_inputs++] = names_add(&s->t, nm);
-	}
-	for (k = 0; k < nn; k++) {
-		const struct qr_node *n = qr_graph_node(g, order[k]);
-
-		for (i = 0; i < n->n_out; i++)
-			if (n->out[i][0] != '\0' &&
-			    qr_graph_const(g, n->out[i]) == NULL)
-				names_add(&s->t, n->out[i]);
-	}
-	s->pos = xcalloc(s->t.n + 1, sizeof *s->pos);
-	s->prod = xcalloc(s->t.n + 1, sizeof *s->prod);
-	s->parent = xcalloc(s->t.n + 1, sizeof *s->parent);
-	s->canon = xcalloc(s->t.n + 1, sizeof *s->canon);
-	s->match = xcalloc(s->t.n + 1, sizeof *s->match);
-	for (i = 0; i < s->t.n; i++) {
-		s->pos[i] = -1;
-		s->prod[i] = -1;
-		s->parent[i] = i;
-		s->canon[i] = NONE;
-		s->match[i] = NONE;
-	}
-	for (k = 0; k < nn; k++) {
-		const struct qr_node *n = qr_graph_node(g, order[k]);
-
-		for (i = 0; i < n->n_out; i++) {
-			size_t t = n->out[i][0] ? names_find(&s->t, n->out[i])
-						: NONE;
-
-			if (t != NONE) {
-				s->pos[t] = (long)k;
-				s->prod[t] = (long)order[k];
-			}
-		}
-	}
-}
-
-static void
-side_free(struct side *s)
-{
-	names_free(&s->t);
-	free(s->pos);
-	free(s->prod);
-	free(s->parent);
-	free(s->canon);
-	free(s->match);
-	free(s->inputs);
-}
-
-static const struct qr_node *
-producer(const struct side *s, size_t t)
-{
-	return s->prod[t] >= 0 ? qr_graph_node(s->g, (size_t)s->prod[t])
-			       : NULL;
-}
-
-/* The producer of name in s, or NULL. */
-static const struct qr_node *
-producer_of(const struct side *s, const char *name)
-{
-	long p = name[0] ? qr_graph_producer(s->g, name) : -1;
-
-	return p >= 0 ? qr_graph_node(s->g, (size_t)p) : NULL;
-}
-
-/* A Cast of an integer accumulator (ONNX Runtime's dynamic quantization:
- * MatMulInteger or ConvInteger, then Cast to float, then a Mul by the
- * input's and the weight's scales). */
-static int
-is_acc_cast(const struct side *s, const struct qr_node *n)
-{
-	const struct qr_node *p;
-
-	return is_op(n, "Cast") && n->n_in >= 1 &&
-	       (p = producer_of(s, n->in[0])) != NULL &&
-	       (is_op(p, "MatMulInteger") || is_op(p, "ConvInteger"));
-}
-
-/* The input of Mul n that is such a Cast's output (the accumulator
- * being scaled back to float), or -1. */
-static int
-acc_mul_input(const struct side *s, const struct qr_node *n)
-{
-	const struct qr_node *p;
-	size_t i;
-
-	if (!is_op(n, "Mul"))
-		return -1;
-	for (i = 0; i < n->n_in && i < 2; i++)
-		if ((p = producer_of(s, n->in[i])) != NULL && is_acc_cast(s, p))
-			return (int)i;
-	return -1;
-}
-
-/*
- * A node that carries one value in another form, linking two members of
- * a class: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear (its
- * first output), the Cast and Mul that turn a MatMulInteger or
- * ConvInteger accumulator into the layer's float output, and the no-op
- * Cast or Identity some exporters put between Q and DQ (qdq_links.c).
- * *in is the input so linked.
- */
-static int
-is_link(const struct side *s, const struct qr_node *n, size_t *in)
-{
-	int k;
-
-	*in = 0;
-	if (is_qdq(n) || is_op(n, "DynamicQuantizeLinear") ||
-	    is_acc_cast(s, n) || qr_an_is_noop_link(s->g, n))
-		return 1;
-	if ((k = acc_mul_input(s, n)) < 0)
-		return 0;
-	*in = (size_t)k;
-	return 1;
-}
-
-/* How telling a member of a class is: DequantizeLinear output, or an
- * accumulator scaled back to float, 3; integer tensor (QuantizeLinear or
- * QLinear* output) 2; anything else 1; DynamicQuantizeLinear's output 0
- * (its scale is only known at run time: the float tensor it quantizes
- * is compared instead). */
-static int
-member_rank(const struct side *s, size_t t)
-{
-	const struct qr_node *p = producer(s, t);
-
-	if (p == NULL)
-		return 1;
-	if (is_op(p, "DequantizeLinear") || acc_mul_input(s, p) >= 0)
-		return 3;
-	if (is_op(p, "DynamicQuantizeLinear"))
-		return 0;
-	if (is_op(p, "QuantizeLinear") || strncmp(p->op_type, "QLinear", 7) == 0 ||
-	    is_op(p, "QGemm"))
-		return 2;
-	return 1;
-}
-
-/* Classes of the candidate: tensors joined through links (is_link);
- * each class compared through its best member (earliest among equals). */
-static void
-side_classes(struct side *s)
-{
-	size_t nn = qr_graph_n_nodes(s->g), k, i;
-
-	for (k = 0; k < nn; k++) {
-		const struct qr_node *n = qr_graph_node(s->g, k);
-		size_t a, b, in;
-
-		if (!is_link(s, n, &in) || n->n_in <= in || n->n_out < 1)
-			continue;
-		a = names_find(&s->t, n->in[in]);
-		b = n->out[0][0] ? names_find(&s->t, n->out[0]) : NONE;
-		if (a != NONE && b != NONE)
-			s->parent[find(s, a)] = find(s, b);
-	}
-	for (i = 0; i < s->t.n; i++) {
-		size_t r = find(s, i), c = s->canon[r];
-
-		if (c == NONE || member_rank(s, i) > member_rank(s, c) ||
-		    (member_rank(s, i) == member_rank(s, c) &&
-		     s->pos[i] < s->pos[c]))
-			s->canon[r] = i;
-	}
-}
-
-/* Consumers of every member of class r that are not Q/DQ, into out
- * (heap, *n). */
-static size_t *
-class_consumers(struct side *s, size_t r, size_t *n)
-{
-	size_t *out = NULL, cap = 0, i, j, k, nc, in;
-
-	*n = 0;
-	for (i = 0; i < s->t.n; i++) {
-		const size_t *cs;
-
-		if (find(s, i) != r)
-			continue;
-		cs = qr_graph_consumers(s->g, s->t.v[i], &nc);
-		for (j = 0; j < nc; j++) {
-			const struct qr_node *c = qr_graph_node(s->g, cs[j]);
-			int dup = 0;
-
-			if (is_link(s, c, &in))
-				continue;
-			for (k = 0; k < *n; k++)
-				dup |= out[k] == cs[j];
-			if (dup)
-				continue;
-			if (*n == cap) {
-				cap = cap ? cap * 2 : 4;
-				out = xreallocarray(out, cap, sizeof *out);
-			}
-			out[(*n)++] = cs[j];
-		}
-	}
-	return out;
-}
-
-static int
-class_has_consumer(struct side *s, size_t r, const char *op1, const char *op2)
-{
-	size_t n, i, *cs = class_consumers(s, r, &n);
-	int found = 0;
-
-	for (i = 0; i < n; i++) {
-		const struct qr_node *c = qr_graph_node(s->g, cs[i]);
-
-		found |= is_op(c, op1) || (op2 != NULL && is_op(c, op2));
-	}
-	free(cs);
-	return found;
-}
-
-/* ---- quantization parameters ---- */
-
-/* Inputs holding the output scale and zero point of a quantized op, or
- * 0 when op is not one. */
-static int
-out_param_inputs(const struct qr_node *n, size_t *is, size_t *iz)
-{
-	static const struct { const char *op; size_t s, z; } tab[] = {
-		{ "QuantizeLinear", 1, 2 },
-		{ "QLinearConv", 6, 7 },
-		{ "QLinearMatMul", 6, 7 },
-		{ "QLinearAdd", 6, 7 },
-		{ "QLinearMul", 6, 7 },
-		{ "QGemm", 7, 8 },
-		{ "QLinearConcat", 0, 1 },
-		{ "QLinearGlobalAveragePool", 3, 4 },
-		{ "QLinearAveragePool", 3, 4 },
-		{ "QLinearSigmoid", 3, 4 },
-		{ "QLinearLeakyRelu", 3, 4 },
-		{ "QLinearSoftmax", 3, 4 },
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof tab / sizeof tab[0]; i++)
-		if (is_op(n, tab[i].op)) {
-			*is = tab[i].s;
-			*iz = tab[i].z;
-			return 1;
-		}
-	return 0;
-}
-
-/* Ops whose integer output keeps its input's scale and zero point. */
-static int
-is_passthrough(const struct qr_node *n)
-{
-	static const char *const ops[] = {
-		"MaxPool", "Flatten", "Reshape", "Transpose", "Squeeze",
-		"Unsqueeze", "Identity", "Slice", "Split", "Gather", "Pad",
-		"Resize", "DepthToSpace", "SpaceToDepth", "Tile", "Expand",
-		NULL,
-	};
-	size_t i;
-
-	for (i = 0; ops[i] != NULL; i++)
-		if (is_op(n, ops[i]))
-			return 1;
-	return 0;
-}
-
-/* Fill p from node n's scale input is and zero point input iz. */
-static int
-params_from(const struct qr_graph *g, const struct qr_node *n, size_t is,
-	    size_t iz, struct qr_as_qparams *p)
-{
-	const struct qr_tensor_data *sc, *zp = NULL;
-	size_t i;
-
-	if (is >= n->n_in || n->in[is][0] == '\0' ||
-	    (sc = qr_graph_const(g, n->in[is])) == NULL || sc->n_elem == 0 ||
-	    sc->data == NULL)
-		return 0;
-	if (iz < n->n_in && n->in[iz][0] != '\0') {
-		zp = qr_graph_const(g, n->in[iz]);
-		if (zp == NULL || zp->data == NULL ||
-		    (zp->n_elem != sc->n_elem && zp->n_elem != 1))
-			return 0;
-	}
-	p->n = sc->n_elem;
-	p->scale = xmalloc(p->n * sizeof *p->scale);
-	p->zp = xcalloc(p->n, sizeof *p->zp);
-	for (i = 0; i < p->n; i++) {
-		p->scale[i] = (float)qr_tensor_get(sc, i);
-		if (zp != NULL)
-			p->zp[i] = (int32_t)qr_tensor_get(zp,
-						zp->n_elem == 1 ? 0 : i);
-	}
-	p->dtype = zp != NULL ? zp->dtype : QR_DT_UINT8;
-	p->axis = is_qdq(n) ? (int)qr_node_attr_int(n, "axis", 1) : 1;
-	qr_as_qrange(p->dtype, &p->qmin, &p->qmax);
-	return 1;
-}
-
-int
-qr_am_qparams(const struct qr_graph *g, const char *name,
-	      struct qr_as_qparams *p)
-{
-	const char *cur = name;
-	const size_t *cs;
-	size_t is, iz, nc, i;
-	int hop;
-
-	memset(p, 0, sizeof *p);
-	for (hop = 0; hop < 16 && cur != NULL; hop++) {
-		long pi = qr_graph_producer(g, cur);
-		const struct qr_node *n;
-
-		if (pi < 0)
-			break;
-		n = qr_graph_node(g, (size_t)pi);
-		if (is_op(n, "DequantizeLinear"))
-			return params_from(g, n, 1, 2, p);
-		if (out_param_inputs(n, &is, &iz))
-			return params_from(g, n, is, iz, p);
-		if (!is_passthrough(n) || n->n_in < 1 ||
-		    qr_graph_const(g, n->in[0]) != NULL)
-			break;
-		cur = n->in[0];
-	}
-	/* A tensor read by a DequantizeLinear (an integer graph input) or
-	 * fed to a QuantizeLinear (a float pre-Q tensor). */
-	cs = qr_graph_consumers(g, name, &nc);
-	for (i = 0; i < nc; i++) {
-		const struct qr_node *n = qr_graph_node(g, cs[i]);
-
-		if (is_qdq(n) && n->n_in >= 2 && strcmp(n->in[0], name) == 0)
-			return params_from(g, n, 1, 2, p);
-	}
-	return 0;
-}
 
 /* 1 when the candidate's class r cannot hold negative values: its
  * quantized range starts at 0 (zero point = qmin). */
@@ -563,7 +134,7 @@ sole_consumer(struct side *s, size_t t, const char *op1, const char *op2)
 		return NULL;
 	n = qr_graph_node(s->g, cs[0]);
 	if (n->domain[0] != '\0' || n->n_out < 1 || n->out[0][0] == '\0' ||
-	    (op1 != NULL && !is_op(n, op1) && (op2 == NULL || !is_op(n, op2))))
+	    (op1 != NULL && !am_is_op(n, op1) && (op2 == NULL || !am_is_op(n, op2))))
 		return NULL;
 	return n;
 }
@@ -582,10 +153,10 @@ fuse_activation(struct ctx *c, size_t ft)
 	act = sole_consumer(&c->f, ft, "Relu", "Clip");
 	if (act == NULL)
 		return;
-	at = names_find(&c->f.t, act->out[0]);
+	at = am_names_find(&c->f.t, act->out[0]);
 	qr = c->f.match[ft];
 	if (at == NONE || c->f.match[at] != NONE ||
-	    class_has_consumer(&c->q, qr, "Relu", "Clip") ||
+	    am_class_has_consumer(&c->q, qr, "Relu", "Clip") ||
 	    !class_nonnegative(&c->q, qr))
 		return;
 	r = xasprintf("%s; %s '%s' fused into it (range starts at 0)",
@@ -612,10 +183,10 @@ class_producers(struct side *q)
 	size_t t, in;
 
 	for (t = 0; t < q->t.n; t++) {
-		const struct qr_node *p = producer(q, t);
-		size_t r = find(q, t);
+		const struct qr_node *p = am_producer(q, t);
+		size_t r = am_find(q, t);
 
-		if (p != NULL && !is_link(q, p, &in) && cp[r] == NULL)
+		if (p != NULL && !am_is_link(q, p, &in) && cp[r] == NULL)
 			cp[r] = p;
 	}
 	return cp;
@@ -704,14 +275,14 @@ past_bias_add(struct ctx *c, const struct qr_node *n)
 	size_t i, t;
 	const struct qr_node *p;
 
-	if (!is_op(n, "Add"))
+	if (!am_is_op(n, "Add"))
 		return n;
 	for (i = 0; i < n->n_in && i < 2; i++)
-		if ((p = producer_of(&c->q, n->in[i])) != NULL &&
-		    acc_mul_input(&c->q, p) >= 0 &&
-		    (t = names_find(&c->q.t, n->in[i])) != NONE &&
-		    c->cprod[find(&c->q, t)] != NULL)
-			return c->cprod[find(&c->q, t)];
+		if ((p = am_producer_of(&c->q, n->in[i])) != NULL &&
+		    am_acc_mul_input(&c->q, p) >= 0 &&
+		    (t = am_names_find(&c->q.t, n->in[i])) != NONE &&
+		    c->cprod[am_find(&c->q, t)] != NULL)
+			return c->cprod[am_find(&c->q, t)];
 	return n;
 }
 
@@ -728,13 +299,13 @@ past_bias_add(struct ctx *c, const struct qr_node *n)
 static int
 name_consistent(struct ctx *c, size_t ft, size_t r)
 {
-	const struct qr_node *fp = producer(&c->f, ft), *qp;
+	const struct qr_node *fp = am_producer(&c->f, ft), *qp;
 	size_t *qin, nq, i, j;
 	int ok = 1;
 
 	if (fp == NULL || (qp = c->cprod[r]) == NULL)
 		return 1;
-	if (!is_op(fp, "Add")) /* a float Add is compared with the Add */
+	if (!am_is_op(fp, "Add")) /* a float Add is compared with the Add */
 		qp = past_bias_add(c, qp);
 	/* one op on both sides (not a QLinear form or a fused activation):
 	 * its attributes and constant inputs must agree too (swin's
@@ -747,7 +318,7 @@ name_consistent(struct ctx *c, size_t ft, size_t r)
 	qin = xcalloc(qp->n_in + 1, sizeof *qin);
 	nq = node_inputs(&c->q, qp, 1, qin);
 	for (i = 0; i < fp->n_in && ok && nq != NONE; i++) {
-		size_t t = fp->in[i][0] ? names_find(&c->f.t, fp->in[i]) : NONE;
+		size_t t = fp->in[i][0] ? am_names_find(&c->f.t, fp->in[i]) : NONE;
 
 		if (t == NONE || c->f.match[t] == NONE)
 			continue;
@@ -800,14 +371,14 @@ comp_of(const struct qr_graph *g, const struct qr_node *n, int quant,
 	int k;
 
 	for (i = 0; i < sizeof tab / sizeof tab[0]; i++) {
-		if (!is_op(n, tab[i].op) || (tab[i].q && !quant) ||
+		if (!am_is_op(n, tab[i].op) || (tab[i].q && !quant) ||
 		    n->n_out < 1 || n->out[0][0] == '\0')
 			continue;
 		c->family = tab[i].fam;
 		c->w = tab[i].w < n->n_in ? weight_const(g, n->in[tab[i].w])
 					  : NULL;
 		c->nd = 0;
-		if (is_op(n, "MatMulNBits") && c->w != NULL) {
+		if (am_is_op(n, "MatMulNBits") && c->w != NULL) {
 			c->nd = 2;
 			c->d[0] = qr_node_attr_int(n, "K", 0);
 			c->d[1] = qr_node_attr_int(n, "N", 0);
@@ -865,18 +436,18 @@ static const char *norm_op(const struct qr_node *n);
 static int
 is_affine(const struct qr_graph *g, const struct qr_node *n, const char *name)
 {
-	int bin = is_op(n, "Mul") || is_op(n, "Add") || is_op(n, "Div") ||
-		  is_op(n, "Sub");
+	int bin = am_is_op(n, "Mul") || am_is_op(n, "Add") || am_is_op(n, "Div") ||
+		  am_is_op(n, "Sub");
 
 	if (n->domain[0] != '\0' || n->n_out < 1 || n->out[0][0] == '\0')
 		return 0;
-	if (is_op(n, "BatchNormalization"))
+	if (am_is_op(n, "BatchNormalization"))
 		return n->n_in >= 5 && strcmp(n->in[0], name) == 0;
 	if (!bin || n->n_in != 2)
 		return 0;
 	if (strcmp(n->in[0], name) == 0)
 		return weight_const(g, n->in[1]) != NULL;
-	return (is_op(n, "Mul") || is_op(n, "Add")) &&
+	return (am_is_op(n, "Mul") || am_is_op(n, "Add")) &&
 	       strcmp(n->in[1], name) == 0 && weight_const(g, n->in[0]) != NULL;
 }
 
@@ -894,17 +465,17 @@ float_affine(struct ctx *c, size_t ft)
 static const struct qr_node *
 quant_sole(struct ctx *c, size_t r, int *affine)
 {
-	size_t n, i, *cs = class_consumers(&c->q, r, &n);
+	size_t n, i, *cs = am_class_consumers(&c->q, r, &n);
 	const struct qr_node *a = NULL;
 
 	*affine = 0;
 	for (i = 0; i < c->q.t.n; i++)
-		if (find(&c->q, i) == r && qr_graph_is_output(c->q.g, c->q.t.v[i]))
+		if (am_find(&c->q, i) == r && qr_graph_is_output(c->q.g, c->q.t.v[i]))
 			n = 0;
 	if (n == 1) {
 		a = qr_graph_node(c->q.g, cs[0]);
 		for (i = 0; i < c->q.t.n && !*affine; i++)
-			*affine = find(&c->q, i) == r &&
+			*affine = am_find(&c->q, i) == r &&
 				  is_affine(c->q.g, a, c->q.t.v[i]);
 	}
 	free(cs);
@@ -942,7 +513,7 @@ align_tails(struct ctx *c, size_t *ft, size_t *r, char *note, size_t n)
 		if (!qaff)
 			qa = NULL;
 		if (fa != NULL) {
-			t = names_find(&c->f.t, fa->out[0]);
+			t = am_names_find(&c->f.t, fa->out[0]);
 			if (t == NONE || c->f.match[t] != NONE)
 				return -1;
 			*ft = t;
@@ -950,10 +521,10 @@ align_tails(struct ctx *c, size_t *ft, size_t *r, char *note, size_t n)
 				"%s float %s '%s'", moved ? "," : "; after the",
 				fa->op_type, fa->name);
 		} else if (qa != NULL) {
-			t = names_find(&c->q.t, qa->out[0]);
-			if (t == NONE || c->q.match[find(&c->q, t)] != NONE)
+			t = am_names_find(&c->q.t, qa->out[0]);
+			if (t == NONE || c->q.match[am_find(&c->q, t)] != NONE)
 				return -1;
-			*r = find(&c->q, t);
+			*r = am_find(&c->q, t);
 			len += (size_t)snprintf(note + len, len < n ? n - len : 0,
 				"%s candidate's %s '%s'", moved ? "," : "; after the",
 				qa->op_type, qa->name);
@@ -993,13 +564,13 @@ match_names(struct ctx *c)
 	for (ft = 0; ft < c->f.t.n; ft++) {
 		for (k = 0; k < sizeof suffix / sizeof suffix[0] &&
 			    c->f.match[ft] == NONE; k++) {
-			const struct qr_node *fp = producer(&c->f, ft);
+			const struct qr_node *fp = am_producer(&c->f, ft);
 			size_t qt, r, at = ft;
 			char note[256] = "";
 
 			nm = xasprintf("%s%s", c->f.t.v[ft], suffix[k]);
-			qt = names_find(&c->q.t, nm);
-			if (qt != NONE && c->q.match[r = find(&c->q, qt)] == NONE &&
+			qt = am_names_find(&c->q.t, nm);
+			if (qt != NONE && c->q.match[r = am_find(&c->q, qt)] == NONE &&
 			    name_consistent(c, ft, r)) {
 				if (!weighted(c, fp, c->cprod[r]) ||
 				    align_tails(c, &at, &r, note,
@@ -1026,7 +597,7 @@ try_pair(struct ctx *c, size_t ft, size_t qt, const char *why)
 
 	if (ft == NONE || qt == NONE || c->f.match[ft] != NONE)
 		return;
-	r = find(&c->q, qt);
+	r = am_find(&c->q, qt);
 	if (c->q.match[r] != NONE)
 		return;
 	add_pair(c, ft, r, QR_MATCH_STRUCTURE, xstrdup(why));
@@ -1060,14 +631,14 @@ match_compute(struct ctx *c)
 		if (comp_eq(&fc[i], &qc[j]) && LCS(i, j) == LCS(i + 1, j + 1) + 1) {
 			const struct qr_node *fn = qr_graph_node(c->f.g, fc[i].node);
 			const struct qr_node *qn = qr_graph_node(c->q.g, qc[j].node);
-			size_t ft = names_find(&c->f.t, fn->out[0]);
-			size_t qt = names_find(&c->q.t, qn->out[0]), r;
+			size_t ft = am_names_find(&c->f.t, fn->out[0]);
+			size_t qt = am_names_find(&c->q.t, qn->out[0]), r;
 			char note[256] = "";
 			int moved;
 
 			if (ft != NONE && qt != NONE && fc[i].w && qc[j].w &&
 			    c->f.match[ft] == NONE &&
-			    c->q.match[r = find(&c->q, qt)] == NONE) {
+			    c->q.match[r = am_find(&c->q, qt)] == NONE) {
 				moved = align_tails(c, &ft, &r, note,
 						    sizeof note);
 				if (moved < 0)
@@ -1114,9 +685,9 @@ norm_op(const struct qr_node *n)
 {
 	if (strncmp(n->op_type, "QLinear", 7) == 0)
 		return n->op_type + 7;
-	if (is_op(n, "GatherBlockQuantized"))
+	if (am_is_op(n, "GatherBlockQuantized"))
 		return "Gather";
-	if (is_op(n, "MatMulNBits"))
+	if (am_is_op(n, "MatMulNBits"))
 		return "MatMul";
 	return n->op_type;
 }
@@ -1135,11 +706,11 @@ node_inputs(struct side *s, const struct qr_node *n, int quant, size_t *v)
 		 * embedding's DequantizeLinear -> Gather) */
 		if (n->in[i][0] == '\0' || weight_const(s->g, n->in[i]))
 			continue;
-		t = names_find(&s->t, n->in[i]);
+		t = am_names_find(&s->t, n->in[i]);
 		if (t == NONE)
 			return NONE;
 		if (quant) {
-			v[k++] = find(s, t);
+			v[k++] = am_find(s, t);
 		} else {
 			if (s->match[t] == NONE)
 				return NONE;
@@ -1176,7 +747,7 @@ match_forward(struct ctx *c)
 			free(fin);
 			continue;
 		}
-		cs = class_consumers(&c->q, fin[0], &nc);
+		cs = am_class_consumers(&c->q, fin[0], &nc);
 		for (j = 0; j < nc; j++) {
 			const struct qr_node *qn = qr_graph_node(c->q.g, cs[j]);
 			size_t nqi;
@@ -1196,8 +767,8 @@ match_forward(struct ctx *c)
 					snprintf(why, sizeof why,
 						 "%s after matched inputs: %s ~ %s",
 						 fn->op_type, fn->name, qn->name);
-					try_pair(c, names_find(&c->f.t, fn->out[o]),
-						 names_find(&c->q.t, qn->out[o]),
+					try_pair(c, am_names_find(&c->f.t, fn->out[o]),
+						 am_names_find(&c->q.t, qn->out[o]),
 						 why);
 				}
 				free(qin);
@@ -1221,11 +792,11 @@ sum_output(const struct qr_node *n)
 {
 	if (n->n_in < 2 || !n->in[0][0] || !n->in[1][0])
 		return -1;
-	if (is_op(n, "Add") && n->n_in == 2 && n->n_out >= 1 && n->out[0][0])
+	if (am_is_op(n, "Add") && n->n_in == 2 && n->n_out >= 1 && n->out[0][0])
 		return 0;
-	if ((is_op(n, "SkipSimplifiedLayerNormalization") &&
+	if ((am_is_op(n, "SkipSimplifiedLayerNormalization") &&
 	     (n->n_in < 4 || !n->in[3][0])) ||
-	    (is_op(n, "SkipLayerNormalization") &&
+	    (am_is_op(n, "SkipLayerNormalization") &&
 	     (n->n_in < 5 || !n->in[4][0])))
 		return n->n_out > 3 && n->out[3][0] ? 3 : -1;
 	return -1;
@@ -1248,13 +819,13 @@ match_sums(struct ctx *c)
 		size_t a, b, ft, nc, *cs;
 
 		if (fo < 0 ||
-		    (ft = names_find(&c->f.t, fn->out[fo])) == NONE ||
+		    (ft = am_names_find(&c->f.t, fn->out[fo])) == NONE ||
 		    c->f.match[ft] != NONE ||
-		    (a = names_find(&c->f.t, fn->in[0])) == NONE ||
-		    (b = names_find(&c->f.t, fn->in[1])) == NONE ||
+		    (a = am_names_find(&c->f.t, fn->in[0])) == NONE ||
+		    (b = am_names_find(&c->f.t, fn->in[1])) == NONE ||
 		    c->f.match[a] == NONE || c->f.match[b] == NONE)
 			continue;
-		cs = class_consumers(&c->q, c->f.match[a], &nc);
+		cs = am_class_consumers(&c->q, c->f.match[a], &nc);
 		for (j = 0; j < nc; j++) {
 			const struct qr_node *qn = qr_graph_node(c->q.g, cs[j]);
 			int qo = sum_output(qn);
@@ -1262,18 +833,18 @@ match_sums(struct ctx *c)
 			char why[256];
 
 			if (qo < 0 || strcmp(qn->op_type, fn->op_type) == 0 ||
-			    (x = names_find(&c->q.t, qn->in[0])) == NONE ||
-			    (y = names_find(&c->q.t, qn->in[1])) == NONE)
+			    (x = am_names_find(&c->q.t, qn->in[0])) == NONE ||
+			    (y = am_names_find(&c->q.t, qn->in[1])) == NONE)
 				continue;
-			x = find(&c->q, x);
-			y = find(&c->q, y);
+			x = am_find(&c->q, x);
+			y = am_find(&c->q, y);
 			if (!((x == c->f.match[a] && y == c->f.match[b]) ||
 			      (x == c->f.match[b] && y == c->f.match[a])))
 				continue;
 			snprintf(why, sizeof why, "the sum of the same two values: "
 				 "%s output %d ~ %s output %d", fn->name, fo,
 				 qn->name, qo);
-			try_pair(c, ft, names_find(&c->q.t, qn->out[qo]), why);
+			try_pair(c, ft, am_names_find(&c->q.t, qn->out[qo]), why);
 			made += c->f.match[ft] != NONE;
 			break;
 		}
@@ -1306,10 +877,10 @@ match_inputs(struct ctx *c)
 		    !qn->in[0][0] || qr_graph_const(c->f.g, fn->in[0]) ||
 		    qr_graph_const(c->q.g, qn->in[0]))
 			continue;
-		ft = names_find(&c->f.t, fn->in[0]);
-		qt = names_find(&c->q.t, qn->in[0]);
+		ft = am_names_find(&c->f.t, fn->in[0]);
+		qt = am_names_find(&c->q.t, qn->in[0]);
 		if (ft == NONE || qt == NONE || c->f.match[ft] != NONE ||
-		    c->q.match[find(&c->q, qt)] != NONE)
+		    c->q.match[am_find(&c->q, qt)] != NONE)
 			continue;
 		snprintf(why, sizeof why, "input of weighted layers paired by "
 			 "structure: %s ~ %s", fn->name, qn->name);
@@ -1332,8 +903,8 @@ match_io(struct ctx *c)
 	}
 	for (i = 0; i < fg->n_output && i < qg->n_output; i++) {
 		snprintf(why, sizeof why, "graph output #%zu", i);
-		try_pair(c, names_find(&c->f.t, fg->outputs[i].name),
-			 names_find(&c->q.t, qg->outputs[i].name), why);
+		try_pair(c, am_names_find(&c->f.t, fg->outputs[i].name),
+			 am_names_find(&c->q.t, qg->outputs[i].name), why);
 	}
 }
 
@@ -1358,16 +929,16 @@ activation_flags(const struct side *s)
 		const struct qr_node *n = qr_graph_node(s->g, order[k]);
 		int any = 0;
 
-		if (is_op(n, "Shape") || is_op(n, "Size"))
+		if (am_is_op(n, "Shape") || am_is_op(n, "Size"))
 			continue;
 		for (i = 0; i < n->n_in && !any; i++) {
-			size_t t = n->in[i][0] ? names_find(&s->t, n->in[i])
+			size_t t = n->in[i][0] ? am_names_find(&s->t, n->in[i])
 					       : NONE;
 
 			any = t != NONE && act[t];
 		}
 		for (i = 0; i < n->n_out && any; i++) {
-			size_t t = n->out[i][0] ? names_find(&s->t, n->out[i])
+			size_t t = n->out[i][0] ? am_names_find(&s->t, n->out[i])
 						: NONE;
 
 			if (t != NONE)
@@ -1401,7 +972,7 @@ inside_reason(struct ctx *c, size_t ft)
 			const struct qr_node *n = qr_graph_node(c->f.g, cs[i]);
 
 			for (o = 0; o < n->n_out && qp == NULL; o++) {
-				size_t u = n->out[o][0] ? names_find(&c->f.t,
+				size_t u = n->out[o][0] ? am_names_find(&c->f.t,
 								     n->out[o])
 							: NONE;
 
@@ -1445,7 +1016,7 @@ unmatched_reason(struct ctx *c, size_t ft)
 			act = n;
 		else
 			break;
-		if ((at = names_find(&c->f.t, n->out[0])) == NONE)
+		if ((at = am_names_find(&c->f.t, n->out[0])) == NONE)
 			break;
 	}
 	if (at == NONE || at == ft || c->f.match[at] == NONE)
@@ -1477,14 +1048,14 @@ cmp_pair(const void *a, const void *b)
 static void
 fill_also(struct ctx *c, struct qr_am_pair *p)
 {
-	size_t qt = names_find(&c->q.t, p->q), r = find(&c->q, qt), i;
+	size_t qt = am_names_find(&c->q.t, p->q), r = am_find(&c->q, qt), i;
 
 	for (i = 0; i < c->q.t.n; i++) {
-		if (i == qt || find(&c->q, i) != r || c->q.prod[i] < 0 ||
+		if (i == qt || am_find(&c->q, i) != r || c->q.prod[i] < 0 ||
 		    c->q.pos[i] < c->q.pos[qt] ||
 		    /* quantized with the scale it computes from the
 		     * overwritten value: the run recomputes it */
-		    is_op(producer(&c->q, i), "DynamicQuantizeLinear"))
+		    am_is_op(am_producer(&c->q, i), "DynamicQuantizeLinear"))
 			continue;
 		p->also = xreallocarray(p->also, p->n_also + 1,
 					sizeof *p->also);
@@ -1503,9 +1074,9 @@ qr_am_match(const struct qr_graph *fg, const struct qr_graph *qg,
 	memset(out, 0, sizeof *out);
 	memset(&c, 0, sizeof c);
 	c.out = out;
-	side_init(&c.f, fg);
-	side_init(&c.q, qg);
-	side_classes(&c.q);
+	am_side_init(&c.f, fg);
+	am_side_init(&c.q, qg);
+	am_side_classes(&c.q);
 	c.cprod = class_producers(&c.q);
 	match_names(&c);
 	match_io(&c);
@@ -1516,7 +1087,7 @@ qr_am_match(const struct qr_graph *fg, const struct qr_graph *qg,
 	/* shape tensors helped match_forward; now they go */
 	act = activation_flags(&c.f);
 	for (i = k = 0; i < out->n; i++) {
-		if (act[names_find(&c.f.t, out->pairs[i].f)])
+		if (act[am_names_find(&c.f.t, out->pairs[i].f)])
 			out->pairs[k++] = out->pairs[i];
 		else
 			free(out->pairs[i].reason);
@@ -1540,8 +1111,8 @@ qr_am_match(const struct qr_graph *fg, const struct qr_graph *qg,
 	free(act);
 	free(c.aligned);
 	free(c.cprod);
-	side_free(&c.f);
-	side_free(&c.q);
+	am_side_free(&c.f);
+	am_side_free(&c.q);
 }
 
 void

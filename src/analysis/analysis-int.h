@@ -21,6 +21,9 @@
  *   act_quant.c     an activation's scale and zero point: to float and
  *                   back, saturation
  *   act_match.c     float <-> quant activation matching (names, structure)
+ *   act_classes.c   each graph's activations for it, the candidate's
+ *                   value classes, a tensor's quantization parameters
+ *                   (shared through act-match-int.h)
  *   act_sched.c     qr_analysis_run_data: samples through every model;
  *                   sample slots, lanes, the step mode, threads
  *   act_hook.c      the runs' per-node hooks: comparison, and the local
