@@ -62,14 +62,20 @@ qr_smooth_scales(const float *amax, const float *wr, size_t n, double alpha,
 /* A layer as the prediction reads it, with what does not depend on s
  * computed once. */
 struct smooth {
-	const float *w;          /* [out][in / groups][taps] */
+	const float *w;          /* [out][in / groups][taps], or [in][out]
+				  * (cols) */
 	size_t out, in, groups, taps;
+	int cols;                /* 1: w is a MatMul's B[K, N] as the model
+				  * keeps it (one group, one tap), walked
+				  * input channel by input channel */
 	const float *amax;       /* per input channel */
 	const double *msq;       /* per input channel */
 	double *w2;              /* [out][in / groups]: sum_t W^2, or NULL
 				  * for one tap (W^2 itself) */
 	double *wmx;             /* [out][in / groups]: max_t |W|, or NULL
 				  * for one tap */
+	double *dw, *inv;        /* cols: [out], each evaluation's steps
+				  * and their inverses */
 	double sig;              /* S */
 };
 
@@ -88,9 +94,11 @@ wmx_of(const struct smooth *L, size_t ij)
 	return L->wmx != NULL ? L->wmx[ij] : fabs((double)L->w[ij]);
 }
 
+/* cols: w is [in][out] (a MatMul's B[K, N]), one group, one tap. */
 static void
 smooth_init(struct smooth *L, const float *w, size_t out, size_t in,
-	    size_t groups, size_t taps, const float *amax, const double *msq)
+	    size_t groups, size_t taps, int cols, const float *amax,
+	    const double *msq)
 {
 	size_t ig = in / groups, og = out / groups, o, j, t;
 
@@ -99,15 +107,29 @@ smooth_init(struct smooth *L, const float *w, size_t out, size_t in,
 	L->in = in;
 	L->groups = groups;
 	L->taps = taps;
+	L->cols = cols && groups == 1 && taps == 1;
 	L->amax = amax;
 	L->msq = msq;
-	L->w2 = L->wmx = NULL;
+	L->w2 = L->wmx = L->dw = L->inv = NULL;
+	L->sig = 0;
+	if (L->cols) {
+		L->dw = xcalloc(out + 1, sizeof *L->dw);
+		L->inv = xcalloc(out + 1, sizeof *L->inv);
+		for (j = 0; j < in; j++) {
+			const float *row = w + j * out;
+			double w2 = 0;
+
+			for (o = 0; o < out; o++)
+				w2 += (double)row[o] * row[o];
+			L->sig += msq[j] * w2;
+		}
+		return;
+	}
 	if (taps > 1) {
 		/* a Gemm's or MatMul's would be its weight again, in double */
 		L->w2 = xcalloc(out * ig + 1, sizeof *L->w2);
 		L->wmx = xcalloc(out * ig + 1, sizeof *L->wmx);
 	}
-	L->sig = 0;
 	for (o = 0; o < out; o++)
 		for (j = 0; j < ig; j++) {
 			const float *v = w + (o * ig + j) * taps;
@@ -130,6 +152,8 @@ smooth_free(struct smooth *L)
 {
 	free(L->w2);
 	free(L->wmx);
+	free(L->dw);
+	free(L->inv);
 }
 
 /* Round half to even for |x| < 2^51 without a libm call (as maths.c's
@@ -142,6 +166,70 @@ rne(double x)
 	const double big = 6755399441055744.0; /* 1.5 * 2^52 */
 
 	return (x + big) - big;
+}
+
+/* max |W| over the output channels and taps that read each input
+ * channel, into r[in]. */
+static void
+smooth_ranges(const struct smooth *L, float *r)
+{
+	size_t ig = L->in / L->groups, og = L->out / L->groups, o, j, t;
+
+	if (L->cols) {
+		for (j = 0; j < L->in; j++)
+			for (o = 0; o < L->out; o++)
+				if (fabsf(L->w[j * L->out + o]) > r[j])
+					r[j] = fabsf(L->w[j * L->out + o]);
+		return;
+	}
+	for (o = 0; o < L->out; o++)
+		for (j = 0; j < ig; j++)
+			for (t = 0; t < L->taps; t++) {
+				float a = fabsf(L->w[(o * ig + j) * L->taps + t]);
+				size_t jj = (o / og) * ig + j;
+
+				if (a > r[jj])
+					r[jj] = a;
+			}
+}
+
+/* smooth_eval's noise for a [in][out] weight, summed in the order the
+ * weight is kept: the steps of every output channel first. */
+static double
+cols_noise(const struct smooth *L, const double *s, double dx2)
+{
+	size_t o, j;
+	double noise = 0;
+
+	for (o = 0; o < L->out; o++)
+		L->dw[o] = 0;
+	for (j = 0; j < L->in; j++) {
+		const float *row = L->w + j * L->out;
+		double sj = s != NULL ? s[j] : 1.0;
+
+		for (o = 0; o < L->out; o++) {
+			double v = fabs((double)row[o]) * sj;
+
+			L->dw[o] = v > L->dw[o] ? v : L->dw[o];
+		}
+	}
+	for (o = 0; o < L->out; o++) {
+		L->dw[o] /= QMAX;
+		L->inv[o] = L->dw[o] > 0 ? 1.0 / L->dw[o] : 0;
+	}
+	for (j = 0; j < L->in; j++) {
+		const float *row = L->w + j * L->out;
+		double sj = s != NULL ? s[j] : 1.0, a = dx2 * sj * sj;
+		double b = L->msq[j] / (sj * sj);
+
+		for (o = 0; o < L->out; o++) {
+			double ws = row[o] * sj;
+			double e = ws - rne(ws * L->inv[o]) * L->dw[o];
+
+			noise += a * ((double)row[o] * row[o]) + b * (e * e);
+		}
+	}
+	return noise;
 }
 
 /* The predicted SQNR of L with scales s (NULL: none). The weight's
@@ -159,7 +247,9 @@ smooth_eval(const struct smooth *L, const double *s)
 		xmax = v > xmax ? v : xmax;
 	}
 	dx2 = (xmax / QMAX) * (xmax / QMAX) / 12.0;
-	for (o = 0; o < L->out; o++) {
+	if (L->cols)
+		noise = cols_noise(L, s, dx2);
+	for (o = 0; o < L->out && !L->cols; o++) {
 		const float *row = L->w + o * ig * L->taps;
 		const double *sg = s != NULL ? s + (o / og) * ig : NULL;
 		const double *mg = L->msq + (o / og) * ig;
@@ -202,7 +292,7 @@ qr_smooth_sqnr(const float *w, size_t out, size_t in, size_t groups,
 	struct smooth L;
 	double r;
 
-	smooth_init(&L, w, out, in, groups, taps, amax, msq);
+	smooth_init(&L, w, out, in, groups, taps, 0, amax, msq);
 	r = smooth_eval(&L, s);
 	smooth_free(&L);
 	return r;
@@ -279,58 +369,45 @@ median(const float *v, size_t n)
 }
 
 /*
- * The layer's weight as [out][in / groups][taps] floats (heap) and its
- * shape, or NULL when its input channels are not `in`: a Conv's W[M,
- * C/g, k...] as it is; a Gemm's or MatMul's B[K, N] transposed (a Gemm's
- * B[N, K] with transB as it is).
+ * The layer's weight as floats and its shape, or NULL when its input
+ * channels are not `in`: a Conv's W[M, C/g, k...] and a Gemm's B[N, K]
+ * with transB are [out][in / groups][taps]; a Gemm's or MatMul's B[K, N]
+ * is [in][out] (*cols 1), read where the model keeps it when it is
+ * float (a decoder's lm_head is 250 MB). *own is what to free.
  */
-static float *
-weight_rows(const struct qr_an_wlayer *wl, size_t in, size_t *out,
-	    size_t *groups, size_t *taps)
+static const float *
+weight_of(const struct qr_an_wlayer *wl, size_t in, size_t *out,
+	  size_t *groups, size_t *taps, int *cols, float **own)
 {
 	const struct qr_tensor_data *w = wl->w;
-	const float *mv;
-	float *v, *r;
-	size_t K, N, i, j;
+	const float *v;
 	int k, owned = 0;
 
-	if (wl->family != QR_AN_FAM_CONV &&
-	    !(strcmp(wl->n->op_type, "Gemm") == 0 &&
-	      qr_node_attr_int(wl->n, "transB", 0) != 0)) {
-		/* [K, N] read in place (a float weight is not copied before
-		 * it is transposed: a decoder's lm_head is 250 MB) */
-		if (w->ndim != 2 || (size_t)w->dims[0] != in ||
-		    (mv = qr_an_f32_view(w, &owned)) == NULL)
-			return NULL;
-		*groups = *taps = 1;
-		K = (size_t)w->dims[0];
-		N = (size_t)w->dims[1];
-		r = xmalloc((K * N > 0 ? K * N : 1) * sizeof *r);
-		for (i = 0; i < K; i++)
-			for (j = 0; j < N; j++)
-				r[j * K + i] = mv[i * N + j];
-		if (owned)
-			free((float *)mv);
-		*out = N;
-		return r;
-	}
-	if ((v = qr_an_to_f32(w)) == NULL)
-		return NULL;
-	if (wl->family == QR_AN_FAM_CONV) {
-		*out = (size_t)w->dims[0];
-		*groups = (size_t)wl->group;
-		for (*taps = 1, k = 2; k < w->ndim; k++)
-			*taps *= (size_t)w->dims[k];
-		if ((size_t)w->dims[1] * *groups == in)
-			return v;
-		free(v);
-		return NULL;
-	}
+	*own = NULL;
 	*groups = *taps = 1;
-	*out = (size_t)w->dims[0];
-	if ((size_t)w->dims[1] == in)
+	*cols = wl->family != QR_AN_FAM_CONV &&
+		!(strcmp(wl->n->op_type, "Gemm") == 0 &&
+		  qr_node_attr_int(wl->n, "transB", 0) != 0);
+	if (*cols && (w->ndim != 2 || (size_t)w->dims[0] != in))
+		return NULL;
+	if ((v = qr_an_f32_view(w, &owned)) == NULL)
+		return NULL;
+	if (owned)
+		*own = (float *)v;
+	if (*cols) {
+		*out = (size_t)w->dims[1];
 		return v;
-	free(v);
+	}
+	*out = (size_t)w->dims[0];
+	if (wl->family == QR_AN_FAM_CONV) {
+		*groups = (size_t)wl->group;
+		for (k = 2; k < w->ndim; k++)
+			*taps *= (size_t)w->dims[k];
+	}
+	if ((size_t)w->dims[1] * *groups == in)
+		return v;
+	free(*own);
+	*own = NULL;
 	return NULL;
 }
 
@@ -367,17 +444,19 @@ layer_outlier(struct qr_ar_ctx *c, const struct qr_an_wlayer *wl,
 	      struct qr_act_outlier *o)
 {
 	size_t fi = qr_ar_ft_find(c, wl->n->in[0]), J, out, groups, taps;
-	size_t og, ig, j, oc, t, k;
+	size_t j, k;
 	const struct qr_as_inch *in;
 	double *msq, *s, *v, n, mu, c2, c4;
 	struct smooth L;
-	float *w;
+	const float *w;
+	float *own;
+	int cols;
 
 	if (fi == QR_AR_NONE || (in = c->ft[fi].chan.in) == NULL ||
 	    in->ch == 0 || in->n == 0)
 		return 0;
 	J = in->ch;
-	if ((w = weight_rows(wl, J, &out, &groups, &taps)) == NULL)
+	if ((w = weight_of(wl, J, &out, &groups, &taps, &cols, &own)) == NULL)
 		return 0;
 	memset(o, 0, sizeof *o);
 	o->layer = xstrdup(wl->n->name);
@@ -391,17 +470,6 @@ layer_outlier(struct qr_ar_ctx *c, const struct qr_an_wlayer *wl,
 	s = xmalloc(J * sizeof *s);
 	v = xmalloc(J * sizeof *v);
 	memcpy(o->act_absmax, in->amax, J * sizeof *o->act_absmax);
-	og = out / groups;
-	ig = J / groups;
-	for (oc = 0; oc < out; oc++)
-		for (j = 0; j < ig; j++)
-			for (t = 0; t < taps; t++) {
-				float a = fabsf(w[(oc * ig + j) * taps + t]);
-				size_t jj = (oc / og) * ig + j;
-
-				if (a > o->w_range[jj])
-					o->w_range[jj] = a;
-			}
 	for (j = 0; j < J; j++) {
 		msq[j] = in->cnt[j] ? in->ss[j] / (double)in->cnt[j] : 0;
 		if (o->act_absmax[j] > o->act_absmax[o->top_channel])
@@ -418,7 +486,8 @@ layer_outlier(struct qr_ar_ctx *c, const struct qr_an_wlayer *wl,
 	c4 = in->m[3] / n - 4 * mu * in->m[2] / n + 6 * mu * mu * in->m[1] / n -
 	     3 * mu * mu * mu * mu;
 	o->kurtosis = c2 > 0 ? c4 / (c2 * c2) : NAN;
-	smooth_init(&L, w, out, J, groups, taps, o->act_absmax, msq);
+	smooth_init(&L, w, out, J, groups, taps, cols, o->act_absmax, msq);
+	smooth_ranges(&L, o->w_range);
 	o->sqnr_none_db = smooth_eval(&L, NULL);
 	o->best_alpha = NAN;
 	o->best_sqnr_db = NAN;
@@ -448,7 +517,7 @@ layer_outlier(struct qr_ar_ctx *c, const struct qr_an_wlayer *wl,
 	free(v);
 	free(s);
 	free(msq);
-	free(w);
+	free(own);
 	return 1;
 }
 
