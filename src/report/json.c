@@ -5,6 +5,8 @@
 #include "analysis/analysis.h"
 
 #include <cjson/cJSON.h>
+#include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +65,62 @@ qr_json_str(const char *s)
 NUM_ARRAY(float_array, float)
 NUM_ARRAY(double_array, double)
 NUM_ARRAY(u64_array, uint64_t)
+
+/*
+ * v printed as cJSON prints a number (1.7.15's print_number: an integral
+ * value as an int, else 15 significant digits unless they do not read
+ * back within DBL_EPSILON, then 17; not finite as null), so that a
+ * channel array reads the same as float_array's.
+ */
+static int
+num_text(double d, char *buf, size_t size)
+{
+	double test = 0;
+	int vi;
+
+	if (!isfinite(d))
+		return snprintf(buf, size, "null");
+	vi = d >= INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;
+	if (d == (double)vi)
+		return snprintf(buf, size, "%d", vi);
+	snprintf(buf, size, "%1.15g", d);
+	if (sscanf(buf, "%lg", &test) != 1 ||
+	    !(fabs(test - d) <= fmax(fabs(test), fabs(d)) * DBL_EPSILON))
+		return snprintf(buf, size, "%1.17g", d);
+	return (int)strlen(buf);
+}
+
+/*
+ * A per-channel array (a decoder's layers have thousands of channels,
+ * its report a few million such numbers): the numbers of float_array as
+ * one raw JSON text rather than a cJSON item each (64 bytes apiece: 200
+ * MB of report.json's tree for a 22-layer decoder). Nothing reads these
+ * arrays back from the tree; they are only printed.
+ */
+static cJSON *
+chan_array(const float *v, size_t n)
+{
+	struct qr_buf b = {0};
+	char num[40];
+	cJSON *a;
+	size_t i;
+
+	if (v == NULL || n < 64)
+		return float_array(v, n);
+	qr_buf_putc(&b, '[');
+	for (i = 0; i < n; i++) {
+		if (i > 0)
+			qr_buf_putc(&b, ',');
+		num_text((double)v[i], num, sizeof num);
+		qr_buf_puts(&b, num);
+	}
+	qr_buf_putc(&b, ']');
+	a = cJSON_CreateRaw(b.data);
+	qr_buf_free(&b);
+	if (a == NULL)
+		qr_fatal("out of memory building report.json");
+	return a;
+}
 
 cJSON *
 qr_json_io(const struct qr_io_desc *io, size_t n)
@@ -126,12 +184,12 @@ weight_json(const struct qr_weight_stats *w)
 	cJSON_AddNumberToObject(o, "axis", w->axis);
 	cJSON_AddNumberToObject(o, "channels", (double)w->channels);
 	cJSON_AddNumberToObject(o, "elements", (double)w->n_elem);
-	cJSON_AddItemToObject(o, "ch_min", float_array(w->ch_min, w->channels));
-	cJSON_AddItemToObject(o, "ch_max", float_array(w->ch_max, w->channels));
-	cJSON_AddItemToObject(o, "ch_mean", float_array(w->ch_mean, w->channels));
-	cJSON_AddItemToObject(o, "ch_std", float_array(w->ch_std, w->channels));
+	cJSON_AddItemToObject(o, "ch_min", chan_array(w->ch_min, w->channels));
+	cJSON_AddItemToObject(o, "ch_max", chan_array(w->ch_max, w->channels));
+	cJSON_AddItemToObject(o, "ch_mean", chan_array(w->ch_mean, w->channels));
+	cJSON_AddItemToObject(o, "ch_std", chan_array(w->ch_std, w->channels));
 	cJSON_AddItemToObject(o, "rel_range",
-			      float_array(w->rel_range, w->channels));
+			      chan_array(w->rel_range, w->channels));
 	add_num(o, "max_rel_range", w->max_rel_range);
 	add_num(o, "tukey_fence", w->tukey_fence);
 	out = cJSON_AddArrayToObject(o, "outlier_channels");
@@ -268,20 +326,20 @@ cle_json(const struct qr_cle_set *c)
 		cJSON_AddBoolToObject(x, "bn_folded", l->bn_folded);
 		cJSON_AddNumberToObject(x, "channels", (double)l->channels);
 		cJSON_AddItemToObject(x, "min_before",
-				      float_array(l->min_before, l->channels));
+				      chan_array(l->min_before, l->channels));
 		cJSON_AddItemToObject(x, "max_before",
-				      float_array(l->max_before, l->channels));
+				      chan_array(l->max_before, l->channels));
 		cJSON_AddItemToObject(x, "min_after",
-				      float_array(l->min_after, l->channels));
+				      chan_array(l->min_after, l->channels));
 		cJSON_AddItemToObject(x, "max_after",
-				      float_array(l->max_after, l->channels));
+				      chan_array(l->max_after, l->channels));
 		cJSON_AddItemToArray(detail, x);
 	}
 	joins = cJSON_AddArrayToObject(o, "joins");
 	scales = cJSON_AddArrayToObject(o, "scales");
 	for (i = 0; i + 1 < c->n_layers && i < 2; i++) {
 		cJSON_AddItemToArray(joins, qr_json_str(c->joins[i]));
-		cJSON_AddItemToArray(scales, float_array(c->scales[i],
+		cJSON_AddItemToArray(scales, chan_array(c->scales[i],
 							 c->n_scales[i]));
 	}
 	add_num(o, "max_rel_range_before", c->max_rel_range_before);
@@ -359,9 +417,9 @@ act_json(const struct qr_analysis *a, const struct qr_act_pair *p)
 	add_num(o, "effective_bits", qr_act_effective_bits(p, t));
 	add_num(o, "float_min", t->min);
 	add_num(o, "float_max", t->max);
-	cJSON_AddItemToObject(o, "ch_min", float_array(t->ch_min, t->channels));
-	cJSON_AddItemToObject(o, "ch_max", float_array(t->ch_max, t->channels));
-	cJSON_AddItemToObject(o, "ch_mean", float_array(t->ch_mean, t->channels));
+	cJSON_AddItemToObject(o, "ch_min", chan_array(t->ch_min, t->channels));
+	cJSON_AddItemToObject(o, "ch_max", chan_array(t->ch_max, t->channels));
+	cJSON_AddItemToObject(o, "ch_mean", chan_array(t->ch_mean, t->channels));
 	h = cJSON_AddObjectToObject(o, "histogram");
 	add_num(h, "lo", p->hist_lo);
 	add_num(h, "hi", p->hist_hi);
@@ -718,9 +776,9 @@ outlier_json(const struct qr_analysis *a, const struct qr_act_outlier *x)
 	cJSON_AddItemToObject(o, "sqnr_by_alpha_db",
 			      double_array(x->sqnr_db, QR_OL_ALPHAS));
 	cJSON_AddItemToObject(o, "act_absmax",
-			      float_array(x->act_absmax, x->channels));
+			      chan_array(x->act_absmax, x->channels));
 	cJSON_AddItemToObject(o, "w_range",
-			      float_array(x->w_range, x->channels));
+			      chan_array(x->w_range, x->channels));
 	return o;
 }
 
