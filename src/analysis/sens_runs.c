@@ -94,29 +94,36 @@ qr_sens_samples_free(struct qr_sens_ctx *c)
 }
 
 /* Drop the samples a base's store could not take (QR_ESHAPE: the data
- * run skipped them too, with a warning). */
+ * run skipped them too, with a warning). The candidate's store may be
+ * empty (qr_sens_float_base). */
 static void
 drop_bad(struct qr_sens_ctx *c)
 {
 	struct qr_sp_store *f = &c->fst, *q = &c->cst;
+	int cand = q->outs != NULL;
 	size_t s, j = 0;
 
 	for (s = 0; s < c->n_s; s++) {
-		if (f->outs[s] == NULL || q->outs[s] == NULL) {
+		if (f->outs[s] == NULL || (cand && q->outs[s] == NULL)) {
 			sample_free(c, s);
 			qr_sp_store_drop(f, s);
-			qr_sp_store_drop(q, s);
+			if (cand)
+				qr_sp_store_drop(q, s);
 			continue;
 		}
 		c->ins[j] = c->ins[s];
 		c->n_ins[j] = c->n_ins[s];
 		f->v[j] = f->v[s];
 		f->outs[j] = f->outs[s];
-		q->v[j] = q->v[s];
-		q->outs[j] = q->outs[s];
+		if (cand) {
+			q->v[j] = q->v[s];
+			q->outs[j] = q->outs[s];
+		}
 		j++;
 	}
-	c->n_s = f->n_s = q->n_s = j;
+	c->n_s = f->n_s = j;
+	if (cand)
+		q->n_s = j;
 }
 
 /* ---- comparing outputs ---- */
@@ -306,6 +313,28 @@ qr_sens_bases(struct qr_sens_ctx *c, struct qr_sens_metric *base,
 	free(oc.acc);
 	free(oc.buf);
 	return st;
+}
+
+/* See analysis-int.h. */
+enum qr_status
+qr_sens_float_base(struct qr_sens_ctx *c, struct qr_diag *d)
+{
+	struct fill_job jf = { c, &c->fst, c->fm, { 0 }, QR_OK };
+	enum qr_status st;
+
+	fill_run(&jf);
+	st = jf.rc != QR_OK ? qr_errorf(d, jf.rc, "%s", jf.d.msg) : QR_OK;
+	qr_diag_clear(&jf.d);
+	if (st != QR_OK)
+		return st;
+	c->runs += c->n_s;
+	drop_bad(c);
+	c->fouts = c->fst.outs;
+	c->n_fouts = c->fst.n_outs;
+	if (c->n_s == 0)
+		return qr_errorf(d, QR_ESHAPE, "no sample ran through the "
+				 "float model");
+	return QR_OK;
 }
 
 /* ---- one variant ---- */
