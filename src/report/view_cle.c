@@ -149,3 +149,18 @@ qr_view_cle_measured(const struct qr_analysis *a, cJSON *root)
 	cJSON_AddItemToObject(o, "all", row("All sets together", "", "",
 					    NAN, &m->all, thr));
 }
+
+/* See report-int.h. */
+void
+qr_report_cle_md(struct qr_buf *b, const struct qr_analysis *a)
+{
+	const struct qr_cle_measured *m = a->cle_meas;
+
+	if (m == NULL || !m->ran || !isfinite(m->all.gain_db))
+		return;
+	qr_buf_printf(b, "; every set equalized: %+.2f dB output SQNR, "
+		      "measured (%.1f -> %.1f dB with the sets' %zu layers "
+		      "quantized per tensor to %d bits, weights only)",
+		      m->all.gain_db, m->base.sqnr_db, m->all.m.sqnr_db,
+		      m->n_layers, m->bits);
+}
