@@ -21,6 +21,9 @@
  * comes from (error_sources.c), its worst samples (worst_samples.c) and
  * the activation outliers at the weighted layers' inputs (outliers.c).
  * qr_analysis_hazards then adds the hazards the data shows.
+ * qr_analysis_sensitivity measures what changes buy with hybrid runs:
+ * keeping layers float, quantizing them alone, and the CLE sets'
+ * equalization (cle_measured.c).
  *
  * Ownership: qr_analysis_new returns a result the caller frees with
  * qr_analysis_free. Strings in it are copies owned by the result (so the
@@ -998,7 +1001,9 @@ struct qr_sens_opts {
  * output with only its weights and only its activations quantized; for
  * each quantized layer (quick: the QR_SENS_QUICK_LAYERS that make most
  * of the local noise) the output with only it kept float and with only
- * it quantized; and the fallback plan (fallback.c). Fills a->sens. Runs
+ * it quantized; and the fallback plan (fallback.c). Fills a->sens, and
+ * first a->cle_meas (cle_measured.c: the float model's CLE sets'
+ * layers quantized per tensor, with and without equalization). Runs
  * after qr_analysis_run_data when there was data (its local errors rank
  * the layers). Returns QR_OK; a candidate whose runs fail gets
  * sens[k].why; the feed's status stops it.

@@ -88,6 +88,7 @@ row(const char *label, const char *anchor, const char *layers,
 {
 	cJSON *x = cJSON_CreateObject();
 
+	cJSON_AddBoolToObject(x, "ran", r->m.ran && isfinite(r->gain_db));
 	qr_view_str(x, "label", label);
 	qr_view_str(x, "anchor", anchor);
 	qr_view_str(x, "layers", layers);
@@ -129,6 +130,7 @@ qr_view_cle_measured(const struct qr_analysis *a, cJSON *root)
 	qr_view_str(o, "mode", m->mode == QR_SENS_FULL ? "full" : "quick");
 	qr_view_sens_metric(o, "base", &m->base, thr);
 	qr_view_sens_metric(o, "check", &m->float_check, thr);
+	cJSON_AddBoolToObject(o, "check_ran", m->float_check.ran);
 	rows = cJSON_AddArrayToObject(o, "rows");
 	for (i = 0; i < m->n_sets && i < a->n_cle; i++) {
 		cJSON *s = cJSON_GetArrayItem(sets, (int)i);
