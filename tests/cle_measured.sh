@@ -18,19 +18,10 @@
 # SQNR within 0.05 dB (skipped without torch). --sensitivity none
 # measures nothing. JSON is read with /usr/bin/python3 (skipped without).
 set -u
-: "${top_srcdir:?}" "${top_builddir:?}" "${QREPORT:?}"
-PY=/usr/bin/python3
+qr_test=cle
+. "$top_srcdir/tests/report_lib.sh"
 C="$top_srcdir/tests/data/cle"
-work=$(mktemp -d /tmp/qr-cle-XXXXXX)
-trap 'rm -rf "$work"' EXIT INT TERM
-[ -x "$PY" ] || { echo "1..0 # SKIP no $PY to read report.json"; exit 0; }
 
-n=0
-t() { # t NAME COND...: one check
-	name=$1; shift
-	n=$((n + 1))
-	if "$@"; then echo "ok $n - $name"; else echo "not ok $n - $name"; fi
-}
 # j NAME EXPR: a Python expression on $work/NAME/report.json (r), its
 # cle_measured (m) and cle (c) is true
 j() {

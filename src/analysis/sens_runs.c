@@ -268,6 +268,22 @@ fill_run(void *arg)
 	return NULL;
 }
 
+/* The stores are filled: their runs counted, the samples a base could
+ * not take dropped, c->fouts the float outputs. QR_ESHAPE when no
+ * sample ran through what (the models). */
+static enum qr_status
+filled(struct qr_sens_ctx *c, const char *what, struct qr_diag *d)
+{
+	c->runs += c->n_s;
+	drop_bad(c);
+	c->fouts = c->fst.outs;
+	c->n_fouts = c->fst.n_outs;
+	if (c->n_s == 0)
+		return qr_errorf(d, QR_ESHAPE, "no sample ran through %s",
+				 what);
+	return QR_OK;
+}
+
 /* The float model's store (with the layers' output sizes from its first
  * run) and the candidate's, side by side; the candidate's outputs give
  * *base. */
@@ -296,15 +312,9 @@ qr_sens_bases(struct qr_sens_ctx *c, struct qr_sens_metric *base,
 	     jq.rc != QR_OK ? qr_errorf(d, jq.rc, "%s", jq.d.msg) : QR_OK;
 	qr_diag_clear(&jf.d);
 	qr_diag_clear(&jq.d);
-	if (st != QR_OK)
+	if (st != QR_OK || (st = filled(c, "both the float model and the "
+					"candidate", d)) != QR_OK)
 		return st;
-	c->runs += c->n_s;
-	drop_bad(c);
-	c->fouts = c->fst.outs;
-	c->n_fouts = c->fst.n_outs;
-	if (c->n_s == 0)
-		return qr_errorf(d, QR_ESHAPE, "no sample ran through both "
-				 "the float model and the candidate");
 	oc.acc = xcalloc(c->n_fouts + 1, sizeof *oc.acc);
 	for (s = 0; s < c->n_s; s++)
 		for (i = 0; i < c->n_fouts && i < c->cst.n_outs; i++)
@@ -325,16 +335,7 @@ qr_sens_float_base(struct qr_sens_ctx *c, struct qr_diag *d)
 	fill_run(&jf);
 	st = jf.rc != QR_OK ? qr_errorf(d, jf.rc, "%s", jf.d.msg) : QR_OK;
 	qr_diag_clear(&jf.d);
-	if (st != QR_OK)
-		return st;
-	c->runs += c->n_s;
-	drop_bad(c);
-	c->fouts = c->fst.outs;
-	c->n_fouts = c->fst.n_outs;
-	if (c->n_s == 0)
-		return qr_errorf(d, QR_ESHAPE, "no sample ran through the "
-				 "float model");
-	return QR_OK;
+	return st != QR_OK ? st : filled(c, "the float model", d);
 }
 
 /* ---- one variant ---- */
