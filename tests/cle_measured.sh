@@ -16,7 +16,10 @@
 # recomputed independently with torch (BN folded, the equalization,
 # symmetric per-tensor 8-bit weights, float64): base and equalized output
 # SQNR within 0.05 dB (skipped without torch). --sensitivity none
-# measures nothing. JSON is read with /usr/bin/python3 (skipped without).
+# measures nothing. With torchvision's resnet18 in $QR_MODELS (default:
+# tests/models-cache in the build tree; skipped without it), its form with
+# every BatchNormalization kept gives the numbers of its folded form
+# within 0.01 dB. JSON is read with /usr/bin/python3 (skipped without).
 set -u
 qr_test=cle
 . "$top_srcdir/tests/report_lib.sh"
@@ -116,7 +119,7 @@ sys.exit(0 if all(abs(a - b) < 0.05 for a, b in zip(got, want)) else 1)
 PYEOF
 }
 
-echo "1..21"
+echo "1..23"
 report unbal unbal full
 t "unbal: qreport exits 0" test $? -eq 0
 t "unbal: one pair, BN folded, measured in full mode on 8 samples" \
@@ -173,3 +176,28 @@ t "nofold: the BN that cannot be folded stops its set, which says why" \
 report unbal none none
 t "--sensitivity none: nothing measured" \
 	j none 'm is None and len(c) == 1'
+
+M="${QR_MODELS:-$top_builddir/tests/models-cache}"
+if [ -f "$M/resnet18.onnx" ] && [ -f "$M/resnet18_bn.onnx" ] &&
+	[ -f "$M/resnet18_qdq.onnx" ]; then
+	for f in resnet18 resnet18_bn; do
+		"$QREPORT" --float "$M/$f.onnx" --quant "$M/resnet18_qdq.onnx" \
+			-o "$work/$f" --quiet --samples 4 \
+			--sensitivity-samples 4 2>"$work/$f.err"
+	done
+	t "resnet18: 8 sets measured, every set equalized gains, the float check holds" \
+		j resnet18 'len(m["sets"]) == 8 and m["all"]["gain_db"] > 0 and m["float_check"]["sqnr_db"] >= 100'
+	t "resnet18 with its BatchNormalization kept: the folded form's numbers within 0.01 dB" \
+		"$PY" -c "
+import json, sys
+a, b = (json.load(open(p))['cle_measured'] for p in sys.argv[1:3])
+g = lambda m: [m['base']['sqnr_db'], m['all']['gain_db']] + [
+    s['gain_db'] for s in m['sets'] if s['metric']]
+x, y = g(a), g(b)
+sys.exit(0 if len(x) == len(y) == 6 and
+         all(abs(p - q) < 0.01 for p, q in zip(x, y)) else 1)
+" "$work/resnet18/report.json" "$work/resnet18_bn/report.json"
+else
+	echo "ok 22 # SKIP no resnet18, resnet18_bn and resnet18_qdq in $M"
+	echo "ok 23 # SKIP no resnet18, resnet18_bn and resnet18_qdq in $M"
+fi
