@@ -1001,9 +1001,10 @@ int qr_sens_lanes(const struct qr_sens_ctx *c);
  * c->fouts, the float outputs; the samples it cannot take dropped.
  * Errors: its runs', QR_ESHAPE when no sample is left. */
 enum qr_status qr_sens_float_base(struct qr_sens_ctx *c, struct qr_diag *d);
-/* cle_measured.c: a->cle_meas from runs on c's samples (c->lanes,
- * c->threads and the samples set; nothing else of c in use). Leaves
- * a->cle_meas NULL when a has no CLE set. */
+/* cle_measured.c: a->cle_meas from runs of float model fm's variants
+ * on c's samples (read, no candidate in progress: c's float store is
+ * filled for them and left empty). Leaves a->cle_meas NULL when a has
+ * no CLE set. */
 void qr_clm_measure(struct qr_sens_ctx *c, struct qr_analysis *a,
 		    const struct qr_model *fm);
 /* Free a->cle_meas. */

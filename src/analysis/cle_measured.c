@@ -360,6 +360,9 @@ cmp_gain(const void *p, const void *q)
 	double ga = a->sqnr_per_tensor_after_db - a->sqnr_per_tensor_before_db;
 	double gb = b->sqnr_per_tensor_after_db - b->sqnr_per_tensor_before_db;
 
+	/* an exact weight's SQNR is infinite: no gain known, last */
+	ga = isnan(ga) ? -INFINITY : ga;
+	gb = isnan(gb) ? -INFINITY : gb;
 	if (ga != gb)
 		return ga > gb ? -1 : 1;
 	return a < b ? -1 : a > b;
