@@ -27,20 +27,11 @@
 # --target is a usage error (exit 1). JSON is read with /usr/bin/python3
 # (skipped without it).
 set -u
-: "${top_srcdir:?}" "${top_builddir:?}" "${QREPORT:?}"
-PY=/usr/bin/python3
+qr_test=sens
+. "$top_srcdir/tests/report_lib.sh"
 D="$top_srcdir/tests/data/diag"
 S="$top_srcdir/tests/data/sens"
-work=$(mktemp -d /tmp/qr-sens-XXXXXX)
-trap 'rm -rf "$work"' EXIT INT TERM
-[ -x "$PY" ] || { echo "1..0 # SKIP no $PY to read report.json"; exit 0; }
 
-n=0
-t() { # t NAME COND...: one check
-	name=$1; shift
-	n=$((n + 1))
-	if "$@"; then echo "ok $n - $name"; else echo "not ok $n - $name"; fi
-}
 # j DIR EXPR: a Python expression on report.json (r) and fallback.json
 # (f, None when absent) is true
 j() {

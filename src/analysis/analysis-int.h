@@ -61,6 +61,9 @@
  *                   base's values (a store)
  *   fallback.c      the layers to keep float to meet a target, found
  *                   greedily from the sensitivities and run to confirm
+ *   cle_measured.c  CLE, measured: the float model's CLE-set layers
+ *                   quantized per tensor, run with and without each
+ *                   set's equalization
  *
  * Ownership: qr_an_* functions that return heap memory say so; everything
  * else is borrowed from the model or the graph index.
@@ -273,6 +276,13 @@ float *qr_an_bn_factors(const struct qr_graph *g, size_t node,
 void qr_an_cle(struct qr_analysis *a, const struct qr_graph *g,
 	       const struct qr_an_wlayer *fl, size_t n_fl,
 	       const struct qr_analysis_opts *o);
+/* Equalize a CLE set of n (2 or 3) layers L in place: w[k], layer k's
+ * weight as floats (L[k]->w's shape, a BN after it folded in), and
+ * b[k], its bias (L[k]'s output channels; b or b[k] NULL: none; the
+ * last layer's is not changed). The scales, computed from w, go to s0
+ * (and s1 for a triplet), L[0]'s output channels each. */
+void qr_an_cle_apply(const struct qr_an_wlayer *const *L, size_t n,
+		     float *const *w, float *const *b, float *s0, float *s1);
 void qr_an_cle_free(struct qr_analysis *a);
 
 /* ---- hazards.c, hazards_graph.c ---- */
@@ -942,7 +952,8 @@ struct qr_sens_ctx {
 
 /* Kinds of variant. */
 enum { QR_SV_WEIGHTS, QR_SV_ACTS, QR_SV_KEEP, QR_SV_QUANT, QR_SV_SET,
-       QR_SV_GROUP };
+       QR_SV_GROUP, QR_SV_CLE /* built by cle_measured.c, on the float
+				 model */ };
 
 /* A hybrid model to build and measure. */
 struct qr_sens_variant {
@@ -986,6 +997,18 @@ void qr_sens_measure_sets(struct qr_sens_ctx *c,
 			  struct qr_sens_metric *out, size_t n);
 /* Variants the context runs at once. */
 int qr_sens_lanes(const struct qr_sens_ctx *c);
+/* Fill the float model's store alone (c->fm set; what c->fst wants):
+ * c->fouts, the float outputs; the samples it cannot take dropped.
+ * Errors: its runs', QR_ESHAPE when no sample is left. */
+enum qr_status qr_sens_float_base(struct qr_sens_ctx *c, struct qr_diag *d);
+/* cle_measured.c: a->cle_meas from runs of float model fm's variants
+ * on c's samples (read, no candidate in progress: c's float store is
+ * filled for them and left empty). Leaves a->cle_meas NULL when a has
+ * no CLE set. */
+void qr_clm_measure(struct qr_sens_ctx *c, struct qr_analysis *a,
+		    const struct qr_model *fm);
+/* Free a->cle_meas. */
+void qr_clm_free(struct qr_analysis *a);
 /* fallback.c: r->fb from r's measured layers (in c->p's order), each
  * step run. */
 void qr_fb_search(struct qr_sens_ctx *c, struct qr_sens_result *r,

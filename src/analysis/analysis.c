@@ -204,5 +204,6 @@ qr_analysis_free(struct qr_analysis *a)
 	qr_an_act_free(a);
 	qr_an_hazards_free(a);
 	qr_sens_free(a);
+	qr_clm_free(a);
 	free(a);
 }

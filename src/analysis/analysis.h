@@ -21,6 +21,9 @@
  * comes from (error_sources.c), its worst samples (worst_samples.c) and
  * the activation outliers at the weighted layers' inputs (outliers.c).
  * qr_analysis_hazards then adds the hazards the data shows.
+ * qr_analysis_sensitivity measures what changes buy with hybrid runs:
+ * keeping layers float, quantizing them alone, and the CLE sets'
+ * equalization (cle_measured.c).
  *
  * Ownership: qr_analysis_new returns a result the caller frees with
  * qr_analysis_free. Strings in it are copies owned by the result (so the
@@ -197,6 +200,7 @@ struct qr_quant_weight {
 /* A layer of a CLE set (before/after view of its output channels). */
 struct qr_cle_layer {
 	char *name;             /* node name */
+	size_t node;            /* its index in the float graph */
 	char *op;               /* Conv */
 	int depthwise;          /* 1 for a depthwise conv */
 	int bn_folded;          /* 1 when a BatchNormalization was folded in */
@@ -216,6 +220,7 @@ struct qr_cle_set {
 	double max_rel_range_after;
 	double sqnr_per_tensor_before_db; /* mean predicted int8 per-tensor SQNR */
 	double sqnr_per_tensor_after_db;
+	int bits;               /* weight bits of the prediction */
 };
 
 /* Two convs that would form a CLE set but for something between them. */
@@ -790,6 +795,46 @@ struct qr_sens_result {
 	double seconds;          /* wall time of its runs */
 };
 
+/* CLE, measured (cle_measured.c): the float model with every layer of
+ * every CLE set quantized per tensor (symmetric, the bits the CLE page
+ * predicts with), activations float, run with and without equalization
+ * applied to its float weights. */
+#define QR_CLE_QUICK_SETS 4      /* sets quick mode measures alone: those
+				  * with the largest predicted gain */
+
+/* One equalized variant of that model. */
+struct qr_cle_run {
+	struct qr_sens_metric m; /* its output against the float model's */
+	double gain_db;          /* m.sqnr_db less the base's; NaN when
+				  * either did not run */
+	char *why;               /* not measured: why (heap), else NULL */
+};
+
+struct qr_cle_measured {
+	int ran;                 /* 1: the base ran */
+	char *why;               /* ran 0: why not (heap) */
+	enum qr_sens_mode mode;
+	size_t samples;          /* samples every run used */
+	int bits;                /* weight bits (--bits) */
+	size_t n_layers;         /* layers quantized: those of every set */
+	size_t n_equalizable;    /* sets whose equalization keeps the
+				  * float function (the others are left
+				  * out of every run) */
+	struct qr_sens_metric base; /* quantized, nothing equalized */
+	struct qr_cle_run all;   /* every equalizable set equalized, in
+				  * topological order, each from the
+				  * weights the sets before it left (as
+				  * the CLE page predicts) */
+	struct qr_sens_metric float_check; /* every equalizable set
+				  * equalized, not quantized: the float
+				  * model's function, to rounding */
+	size_t n_sets;           /* a->n_cle */
+	struct qr_cle_run *sets; /* per CLE set: it alone equalized */
+	size_t runs;             /* model runs made (samples x models) */
+	size_t cut_runs;         /* of them, runs of a cut */
+	double seconds;          /* wall time of its runs */
+};
+
 struct qr_an_hazard_plan;
 
 struct qr_analysis {
@@ -831,6 +876,9 @@ struct qr_analysis {
 	/* what to change (qr_analysis_sensitivity) */
 	struct qr_sens_result *sens;      /* n_quant entries, or NULL */
 	struct qr_sens_target target;     /* what the fallback aims at */
+	struct qr_cle_measured *cle_meas; /* CLE, measured; NULL when not
+					   * run (no set, no what-to-change
+					   * runs) */
 };
 
 /* Analyse the float model and n_quant candidates (quant may be NULL when
@@ -953,7 +1001,9 @@ struct qr_sens_opts {
  * output with only its weights and only its activations quantized; for
  * each quantized layer (quick: the QR_SENS_QUICK_LAYERS that make most
  * of the local noise) the output with only it kept float and with only
- * it quantized; and the fallback plan (fallback.c). Fills a->sens. Runs
+ * it quantized; and the fallback plan (fallback.c). Fills a->sens, and
+ * first a->cle_meas (cle_measured.c: the float model's CLE sets'
+ * layers quantized per tensor, with and without equalization). Runs
  * after qr_analysis_run_data when there was data (its local errors rank
  * the layers). Returns QR_OK; a candidate whose runs fail gets
  * sens[k].why; the feed's status stops it.

@@ -15,8 +15,9 @@
  *   blockers Clip(0,6) (ReLU6) between two convs is not positively
  *            homogeneous; we report it with the fix.
  *
- * Each set is evaluated on its own, from the original (BN-folded) weights;
- * AIMET applies sets in sequence, so chained sets interact there.
+ * Sets are equalized in topological order, each from the weights the
+ * sets before it left (struct cle_state), as AIMET applies them.
+ * cle_measured.c measures what the equalization buys.
  */
 #include "analysis/analysis-int.h"
 
@@ -213,14 +214,70 @@ struct cle_state {
 	char *touched;   /* per float layer: 1 once a set has scaled it */
 };
 
+/* b[c] *= s[c] over C channels (b may be NULL: no bias). */
+static void
+scale_bias(float *b, const float *s, size_t C)
+{
+	size_t c;
+
+	for (c = 0; b != NULL && c < C; c++)
+		b[c] *= s[c];
+}
+
 /*
- * Equalize one set of n (2 or 3) layers and record before/after:
+ * See analysis-int.h. The scales (Nagel et al. 2019 eq. 11; AIMET's
+ * triplet rule), from the weights as they are:
  *   pair     s_i = sqrt(r1_i / r2_i), r1 = max|W1| of output channel i,
- *            r2 = max|W2| of input channel i; W1[i] /= s_i, W2[:,i] *= s_i
+ *            r2 = max|W2| of input channel i; W1[i] /= s_i, b1[i] /= s_i,
+ *            W2[:,i] *= s_i
  *   triplet  s12 = r0 / cbrt(r0 r1 r2), s23 = cbrt(r0 r1 r2) / r2;
- *            W0[i] /= s12, Wdw[i] *= s12 / s23, W2[:,i] *= s23
- * (Nagel et al. 2019 eq. 11; AIMET's triplet rule). Biases scale like
- * their rows but are not reported.
+ *            W0[i] /= s12, b0[i] /= s12, Wdw[i] *= s12 / s23,
+ *            bdw[i] /= s23, W2[:,i] *= s23
+ * A layer's output channel i ends divided by the scale at its boundary,
+ * so f(x / s) = f(x) / s through ReLU or PRelu, and the next layer's
+ * input channel i multiplied by it gives the same output.
+ */
+void
+qr_an_cle_apply(const struct qr_an_wlayer *const *L, size_t n,
+		float *const *w, float *const *b, float *s0, float *s1)
+{
+	size_t C = (size_t)L[0]->w->dims[0], k;
+	float *r0 = absmax(w[0], L[0]->w, 0), *r1, *inv;
+
+	if (n == 2) {
+		r1 = absmax(w[1], L[1]->w, 1);
+		qr_cle_pair_scales(r0, r1, C, s0);
+		inv = inverse(s0, C);
+		qr_an_scale_axis(w[0], L[0]->w->dims, L[0]->w->ndim, 0, inv);
+		scale_bias(b ? b[0] : NULL, inv, C);
+		qr_an_scale_axis(w[1], L[1]->w->dims, L[1]->w->ndim, 1, s0);
+	} else {
+		float *r2 = absmax(w[2], L[2]->w, 1);
+		float *mid = xmalloc(C * sizeof *mid);
+
+		r1 = absmax(w[1], L[1]->w, 0);
+		qr_cle_triplet_scales(r0, r1, r2, C, s0, s1);
+		inv = inverse(s0, C);
+		for (k = 0; k < C; k++)
+			mid[k] = s0[k] / s1[k];
+		qr_an_scale_axis(w[0], L[0]->w->dims, L[0]->w->ndim, 0, inv);
+		scale_bias(b ? b[0] : NULL, inv, C);
+		qr_an_scale_axis(w[1], L[1]->w->dims, L[1]->w->ndim, 0, mid);
+		free(inv);
+		inv = inverse(s1, C);
+		scale_bias(b ? b[1] : NULL, inv, C);
+		qr_an_scale_axis(w[2], L[2]->w->dims, L[2]->w->ndim, 1, s1);
+		free(mid);
+		free(r2);
+	}
+	free(inv);
+	free(r0);
+	free(r1);
+}
+
+/*
+ * Equalize one set of n (2 or 3) layers (qr_an_cle_apply) and record
+ * before/after; its biases are not reported.
  */
 static void
 equalize(struct qr_cle_set *set, const struct qr_graph *g,
@@ -228,11 +285,12 @@ equalize(struct qr_cle_set *set, const struct qr_graph *g,
 	 const size_t *idx, struct cle_state *cs, size_t n,
 	 const char **joins, int bits)
 {
-	float *w[3] = { NULL, NULL, NULL }, *r[3], *inv, amax;
+	float *w[3] = { NULL, NULL, NULL };
 	size_t C = (size_t)L[0]->w->dims[0], k;
 	double rel_b = 0, rel_a = 0, sq_b = 0, sq_a = 0;
 
 	set->n_layers = n;
+	set->bits = bits;
 	for (k = 0; k < n; k++) {
 		struct qr_cle_layer *cl = &set->layers[k];
 		size_t M = (size_t)L[k]->w->dims[0];
@@ -243,6 +301,7 @@ equalize(struct qr_cle_set *set, const struct qr_graph *g,
 		w[k] = cs->cur[idx[k]];
 		cl->bn_folded = cs->folded[idx[k]];
 		cl->name = xstrdup(L[k]->n->name);
+		cl->node = L[k]->node;
 		cl->op = xstrdup(L[k]->n->op_type);
 		cl->depthwise = conv_kind(L[k]) == K_DW;
 		cl->channels = M;
@@ -265,45 +324,12 @@ equalize(struct qr_cle_set *set, const struct qr_graph *g,
 		layer_metrics(w[k], L[k]->w, cl->min_before, cl->max_before,
 			      bits, &rel_b, &sq_b);
 	}
-	for (k = 0; k + 1 < n; k++)
+	for (k = 0; k + 1 < n; k++) {
 		set->joins[k] = xstrdup(joins[k]);
-	r[0] = range_of(set->layers[0].min_before, set->layers[0].max_before,
-			C, &amax);
-	if (n == 2) {
-		r[1] = absmax(w[1], L[1]->w, 1);
-		set->n_scales[0] = C;
-		set->scales[0] = xmalloc(C * sizeof(float));
-		qr_cle_pair_scales(r[0], r[1], C, set->scales[0]);
-		inv = inverse(set->scales[0], C);
-		qr_an_scale_axis(w[0], L[0]->w->dims, L[0]->w->ndim, 0, inv);
-		qr_an_scale_axis(w[1], L[1]->w->dims, L[1]->w->ndim, 1,
-				 set->scales[0]);
-		free(inv);
-	} else {
-		float *mid = xmalloc(C * sizeof *mid);
-
-		r[1] = range_of(set->layers[1].min_before,
-				set->layers[1].max_before, C, &amax);
-		r[2] = absmax(w[2], L[2]->w, 1);
-		for (k = 0; k < 2; k++) {
-			set->n_scales[k] = C;
-			set->scales[k] = xmalloc(C * sizeof(float));
-		}
-		qr_cle_triplet_scales(r[0], r[1], r[2], C, set->scales[0],
-				      set->scales[1]);
-		inv = inverse(set->scales[0], C);
-		for (k = 0; k < C; k++)
-			mid[k] = set->scales[0][k] / set->scales[1][k];
-		qr_an_scale_axis(w[0], L[0]->w->dims, L[0]->w->ndim, 0, inv);
-		qr_an_scale_axis(w[1], L[1]->w->dims, L[1]->w->ndim, 0, mid);
-		qr_an_scale_axis(w[2], L[2]->w->dims, L[2]->w->ndim, 1,
-				 set->scales[1]);
-		free(inv);
-		free(mid);
-		free(r[2]);
+		set->n_scales[k] = C;
+		set->scales[k] = xmalloc(C * sizeof(float));
 	}
-	free(r[0]);
-	free(r[1]);
+	qr_an_cle_apply(L, n, w, NULL, set->scales[0], set->scales[1]);
 	for (k = 0; k < n; k++) {
 		struct qr_cle_layer *cl = &set->layers[k];
 

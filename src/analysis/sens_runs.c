@@ -94,29 +94,36 @@ qr_sens_samples_free(struct qr_sens_ctx *c)
 }
 
 /* Drop the samples a base's store could not take (QR_ESHAPE: the data
- * run skipped them too, with a warning). */
+ * run skipped them too, with a warning). The candidate's store may be
+ * empty (qr_sens_float_base). */
 static void
 drop_bad(struct qr_sens_ctx *c)
 {
 	struct qr_sp_store *f = &c->fst, *q = &c->cst;
+	int cand = q->outs != NULL;
 	size_t s, j = 0;
 
 	for (s = 0; s < c->n_s; s++) {
-		if (f->outs[s] == NULL || q->outs[s] == NULL) {
+		if (f->outs[s] == NULL || (cand && q->outs[s] == NULL)) {
 			sample_free(c, s);
 			qr_sp_store_drop(f, s);
-			qr_sp_store_drop(q, s);
+			if (cand)
+				qr_sp_store_drop(q, s);
 			continue;
 		}
 		c->ins[j] = c->ins[s];
 		c->n_ins[j] = c->n_ins[s];
 		f->v[j] = f->v[s];
 		f->outs[j] = f->outs[s];
-		q->v[j] = q->v[s];
-		q->outs[j] = q->outs[s];
+		if (cand) {
+			q->v[j] = q->v[s];
+			q->outs[j] = q->outs[s];
+		}
 		j++;
 	}
-	c->n_s = f->n_s = q->n_s = j;
+	c->n_s = f->n_s = j;
+	if (cand)
+		q->n_s = j;
 }
 
 /* ---- comparing outputs ---- */
@@ -261,6 +268,22 @@ fill_run(void *arg)
 	return NULL;
 }
 
+/* The stores are filled: their runs counted, the samples a base could
+ * not take dropped, c->fouts the float outputs. QR_ESHAPE when no
+ * sample ran through what (the models). */
+static enum qr_status
+filled(struct qr_sens_ctx *c, const char *what, struct qr_diag *d)
+{
+	c->runs += c->n_s;
+	drop_bad(c);
+	c->fouts = c->fst.outs;
+	c->n_fouts = c->fst.n_outs;
+	if (c->n_s == 0)
+		return qr_errorf(d, QR_ESHAPE, "no sample ran through %s",
+				 what);
+	return QR_OK;
+}
+
 /* The float model's store (with the layers' output sizes from its first
  * run) and the candidate's, side by side; the candidate's outputs give
  * *base. */
@@ -289,15 +312,9 @@ qr_sens_bases(struct qr_sens_ctx *c, struct qr_sens_metric *base,
 	     jq.rc != QR_OK ? qr_errorf(d, jq.rc, "%s", jq.d.msg) : QR_OK;
 	qr_diag_clear(&jf.d);
 	qr_diag_clear(&jq.d);
-	if (st != QR_OK)
+	if (st != QR_OK || (st = filled(c, "both the float model and the "
+					"candidate", d)) != QR_OK)
 		return st;
-	c->runs += c->n_s;
-	drop_bad(c);
-	c->fouts = c->fst.outs;
-	c->n_fouts = c->fst.n_outs;
-	if (c->n_s == 0)
-		return qr_errorf(d, QR_ESHAPE, "no sample ran through both "
-				 "the float model and the candidate");
 	oc.acc = xcalloc(c->n_fouts + 1, sizeof *oc.acc);
 	for (s = 0; s < c->n_s; s++)
 		for (i = 0; i < c->n_fouts && i < c->cst.n_outs; i++)
@@ -306,6 +323,19 @@ qr_sens_bases(struct qr_sens_ctx *c, struct qr_sens_metric *base,
 	free(oc.acc);
 	free(oc.buf);
 	return st;
+}
+
+/* See analysis-int.h. */
+enum qr_status
+qr_sens_float_base(struct qr_sens_ctx *c, struct qr_diag *d)
+{
+	struct fill_job jf = { c, &c->fst, c->fm, { 0 }, QR_OK };
+	enum qr_status st;
+
+	fill_run(&jf);
+	st = jf.rc != QR_OK ? qr_errorf(d, jf.rc, "%s", jf.d.msg) : QR_OK;
+	qr_diag_clear(&jf.d);
+	return st != QR_OK ? st : filled(c, "the float model", d);
 }
 
 /* ---- one variant ---- */

@@ -488,6 +488,8 @@ qr_analysis_sensitivity(struct qr_analysis *a, const struct qr_model *fmodel,
 	a->sens = xcalloc(n_quant + 1, sizeof *a->sens);
 	if ((st = qr_sens_samples_read(&c, fmodel, d)) != QR_OK)
 		goto out;
+	if (c.n_s > 0 && a->data.why == NULL)
+		qr_clm_measure(&c, a, fmodel);
 	for (k = 0; k < n_quant; k++) {
 		if (c.n_s == 0) {
 			a->sens[k].why = xstrdup("no sample to run");

@@ -902,6 +902,7 @@ qr_report_json_new(const struct qr_analysis *a,
 	for (i = 0; i < a->n_cle; i++)
 		cJSON_AddItemToArray(arr, cle_json(&a->cle[i]));
 	cJSON_AddItemToObject(root, "cle_blockers", qr_json_cle_blockers(a));
+	cJSON_AddItemToObject(root, "cle_measured", qr_json_cle_measured(a));
 	arr = cJSON_AddArrayToObject(root, "quant_weights");
 	for (i = 0; i < a->n_qweights; i++)
 		cJSON_AddItemToArray(arr, qweight_json(&a->qweights[i]));

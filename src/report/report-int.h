@@ -25,6 +25,8 @@
  *   view_hazards.c  the hazards: the overview's section, a layer's own
  *   view_sens.c     what to change: report.json's "sensitivity",
  *                   fallback.json, change.html and the overview's section
+ *   view_cle.c      CLE, measured: report.json's "cle_measured" and the
+ *                   CLE page's table of measured gains
  *   charts.c        one chart as a PNG plus its HTML <img> + <map>
  *   layers.c        the layer index: one entry per float layer, its page
  *                   and where its numbers are in the analysis
@@ -51,6 +53,7 @@ struct qr_gate;
 struct qr_model;
 struct qr_chart_spec;
 struct qr_cle_set;
+struct qr_sens_metric;
 struct qr_io_desc;
 struct qr_quant_summary;
 struct qr_act_output;
@@ -500,6 +503,13 @@ struct cJSON *qr_report_layer_view(const struct qr_analysis *a,
 
 /* ---- view_sens.c ---- */
 
+/* A hybrid run's metrics {cosine, sqnr_db, top1} (new), null when it
+ * did not run. */
+struct cJSON *qr_json_sens_metric(const struct qr_sens_metric *m);
+/* o[pre_cos], o[pre_cos_class], o[pre_sqnr], o[pre_top1] for display
+ * ("—" when not run); thr colours the cosine. */
+void qr_view_sens_metric(struct cJSON *o, const char *pre,
+			 const struct qr_sens_metric *m, double thr);
 /* report.json's "sensitivity" (new array; empty without hybrid runs). */
 struct cJSON *qr_json_sens(const struct qr_analysis *a);
 /* fallback.json's text (new string), or NULL when no plan was
@@ -512,6 +522,18 @@ enum qr_status qr_view_sens(struct qr_view_ctx *cc,
 			    const struct qr_analysis *a, struct cJSON *root);
 /* summary.md's "What to change" lines from view.change. */
 void qr_report_sens_md(struct qr_buf *b, const struct cJSON *view);
+
+/* ---- view_cle.c ---- */
+
+/* report.json's "cle_measured" (new; null when not measured). */
+struct cJSON *qr_json_cle_measured(const struct qr_analysis *a);
+/* root.cle_meas for cle.html: the measured gains beside the predicted
+ * ones, a row per set and one for every set together; and each entry of
+ * root.cle (qr_view_cle's, already there) its measured gain. */
+void qr_view_cle_measured(const struct qr_analysis *a, struct cJSON *root);
+/* summary.md's words on it, after the CLE line's counts: "; every set
+ * equalized: +1.49 dB output SQNR, measured (...)", or nothing. */
+void qr_report_cle_md(struct qr_buf *b, const struct qr_analysis *a);
 
 /* ---- view_hazards.c ---- */
 

@@ -472,8 +472,10 @@ qr_report_summary_md(const struct qr_analysis *a, const cJSON *view)
 			"smaller, worst weight SQNR {worst_sqnr} dB "
 			"({worst_layer})\n");
 	}
-	qr_buf_printf(&b, "- CLE sets found: %zu; blocked pairs: %zu\n",
+	qr_buf_printf(&b, "- CLE sets found: %zu; blocked pairs: %zu",
 		      a->n_cle, a->n_cle_blockers);
+	qr_report_cle_md(&b, a);
+	qr_buf_puts(&b, "\n");
 	v = cJSON_GetObjectItemCaseSensitive(view, "act");
 	if (a->data.ran) {
 		qr_buf_printf(&b, "- Activations: %zu samples of %s data%s\n",

@@ -513,6 +513,7 @@ qr_report_view_new(const struct qr_analysis *a,
 		goto out;
 	cJSON_AddItemToObject(root, "cle_blockers", qr_json_cle_blockers(a));
 	cJSON_AddBoolToObject(root, "has_blockers", a->n_cle_blockers > 0);
+	qr_view_cle_measured(a, root);
 	if ((st = qr_view_acts(&cc, a, root)) != QR_OK)
 		goto out;
 	arr = cJSON_AddArrayToObject(root, "warnings");

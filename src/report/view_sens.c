@@ -32,8 +32,9 @@ static const char *const group_what[QR_SENS_GROUPS] = {
 
 /* ---- report.json ---- */
 
-static cJSON *
-metric_json(const struct qr_sens_metric *m)
+/* See report-int.h. */
+cJSON *
+qr_json_sens_metric(const struct qr_sens_metric *m)
 {
 	cJSON *o;
 
@@ -61,7 +62,7 @@ fallback_json(const struct qr_analysis *a, const struct qr_sens_result *r)
 	c = cJSON_AddArrayToObject(o, "curve");
 	for (i = 0; i < r->fb.n_steps; i++) {
 		const struct qr_sens_layer *l = &r->layers[r->fb.order[i]];
-		cJSON *x = metric_json(&r->fb.curve[i]);
+		cJSON *x = qr_json_sens_metric(&r->fb.curve[i]);
 
 		if (i < r->fb.n_plan) {
 			cJSON_AddItemToArray(f, qr_json_str(l->layer));
@@ -75,8 +76,8 @@ fallback_json(const struct qr_analysis *a, const struct qr_sens_result *r)
 		cJSON_AddItemToArray(c, x);
 	}
 	cJSON_AddItemToObject(o, "reached", r->fb.n_plan > 0 ?
-			      metric_json(&r->fb.curve[r->fb.n_plan - 1]) :
-			      metric_json(&r->base));
+			      qr_json_sens_metric(&r->fb.curve[r->fb.n_plan - 1]) :
+			      qr_json_sens_metric(&r->base));
 	cJSON_AddNumberToObject(o, "float_bytes", (double)r->fb.float_bytes);
 	cJSON_AddNumberToObject(o, "macs", (double)r->fb.macs);
 	return o;
@@ -102,11 +103,11 @@ qr_json_sens(const struct qr_analysis *a)
 		cJSON_AddNumberToObject(o, "samples", (double)r->samples);
 		cJSON_AddItemToObject(o, "semantics",
 				      qr_json_str(r->semantics));
-		cJSON_AddItemToObject(o, "base", metric_json(&r->base));
+		cJSON_AddItemToObject(o, "base", qr_json_sens_metric(&r->base));
 		cJSON_AddItemToObject(o, "weights_only",
-				      metric_json(&r->weights_only));
+				      qr_json_sens_metric(&r->weights_only));
 		cJSON_AddItemToObject(o, "activations_only",
-				      metric_json(&r->acts_only));
+				      qr_json_sens_metric(&r->acts_only));
 		cJSON_AddItemToObject(o, "verdict", r->verdict ?
 				      qr_json_str(r->verdict) :
 				      cJSON_CreateNull());
@@ -127,9 +128,9 @@ qr_json_sens(const struct qr_analysis *a)
 						(double)l->params);
 			cJSON_AddNumberToObject(x, "macs", (double)l->macs);
 			cJSON_AddItemToObject(x, "kept_float",
-					      metric_json(&l->kept_float));
+					      qr_json_sens_metric(&l->kept_float));
 			cJSON_AddItemToObject(x, "quant_only",
-					      metric_json(&l->quant_only));
+					      qr_json_sens_metric(&l->quant_only));
 			cJSON_AddItemToObject(x, "why", l->why ?
 					      qr_json_str(l->why) :
 					      cJSON_CreateNull());
@@ -148,7 +149,7 @@ qr_json_sens(const struct qr_analysis *a)
 						qr_sens_group_name((int)i));
 			cJSON_AddNumberToObject(x, "changed",
 						(double)g->changed);
-			cJSON_AddItemToObject(x, "metric", metric_json(&g->m));
+			cJSON_AddItemToObject(x, "metric", qr_json_sens_metric(&g->m));
 			cJSON_AddItemToObject(x, "why", g->why ?
 					      qr_json_str(g->why) :
 					      cJSON_CreateNull());
@@ -198,7 +199,7 @@ qr_report_fallback_json(const struct qr_analysis *a)
 			cJSON_GetObjectItem(f, "quant_layers"), 1));
 		cJSON_AddItemToObject(o, "float_nodes",
 			cJSON_Duplicate(cJSON_GetObjectItem(f, "layers"), 1));
-		cJSON_AddItemToObject(o, "base", metric_json(&r->base));
+		cJSON_AddItemToObject(o, "base", qr_json_sens_metric(&r->base));
 		cJSON_AddItemToObject(o, "reached", cJSON_Duplicate(
 			cJSON_GetObjectItem(f, "reached"), 1));
 		cJSON_Delete(f);
@@ -211,9 +212,9 @@ qr_report_fallback_json(const struct qr_analysis *a)
 
 /* ---- the page and the overview ---- */
 
-/* o[pre_cos], o[pre_sqnr], o[pre_top1] for display ("—" when not run). */
-static void
-metric_view(cJSON *o, const char *pre, const struct qr_sens_metric *m,
+/* See report-int.h. */
+void
+qr_view_sens_metric(cJSON *o, const char *pre, const struct qr_sens_metric *m,
 	    double thr)
 {
 	char k[48];
@@ -389,8 +390,8 @@ layer_row(struct qr_view_ctx *cc, const struct qr_sens_result *r, size_t i,
 		qr_view_str(x, "share", "\xe2\x80\x94");
 	else
 		qr_view_fmt(x, "share", "%.1f%%", 100.0 * l->local_share);
-	metric_view(x, "kf", &l->kept_float, thr);
-	metric_view(x, "qo", &l->quant_only, thr);
+	qr_view_sens_metric(x, "kf", &l->kept_float, thr);
+	qr_view_sens_metric(x, "qo", &l->quant_only, thr);
 	qr_view_str(x, "why", l->why);
 	return x;
 }
@@ -426,9 +427,9 @@ qr_view_sens(struct qr_view_ctx *cc, const struct qr_analysis *a,
 		qr_view_count(x, "runs", r->runs);
 		qr_view_fmt(x, "seconds", "%.2f", r->seconds);
 		qr_view_str(x, "verdict", r->verdict);
-		metric_view(x, "base", &r->base, thr);
-		metric_view(x, "w", &r->weights_only, thr);
-		metric_view(x, "a", &r->acts_only, thr);
+		qr_view_sens_metric(x, "base", &r->base, thr);
+		qr_view_sens_metric(x, "w", &r->weights_only, thr);
+		qr_view_sens_metric(x, "a", &r->acts_only, thr);
 		qr_view_count(x, "n_layers", r->n_layers);
 		qr_view_count(x, "n_measured", r->n_measured);
 		ls = cJSON_AddArrayToObject(x, "layers");
@@ -449,7 +450,7 @@ qr_view_sens(struct qr_view_ctx *cc, const struct qr_analysis *a,
 
 			qr_view_str(y, "what", group_what[i]);
 			qr_view_count(y, "changed", g->changed);
-			metric_view(y, "m", &g->m, thr);
+			qr_view_sens_metric(y, "m", &g->m, thr);
 			qr_view_str(y, "why", g->why);
 			cJSON_AddItemToArray(ls, y);
 		}
@@ -469,7 +470,7 @@ qr_view_sens(struct qr_view_ctx *cc, const struct qr_analysis *a,
 		cJSON_AddBoolToObject(fb, "none", r->fb.n_plan == 0);
 		qr_view_bytes(fb, "float_bytes", r->fb.float_bytes);
 		qr_view_count(fb, "macs", r->fb.macs);
-		metric_view(fb, "reached", r->fb.n_plan ?
+		qr_view_sens_metric(fb, "reached", r->fb.n_plan ?
 			    &r->fb.curve[r->fb.n_plan - 1] : &r->base, thr);
 		rows = cJSON_AddArrayToObject(fb, "rows");
 		for (i = 0; i < r->fb.n_steps; i++) {
@@ -481,7 +482,7 @@ qr_view_sens(struct qr_view_ctx *cc, const struct qr_analysis *a,
 			qr_view_str(y, "layer", l->layer);
 			qr_view_str(y, "quant_layer", l->quant_layer);
 			qr_view_page(cc, y, l->layer);
-			metric_view(y, "m", &r->fb.curve[i], thr);
+			qr_view_sens_metric(y, "m", &r->fb.curve[i], thr);
 			cJSON_AddItemToArray(rows, y);
 		}
 		if ((st = curve_chart(cc, a, r, k, fb)) != QR_OK)
