@@ -29,7 +29,8 @@
  * Conv folded with its BatchNormalization as the candidate folded it,
  * the BN then passing its input on), and its input goes through a
  * QuantizeLinear/DequantizeLinear pair with the scale and zero point the
- * candidate reads it with, when the candidate quantizes it.
+ * candidate reads it with, when the candidate quantizes it; a
+ * MatMulNBits layer is the candidate's node itself (nbits_quant_only).
  *
  * A hybrid model shares the tensors, attributes and strings of the two
  * models it was made from (which must outlive it); its own node and
@@ -754,6 +755,63 @@ qr_hy_keep_float(const struct qr_hy_plan *p, const unsigned char *keep,
 }
 
 /*
+ * Only layer l quantized when the candidate's is a com.microsoft
+ * MatMulNBits and the float model's a MatMul: the MatMul becomes the
+ * candidate's node, reading the packed weight, scales and zero points
+ * where the candidate keeps them (a dequantized copy of every layer
+ * would be a decoder's float model again). acts 0: at accuracy_level 0,
+ * A in float, the weight alone quantized; else at the candidate's level
+ * (4 quantizes A to int8 per block, as the candidate does). The bias
+ * stays the float model's. 0 when l is not such a layer.
+ */
+static int
+nbits_quant_only(struct qr_hy_build *b, const struct qr_hy_plan *p,
+		 const struct qr_hy_layer *l, int acts)
+{
+	const struct qr_node *qn = qr_graph_node(p->qg, l->qnode);
+	const struct qr_node *fn = &b->nodes[l->fnode];
+	const char **in;
+	struct qr_attr *attrs;
+	struct qr_node *n;
+	size_t k;
+
+	if (strcmp(qn->op_type, "MatMulNBits") != 0 ||
+	    strcmp(qn->domain, "com.microsoft") != 0 || !is_op(fn, "MatMul") ||
+	    qn->n_in < 3 || has_in(qn, 4))
+		return 0;
+	in = qr_arena_array(&b->h->ar, qn->n_in + 1, sizeof *in);
+	in[0] = fn->in[0];
+	for (k = 1; k < qn->n_in; k++) {
+		const struct qr_tensor_data *t;
+		char *nm;
+
+		in[k] = "";
+		if (k == 5 || !has_in(qn, (int)k))
+			continue;
+		if ((t = qr_graph_const(p->qg, qn->in[k])) == NULL)
+			return 0;
+		nm = qr_hy_name(l->layer, k == 1 ? "Bq" : k == 2 ? "scales"
+						   : "zero_points");
+		in[k] = qr_hy_add_const(b, nm, t);
+		free(nm);
+	}
+	attrs = qr_arena_array(&b->h->ar, qn->n_attr + 1, sizeof *attrs);
+	memcpy(attrs, qn->attrs, qn->n_attr * sizeof *attrs);
+	for (k = 0; k < qn->n_attr && !acts; k++)
+		if (strcmp(attrs[k].name, "accuracy_level") == 0)
+			attrs[k].i = 0;
+	n = &b->nodes[l->fnode];
+	n->op_type = "MatMulNBits";
+	n->domain = "com.microsoft";
+	n->in = in;
+	n->n_in = qn->n_in < 5 ? qn->n_in : 4;
+	n->attrs = attrs;
+	n->n_attr = qn->n_attr;
+	qr_hy_need_opset(b, "com.microsoft", 1);
+	return 1;
+}
+
+/*
  * The float model with the layers of p marked in quant (NULL: all)
  * quantized as the candidate quantizes them: their weights dequantized
  * from the candidate's and, with acts, their inputs through a
@@ -774,7 +832,8 @@ qr_hy_quant_only(struct qr_hy_plan *p, const unsigned char *quant, int acts)
 		struct qr_node *n;
 		char *nm;
 
-		if ((quant && !quant[i]) || l->q == NULL)
+		if ((quant && !quant[i]) || l->q == NULL ||
+		    nbits_quant_only(&b, p, l, acts))
 			continue;
 		if (l->qw == NULL) {
 			struct qr_an_qlayer *q = (struct qr_an_qlayer *)l->q;

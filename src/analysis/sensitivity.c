@@ -247,7 +247,10 @@ semantics(enum qr_qformat f)
 	case QR_QFMT_WEIGHT_ONLY:
 		return xstrdup("weight-only: a layer kept float reads the "
 			"float model's weight instead of its "
-			"DequantizeLinear.");
+			"DequantizeLinear (a MatMulNBits becomes MatMul). "
+			"Quantized alone, a MatMulNBits layer is the "
+			"candidate's node at its own accuracy_level; with "
+			"the weights alone quantized, at level 0.");
 	case QR_QFMT_DYNAMIC:
 		return xstrdup("dynamic: a layer kept float computes in float "
 			"with the float model's weight on its input as "

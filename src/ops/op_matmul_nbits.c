@@ -17,10 +17,13 @@
  * accuracy_level picks the arithmetic, as ONNX Runtime's x86-64 CPU
  * kernels do (checked against onnxruntime-node 1.30 for 2, 4 and 8 bits,
  * blocks of 16 to 256, a short last block):
- *   0 to 3  float: W is dequantized once (at prepare when B, the scales
- *           and zero points are constants, else at each run) and the
- *           product goes through qr_sgemm. ONNX Runtime sums in its own
- *           order: values agree to rounding, not bit for bit.
+ *   0 to 3  float: W is dequantized at each run, NT columns at a time,
+ *           and each slice of the product goes through qr_sgemm with
+ *           the plan of the whole call (its bits do not depend on the
+ *           slicing). Not a dequantized copy kept per node: a decoder's
+ *           would be its float model again (4 GB for 1.1 G parameters).
+ *           ONNX Runtime sums in its own order: values agree to
+ *           rounding, not bit for bit.
  *   4       int8 activations (kernels/nbits.c, qr_nbits_gemm): each row
  *           of A is quantized per block of block_size along K,
  *           symmetric, scale max|a| / 127, round half to even; each
@@ -53,10 +56,10 @@ struct nbits_geom {
 				 * A quantized to int8 per block */
 };
 
-/* W dequantized when B, the scales and zero points are constants (float
- * path), and the int8 path's workspace when the executor has none. */
+#define NT 64 /* columns of W dequantized at a time (float path) */
+
+/* The int8 path's workspace when the executor has none. */
 struct nbits_state {
-	float *w;               /* float path: dequantized [K][N], or NULL */
 	void *ws;               /* int8 path: qr_nbits_gemm's workspace */
 	size_t ws_cap;          /* bytes in ws */
 };
@@ -189,28 +192,25 @@ code(const struct qr_op_call *c, const struct nbits_geom *g, size_t n,
 			      (unsigned)g->bits);
 }
 
-/* Float path: W [K][N] = (code - zero point) * scale. */
+/* Float path: columns [n0, n0 + nt) of W, (code - zero point) * scale,
+ * into w [K][nt]. */
 static void
-dequant_f32(const struct qr_op_call *c, const struct nbits_geom *g, float *w)
+dequant_cols(const struct qr_op_call *c, const struct nbits_geom *g,
+	     size_t n0, size_t nt, float *w)
 {
 	const float *sc = c->in[2]->data;
-	size_t n, k;
+	size_t n, k, b;
 
-	for (n = 0; n < g->n; n++)
-		for (k = 0; k < g->k; k++) {
-			size_t at = n * g->kb + k / g->bs;
+	for (n = n0; n < n0 + nt; n++)
+		for (b = 0; b < g->kb; b++) {
+			float s = sc[n * g->kb + b], z = zero_point(c, g, n, b);
+			size_t end = (b + 1) * g->bs < g->k ? (b + 1) * g->bs
+							   : g->k;
 
-			w[k * g->n + n] = ((float)code(c, g, n, k) -
-					   zero_point(c, g, n, k / g->bs)) *
-					  sc[at];
+			for (k = b * g->bs; k < end; k++)
+				w[k * nt + (n - n0)] =
+					((float)code(c, g, n, k) - z) * s;
 		}
-}
-
-/* Whether input i is known at prepare (or absent). */
-static int
-known(const struct qr_op_call *c, size_t i)
-{
-	return !qr_op_has_in(c, i) || c->in[i] != NULL;
 }
 
 static enum qr_status
@@ -224,10 +224,6 @@ nbits_prepare(struct qr_op_call *c, struct qr_diag *d)
 	if ((s = nbits_geom(c, d, &g)) != QR_OK ||
 	    (s = nbits_sizes(c, d, &g)) != QR_OK)
 		return s;
-	if (g.int8_a || !known(c, 1) || !known(c, 2) || !known(c, 3))
-		return QR_OK;
-	st->w = xreallocarray(NULL, g.k * g.n, sizeof *st->w);
-	dequant_f32(c, &g, st->w);
 	return QR_OK;
 }
 
@@ -236,10 +232,8 @@ nbits_release(void *state)
 {
 	struct nbits_state *st = state;
 
-	if (st != NULL) {
-		free(st->w);
+	if (st != NULL)
 		free(st->ws);
-	}
 	free(st);
 }
 
@@ -274,10 +268,9 @@ nbits_run(struct qr_op_call *c, struct qr_diag *d)
 	const float *bias = qr_op_has_in(c, 5) ? c->in[5]->data : NULL;
 	struct nbits_geom g;
 	struct qr_sgemm_plan plan;
-	const float *w = st->w;
-	float *own = NULL, *yd = y->data;
+	float *w, *yd = y->data;
 	void *ws;
-	size_t m, i, j;
+	size_t m, i, j, n0, nt;
 	enum qr_status s;
 
 	if ((s = nbits_geom(c, d, &g)) != QR_OK)
@@ -300,14 +293,18 @@ nbits_run(struct qr_op_call *c, struct qr_diag *d)
 		return QR_OK;
 	}
 	ws = xmalloc(qr_sgemm_workspace());
-	if (w == NULL) {
-		w = own = xreallocarray(NULL, g.k * g.n, sizeof *own);
-		dequant_f32(c, &g, own);
-	}
+	nt = g.n < NT ? g.n : NT;
+	w = xreallocarray(NULL, g.k * nt, sizeof *w);
 	qr_sgemm_plan(m, g.n, g.k, 0, g.n, g.n, &plan);
-	qr_sgemm(&plan, m, g.n, g.k, a, g.k, w, g.n, 0, yd, g.n, 0, ws);
+	for (n0 = 0; n0 < g.n; n0 += nt) {
+		size_t cols = g.n - n0 < nt ? g.n - n0 : nt;
+
+		dequant_cols(c, &g, n0, cols, w);
+		qr_sgemm(&plan, m, cols, g.k, a, g.k, w, cols, 0, yd + n0,
+			 g.n, 0, ws);
+	}
 	free(ws);
-	free(own);
+	free(w);
 	for (i = 0; bias != NULL && i < m; i++)
 		for (j = 0; j < g.n; j++)
 			yd[i * g.n + j] += bias[j];
