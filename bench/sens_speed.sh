@@ -57,7 +57,7 @@ for m in $modes; do
 		printf "%s + %s_qdq, %s samples, --sensitivity %-5s %6.2f s wall, %6.2f s CPU, %.2fx none (CPU %.2fx), peak RSS %.0f MiB\n",
 			model, model, n, m, $1, $2 + $3, $1 / z[1], ($2 + $3) / (z[2] + z[3]), rss / 1024 }'
 done
-awk -v f="$(stat -c %s "$M.onnx")" -v q="$(stat -c %s "${M}_qdq.onnx")" 'BEGIN {
+awk -v f="$(stat -L -c %s "$M.onnx")" -v q="$(stat -L -c %s "${M}_qdq.onnx")" 'BEGIN {
 	printf "memory budget (float + quant + 256 MiB): %.1f MiB\n", (f + q) / 1048576 + 256 }'
 for m in $modes; do
 	[ "$m" = none ] && continue
