@@ -22,8 +22,8 @@ exported as HardSigmoid and Mul). Writes:
                        int8 per-channel Conv; ConvTranspose and Resize,
                        which it does not quantize, stay float)
 
-The BN statistics are estimated from 4 random-normal batches (seeded), as
-make_torchvision.py does. Calibration: 8 random-normal images, seed 1234.
+The BN statistics are estimated from 4 random-normal batches (seeded,
+make_toolchains.py's estimate_bn). Calibration: 8 random-normal images, seed 1234.
 Unless --no-verify: the float model in onnxruntime-node (tests/ort,
 graph optimisation off) against torch on one image (max |diff| <= 1e-4,
 else exit 1), and the QDQ model's output cosine to the float one.
@@ -47,6 +47,8 @@ sys.dont_write_bytecode = True  # keep samples/ free of __pycache__
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "samples"))
 import qdq_quantize as qq  # noqa: E402
+from make_toolchains import estimate_bn  # noqa: E402
+from make_torchvision import cosine  # noqa: E402
 
 SEED = 0
 SIZE = 320
@@ -105,16 +107,7 @@ class DBNet(torch.nn.Module):
 def build():
     torch.manual_seed(SEED)
     m = DBNet()
-    g = torch.Generator().manual_seed(SEED + 1)
-    bns = [mod for mod in m.modules() if isinstance(mod, torch.nn.BatchNorm2d)]
-    for mod in bns:
-        mod.reset_running_stats()
-        mod.momentum = None
-    m.train()
-    with torch.no_grad():
-        for _ in range(4):
-            m(torch.randn(4, 3, SIZE, SIZE, generator=g))
-    m.eval()
+    estimate_bn(m, SIZE)
     return m
 
 
@@ -172,11 +165,6 @@ def ort_run(model_path, x):
     if not r["ran"]:
         sys.exit("make_ppocr_det.py: ONNX Runtime cannot run %s: %s" % (model_path, r["error"]))
     return np.asarray(r["output"], dtype=np.float32)
-
-
-def cosine(a, b):
-    a, b = a.ravel().astype(np.float64), b.ravel().astype(np.float64)
-    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-30))
 
 
 def main():
