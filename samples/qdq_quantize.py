@@ -334,6 +334,11 @@ def _conv(x, w, b, a, dtype=torch.float32):
     return Y.numpy()
 
 
+def w_pads_asym(a):
+    pads = list(a.get("pads", [0, 0, 0, 0]))
+    return pads[:len(pads) // 2] != pads[len(pads) // 2:]
+
+
 def _pool(x, a, kind):
     k = list(a["kernel_shape"])
     nd = len(k)
@@ -371,6 +376,27 @@ def _op(node, ins, a):
     x = ins[0] if ins else None
     if t == "Conv":
         return [_conv(x, ins[1], ins[2] if len(ins) > 2 else None, a).astype(np.float32)]
+    if t == "ConvTranspose":
+        # 2-D, symmetric pads, no output_padding (what the test detectors use)
+        if any(a.get("output_padding", [0])) or "output_shape" in a or w_pads_asym(a):
+            raise NotImplementedError("ConvTranspose with output_padding, output_shape or asymmetric pads")
+        pads = list(a.get("pads", [0, 0, 0, 0]))
+        Y = F.conv_transpose2d(_t(x), _t(ins[1]), None if len(ins) < 3 or ins[2] is None else _t(ins[2]),
+                               list(a.get("strides", [1, 1])), pads[:2], 0, a.get("group", 1),
+                               list(a.get("dilations", [1, 1])))
+        return [Y.numpy().astype(np.float32)]
+    if t == "Resize":
+        # nearest, integer scales given as the scales input (torch's export
+        # of F.interpolate(scale_factor=k, mode="nearest"))
+        scales = ins[2] if len(ins) > 2 and ins[2] is not None and np.size(ins[2]) else None
+        if a.get("mode", b"nearest") not in (b"nearest", "nearest") or scales is None or \
+                any(float(s) != int(s) for s in scales):
+            raise NotImplementedError("Resize other than nearest by integer scales")
+        y = x
+        for ax, k in enumerate(int(s) for s in scales):
+            if k != 1:
+                y = np.repeat(y, k, axis=ax)
+        return [y]
     if t == "BatchNormalization":
         s, b, m, v = ins[1:5]
         shp = [1, -1] + [1] * (x.ndim - 2)

@@ -901,6 +901,10 @@ struct qr_sp_store {
 				  * out (its outs NULL), not an error */
 	qr_hook_fn hook;         /* sees the first sample's run, or NULL */
 	void *user;              /* for hook */
+	struct qr_exec *e;       /* an executor of the base (owned), never
+				  * run: the one that fills the store and
+				  * the variants' executors reuse its folded
+				  * weights and prepared steps */
 };
 /* Add what cut c reads (c may be NULL) to what st keeps. */
 void qr_sp_store_want(struct qr_sp_store *st, const struct qr_sp_cut *c);

@@ -219,7 +219,9 @@ qr_sp_store_want(struct qr_sp_store *st, const struct qr_sp_cut *c)
  * Run base model m on samples ins[s] (n_ins[s] tensors named after the
  * graph inputs in fnames, given to m's by position), keeping every name
  * st wants and m's outputs, for each sample; st->hook (may be NULL) sees
- * the first run. The values are given up (st->full set, freed; the
+ * the first run. st->e gets an executor of m built with eo that the
+ * variants' executors may reuse (opts.reuse): never run, it holds no
+ * activations. The values are given up (st->full set, freed; the
  * outputs kept) when those of every sample would pass max bytes. With
  * st->skip_bad, a sample the model cannot take (QR_ESHAPE) is left out:
  * its outs entry stays NULL. Errors: the runs'.
@@ -237,8 +239,15 @@ qr_sp_store_fill(struct qr_sp_store *st, const struct qr_model *m,
 	enum qr_status rc;
 	size_t s, i, j, nqi, n_out;
 
+	/* the variants' parent first, never run (so holding no
+	 * activations): the run's executor borrows its folded weights and
+	 * prepared steps */
+	if ((rc = qr_exec_new(m, eo, &st->e, d)) != QR_OK)
+		return rc;
 	o.keep = st->names;
 	o.n_keep = st->n;
+	o.share = st->e;
+	o.reuse = st->e;
 	if ((rc = qr_exec_new(m, &o, &e, d)) != QR_OK)
 		return rc;
 	st->n_s = n_s;
@@ -369,5 +378,6 @@ qr_sp_store_free(struct qr_sp_store *st)
 	free(st->outs);
 	free(st->names);
 	qr_strmap_free(&st->idx);
+	qr_exec_free(st->e);
 	memset(st, 0, sizeof *st);
 }

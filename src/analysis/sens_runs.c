@@ -346,7 +346,8 @@ qr_sens_float_base(struct qr_sens_ctx *c, struct qr_diag *d)
  * and compare its graph outputs with the float model's into v->out.
  */
 static enum qr_status
-measure(struct qr_sens_ctx *c, struct qr_sens_variant *v, struct qr_diag *d)
+measure(struct qr_sens_ctx *c, struct qr_sens_variant *v,
+	const struct qr_exec *parent, struct qr_diag *d)
 {
 	const struct qr_sp_store *bst = v->on_float ? &c->fst : &c->cst;
 	const struct qr_model *m = v->cut ? &v->cut->m : &v->h->m;
@@ -359,6 +360,7 @@ measure(struct qr_sens_ctx *c, struct qr_sens_variant *v, struct qr_diag *d)
 	enum qr_status st;
 
 	exec_opts(c, &eo, 1);
+	eo.reuse = parent;
 	oc.acc = xcalloc(c->n_fouts + 1, sizeof *oc.acc);
 	if ((st = qr_exec_new(m, &eo, &e, d)) != QR_OK)
 		goto out;
@@ -481,36 +483,122 @@ qr_sens_variants_want(struct qr_sens_ctx *c, const struct qr_sens_variant *v,
 		qr_sp_store_want(v[i].on_float ? &c->fst : &c->cst, v[i].cut);
 }
 
+/*
+ * The variants, taken by the lanes. A variant's executor takes the
+ * prepared steps (packed and Winograd weights) of every node it shares
+ * with its base from the base store's executor (opts.reuse), which one
+ * variant at a time may use. A lane takes, in order, the first variant
+ * left that runs a cut while a whole model runs on the other lane (two
+ * whole models at once hold two sets of new weights), and of those the
+ * first whose base's executor is free, else the first, built without
+ * it.
+ */
 struct pool {
 	struct qr_sens_ctx *c;
 	struct qr_sens_variant *v;
-	size_t n, next;
+	size_t n;
+	size_t *order;            /* the variants, the costliest first */
+	unsigned char *taken;     /* per variant: a lane took it */
+	int busy[2];              /* the float model's (0) and the
+				   * candidate's (1) executor is in use */
+	int whole;                /* whole models running */
 	pthread_mutex_t mu;
 };
+
+/* The next variant for a lane (pl->mu held), or NULL; *b gets the base
+ * whose executor it may use, -1 for none. */
+static struct qr_sens_variant *
+pool_pick(struct pool *pl, int *b)
+{
+	struct qr_sens_variant *first = NULL;
+	size_t i;
+	int pass;
+
+	*b = -1;
+	for (pass = pl->whole > 0 ? 0 : 1; pass < 2 && first == NULL; pass++)
+		for (i = 0; i < pl->n; i++) {
+			struct qr_sens_variant *v = &pl->v[pl->order[i]];
+			int bi = v->on_float ? 0 : 1;
+
+			if (pl->taken[pl->order[i]] ||
+			    (pass == 0 && v->cut == NULL))
+				continue;
+			if (first == NULL)
+				first = v;
+			if (!pl->busy[bi]) {
+				*b = bi;
+				return v;
+			}
+		}
+	return first;
+}
+
+/* What running v costs, roughly: the nodes it runs, QuantizeLinear and
+ * DequantizeLinear left out (a QDQ model has two or three a layer, and
+ * they cost little). */
+static size_t
+cost(const struct qr_sens_variant *v)
+{
+	const struct qr_graph_data *g = v->h == NULL ? NULL : v->cut ?
+		&v->cut->m.graph : &v->h->m.graph;
+	size_t i, n = 0;
+
+	for (i = 0; g != NULL && i < g->n_node; i++)
+		n += strcmp(g->nodes[i].op_type, "QuantizeLinear") != 0 &&
+		     strcmp(g->nodes[i].op_type, "DequantizeLinear") != 0;
+	return n;
+}
+
+static const size_t *sort_cost;
+
+/* The costlier first, then in the given order. */
+static int
+cmp_cost(const void *x, const void *y)
+{
+	size_t a = *(const size_t *)x, b = *(const size_t *)y;
+
+	if (sort_cost[a] != sort_cost[b])
+		return sort_cost[a] > sort_cost[b] ? -1 : 1;
+	return (a > b) - (a < b);
+}
 
 static void *
 pool_work(void *arg)
 {
 	struct pool *pl = arg;
+	struct qr_sens_ctx *c = pl->c;
 
 	for (;;) {
 		struct qr_sens_variant *v;
+		const struct qr_exec *parent = NULL;
 		struct qr_diag d = {0};
+		int b;
 
 		pthread_mutex_lock(&pl->mu);
-		if (pl->next == pl->n) {
+		v = pool_pick(pl, &b);
+		if (v == NULL) {
 			pthread_mutex_unlock(&pl->mu);
 			break;
 		}
-		v = &pl->v[pl->next++];
+		pl->taken[v - pl->v] = 1;
+		pl->whole += v->cut == NULL;
+		if (b >= 0) {
+			pl->busy[b] = 1;
+			parent = b == 0 ? c->fst.e : c->cst.e;
+		}
 		pthread_mutex_unlock(&pl->mu);
 		if (v->h == NULL) {
 			v->why = xstrdup("the model could not be built");
-		} else if (measure(pl->c, v, &d) != QR_OK) {
+		} else if (measure(c, v, parent, &d) != QR_OK) {
 			v->why = xstrdup(d.msg[0] ? d.msg : "the run failed");
 			v->out->ran = 0;
 		}
 		qr_diag_clear(&d);
+		pthread_mutex_lock(&pl->mu);
+		if (b >= 0)
+			pl->busy[b] = 0;
+		pl->whole -= v->cut == NULL;
+		pthread_mutex_unlock(&pl->mu);
 	}
 	return NULL;
 }
@@ -520,7 +608,9 @@ void
 qr_sens_variants_run(struct qr_sens_ctx *c, struct qr_sens_variant *v,
 		     size_t n)
 {
-	struct pool pl = { c, v, n, 0, PTHREAD_MUTEX_INITIALIZER };
+	struct pool pl = { c, v, n, NULL, NULL, { 0, 0 }, 0,
+			   PTHREAD_MUTEX_INITIALIZER };
+	size_t *costs;
 	pthread_t th;
 	size_t i, k;
 	int helper = 0;
@@ -540,12 +630,25 @@ qr_sens_variants_run(struct qr_sens_ctx *c, struct qr_sens_variant *v,
 				v[i].cut->front[k])->dtype;
 		c->cut_runs += v[i].cut ? c->n_s : 0;
 	}
+	/* the longest first, so that the lanes end together */
+	pl.taken = xcalloc(n + 1, 1);
+	pl.order = xcalloc(n + 1, sizeof *pl.order);
+	costs = xcalloc(n + 1, sizeof *costs);
+	for (i = 0; i < n; i++) {
+		pl.order[i] = i;
+		costs[i] = cost(&v[i]);
+	}
+	sort_cost = costs;
+	qsort(pl.order, n, sizeof *pl.order, cmp_cost);
+	free(costs);
 	if (c->lanes > 1 && n > 1)
 		helper = pthread_create(&th, NULL, pool_work, &pl) == 0;
 	pool_work(&pl);
 	if (helper)
 		pthread_join(th, NULL);
 	pthread_mutex_destroy(&pl.mu);
+	free(pl.taken);
+	free(pl.order);
 	c->runs += n * c->n_s;
 }
 

@@ -80,6 +80,8 @@ struct step {
 	int *out_dtype;            /* n_out, set by check */
 	int recheck;               /* an input dtype was unknown at load */
 	int prepared;              /* prepare ran (release is due) */
+	int borrowed;              /* call.state is opts.reuse's step's:
+				    * never released here */
 	size_t *release;           /* values released after this step */
 	size_t n_release;
 	size_t prof;               /* index into exec->prof */

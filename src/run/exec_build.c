@@ -128,7 +128,7 @@ step_free(struct step *s)
 {
 	size_t j;
 
-	if (s->prepared && s->desc->release != NULL)
+	if (s->prepared && !s->borrowed && s->desc->release != NULL)
 		s->desc->release(s->call.state);
 	for (j = 0; s->scratch != NULL && j < s->call.n_out; j++)
 		free(s->scratch[j].data);
@@ -674,10 +674,78 @@ unsupported_msg(const struct qr_unsupported *u, size_t n_u, size_t room)
 	return qr_buf_take(&b);
 }
 
+/* 1 when constants a and b hold the same bytes. */
+static int
+same_const(const struct qr_tensor *a, const struct qr_tensor *b)
+{
+	return a->dtype == b->dtype && a->ndim == b->ndim &&
+	       a->nbytes == b->nbytes &&
+	       memcmp(a->dims, b->dims, (size_t)a->ndim * sizeof *a->dims) ==
+	       0 && (a->data == b->data || a->nbytes == 0 ||
+		     (a->data != NULL && b->data != NULL &&
+		      memcmp(a->data, b->data, a->nbytes) == 0));
+}
+
+/*
+ * opts.reuse: take the state of the step of that executor writing step
+ * s's first output when its prepare saw what s's would: the same
+ * descriptor and attributes, opset, threads and order, dtypes, and the
+ * same constants (init: which of them are initializers) at the same
+ * inputs. Steps folded there, borrowing themselves, or with subgraphs
+ * are left alone. 1 when taken.
+ */
+static int
+reuse_state(struct qr_exec *e, struct step *s, const unsigned char *init)
+{
+	const struct qr_exec *o = e->opts.reuse;
+	const struct qr_node *n = s->call.node, *on;
+	const struct step *os;
+	size_t v, j;
+
+	if (o == NULL || s->branch[0] != NULL || s->call.n_out == 0 ||
+	    s->out_val[0] == NO_STEP)
+		return 0;
+	v = qr_ex_val_find(o, e->vals[s->out_val[0]].name);
+	if (v == NO_STEP || o->vals[v].kind != V_NODE)
+		return 0;
+	os = &o->steps[o->vals[v].producer];
+	on = os->call.node;
+	if (os->desc != s->desc || !os->prepared || os->borrowed ||
+	    os->folded != NULL || os->branch[0] != NULL ||
+	    strcmp(on->op_type, n->op_type) != 0 ||
+	    strcmp(on->domain, n->domain) != 0 ||
+	    os->call.opset != s->call.opset ||
+	    os->call.n_threads != s->call.n_threads ||
+	    os->call.any_order != s->call.any_order ||
+	    on->n_in != n->n_in || on->n_out != n->n_out ||
+	    on->n_attr != n->n_attr || (n->n_attr > 0 &&
+					on->attrs != n->attrs))
+		return 0;
+	for (j = 0; j < n->n_out; j++)
+		if (os->out_dtype[j] != s->out_dtype[j])
+			return 0;
+	for (j = 0; j < n->n_in; j++) {
+		const struct value *ov = os->in_val[j] == NO_STEP ? NULL :
+					 &o->vals[os->in_val[j]];
+		const struct qr_tensor *b = ov ? ov->konst : NULL;
+
+		if ((ov == NULL) != (s->in_val[j] == NO_STEP) ||
+		    os->in_dtype[j] != s->in_dtype[j] ||
+		    (b == NULL) != (s->prep_in[j] == NULL) ||
+		    (b != NULL && !ov->folded) != (init[j] != 0) ||
+		    (b != NULL && !same_const(b, s->prep_in[j])))
+			return 0;
+	}
+	s->call.state = os->call.state;
+	s->prepared = 1;
+	s->borrowed = 1;
+	return 1;
+}
+
 /*
  * See run.h. Build, refuse unsupported nodes in one message, then run
- * every prepare once in topological order, folding steps whose inputs
- * are all constant.
+ * every prepare once in topological order (or take opts.reuse's), folding
+ * steps whose inputs are all constant.
  */
 enum qr_status
 qr_exec_new(const struct qr_model *m, const struct qr_exec_opts *o,
@@ -725,7 +793,7 @@ qr_exec_new(const struct qr_model *m, const struct qr_exec_opts *o,
 				s->prep_in[j] = v->konst;
 				init[j] = v->konst != NULL && !v->folded;
 			}
-		if (s->desc->prepare != NULL) {
+		if (s->desc->prepare != NULL && !reuse_state(e, s, init)) {
 			c.in = s->prep_in;
 			c.in_init = init;
 			c.state = NULL;

@@ -67,6 +67,18 @@ struct qr_exec_opts {
 				  * instead of computing and holding its
 				  * own (it must outlive this one), or
 				  * NULL */
+	const struct qr_exec *reuse; /* an executor, of any model, whose
+				  * prepared steps this one takes instead of
+				  * preparing its own (a conv's packed and
+				  * Winograd weights) where its step would
+				  * prepare the same: the same op
+				  * descriptor, attributes (the same array:
+				  * a copy of the node), opset, threads and
+				  * dtypes, its constant inputs the same
+				  * bytes; or NULL. It must outlive this
+				  * one; an op may change its state as it
+				  * runs, so neither may run while the other
+				  * does, nor two executors reusing it */
 	int trim_folds;          /* 1: after load, free the values folded
 				  * at load that only other folded nodes
 				  * read (a weight's Transpose and
