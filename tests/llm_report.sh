@@ -14,8 +14,9 @@
 # the data description says the past is empty by default; a block chart
 # and per-block rows exist; a copy of the candidate with every tensor
 # and node renamed pairs the same tensors (by structure) to the same
-# SQNR. Run for the plain and the RotaryEmbedding (position_ids input)
-# variants.
+# SQNR; the what-to-change runs give the candidate the same next-token
+# KL and top-1 agreement, and each measured layer a KL. Run for the plain
+# and the RotaryEmbedding (position_ids input) variants.
 #
 # Skipped (never passed) when node, tests/ort/node_modules or Debian's
 # python3-onnx/numpy are missing. Models are made once into
@@ -167,6 +168,20 @@ if ppl.get("tokens") != len(nf_all):
     bad.append("perplexity.tokens %r, want %d" % (ppl.get("tokens"), len(nf_all)))
 if llm["positions"] != ids.size or llm["samples"] != ids.shape[0]:
     bad.append("positions %r samples %r" % (llm["positions"], llm["samples"]))
+# the what-to-change runs (quick, on the same 3 samples): the candidate
+# as it is has the same next-token KL and top-1 agreement, and every
+# measured layer has a KL
+sens = (r.get("sensitivity") or [{}])[0]
+base = sens.get("base") or {}
+close("sensitivity base kl", base.get("kl"), np.mean(kl_all))
+close("sensitivity base top1", base.get("top1"), np.mean(t1_all), 1e-9)
+for l in sens.get("layers") or []:
+    for way in ("kept_float", "quant_only"):
+        m = l.get(way)
+        if m and not (isinstance(m.get("kl"), float) and m["kl"] >= 0):
+            bad.append("sensitivity %s %s: kl %r" % (l["layer"], way, m.get("kl")))
+if "KL (nats)" not in open(os.path.join(d, "report", "change.html")).read():
+    bad.append("change.html has no KL column")
 if [b["block"] for b in llm["blocks"]] != [0, 1, 2, 3]:
     bad.append("blocks %r" % [b["block"] for b in llm["blocks"]])
 if "empty" not in (r["dataset"]["preprocessing"] or ""):

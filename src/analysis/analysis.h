@@ -716,8 +716,11 @@ struct qr_sens_metric {
 	double cosine;           /* mean over samples of the cosine */
 	double sqnr_db;          /* samples concatenated, dB */
 	double top1;             /* rows with the float model's top-1
-				  * class / rows, classifier outputs; NaN
-				  * for others */
+				  * class / rows, classifier outputs and a
+				  * decoder's logits; NaN for others */
+	double kl;               /* mean KL(float || run) of those rows'
+				  * distributions (a decoder's next-token
+				  * distributions), nats; NaN for others */
 };
 
 /* A quantized layer of a candidate and what it costs. */

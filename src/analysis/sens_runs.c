@@ -132,6 +132,7 @@ drop_bad(struct qr_sens_ctx *c)
 struct macc {
 	struct qr_cmp_acc cmp;
 	size_t rows, agree;
+	double kl;                /* summed over the rows */
 	int classifier;
 };
 
@@ -140,6 +141,8 @@ struct outcmp {
 	struct macc *acc;         /* c->n_fouts */
 	float *buf;               /* one output as floats */
 	size_t cap;               /* floats in buf */
+	double *lp, *lq;          /* one row's log-probabilities, each */
+	size_t lcap;              /* doubles in lp and lq */
 };
 
 /* 1 when rows x and y (n entries) have their largest entry at the same
@@ -154,6 +157,38 @@ same_top1(const float *x, const float *y, size_t n)
 		by = y[k] > y[by] ? k : by;
 	}
 	return bx == by;
+}
+
+/* Whether float output x of the float model holds rows of scores: a
+ * classifier's [N, C], or a decoder's logits [B, S, V] (the output named
+ * "logits", or any rank-3 one of a model fed input_ids, as
+ * llm_metrics.c finds them). */
+static int
+scores(const struct qr_sens_ctx *c, const struct qr_tensor *x)
+{
+	size_t i;
+
+	if (x->ndim == 2)
+		return x->dims[1] > 1;
+	if (x->ndim != 3 || x->dims[2] < 2)
+		return 0;
+	if (x->name != NULL && strcmp(x->name, "logits") == 0)
+		return 1;
+	for (i = 0; i < c->n_fin; i++)
+		if (strcmp(c->fin[i], "input_ids") == 0)
+			return 1;
+	return 0;
+}
+
+/* Log-probabilities of a row of n scores: log-softmax, or the logs of a
+ * row that is already a distribution (as outputs.c reads them). */
+static void
+row_logp(const float *x, size_t n, double *out)
+{
+	if (qr_an_is_distribution(x, n))
+		qr_an_log_probs(x, n, out);
+	else
+		qr_an_log_softmax(x, n, out);
 }
 
 /* Add output i of sample s, y (integer ones dequantized with qp, may be
@@ -176,15 +211,25 @@ cmp_add(struct outcmp *oc, const struct qr_sens_ctx *c, size_t s, size_t i,
 	if (!qr_as_to_float(y, qp, oc->buf))
 		return;
 	qr_cmp_add(&m->cmp, x->data, oc->buf, x->n_elem);
-	if (x->ndim == 2 && x->dims[1] > 1) {
+	if (scores(c, x)) {
 		const float *xv = x->data;
 
-		cols = (size_t)x->dims[1];
+		cols = (size_t)x->dims[x->ndim - 1];
+		if (oc->lcap < cols) {
+			free(oc->lp);
+			free(oc->lq);
+			oc->lcap = cols;
+			oc->lp = xcalloc(cols, sizeof *oc->lp);
+			oc->lq = xcalloc(cols, sizeof *oc->lq);
+		}
 		m->classifier = 1;
-		for (j = 0; j < (size_t)x->dims[0]; j++) {
+		for (j = 0; j < x->n_elem / cols; j++) {
 			m->rows++;
 			m->agree += (size_t)same_top1(xv + j * cols,
 						      oc->buf + j * cols, cols);
+			row_logp(xv + j * cols, cols, oc->lp);
+			row_logp(oc->buf + j * cols, cols, oc->lq);
+			m->kl += qr_an_kl(oc->lp, oc->lq, cols);
 		}
 	}
 }
@@ -199,7 +244,7 @@ cmp_result(const struct outcmp *oc, const struct qr_sens_ctx *c,
 
 	memset(out, 0, sizeof *out);
 	out->cosine = out->sqnr_db = INFINITY;
-	out->top1 = NAN;
+	out->top1 = out->kl = NAN;
 	for (i = 0; i < c->n_fouts; i++) {
 		const struct macc *m = &oc->acc[i];
 		double cs, sq;
@@ -213,9 +258,12 @@ cmp_result(const struct outcmp *oc, const struct qr_sens_ctx *c,
 		out->sqnr_db = sq < out->sqnr_db ? sq : out->sqnr_db;
 		if (m->classifier && m->rows > 0) {
 			double t = (double)m->agree / (double)m->rows;
+			double kl = m->kl / (double)m->rows;
 
 			if (isnan(out->top1) || t < out->top1)
 				out->top1 = t;
+			if (isnan(out->kl) || kl > out->kl)
+				out->kl = kl;
 		}
 	}
 	if (!out->ran)
@@ -322,6 +370,8 @@ qr_sens_bases(struct qr_sens_ctx *c, struct qr_sens_metric *base,
 	st = cmp_result(&oc, c, base, d);
 	free(oc.acc);
 	free(oc.buf);
+	free(oc.lp);
+	free(oc.lq);
 	return st;
 }
 
@@ -411,6 +461,8 @@ out:
 	free(ptr);
 	free(oc.acc);
 	free(oc.buf);
+	free(oc.lp);
+	free(oc.lq);
 	qr_exec_free(e);
 	return st;
 }

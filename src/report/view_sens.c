@@ -44,6 +44,7 @@ qr_json_sens_metric(const struct qr_sens_metric *m)
 	cJSON_AddItemToObject(o, "cosine", qr_json_num(m->cosine));
 	cJSON_AddItemToObject(o, "sqnr_db", qr_json_num(m->sqnr_db));
 	cJSON_AddItemToObject(o, "top1", qr_json_num(m->top1));
+	cJSON_AddItemToObject(o, "kl", qr_json_num(m->kl));
 	return o;
 }
 
@@ -231,6 +232,11 @@ qr_view_sens_metric(cJSON *o, const char *pre, const struct qr_sens_metric *m,
 	snprintf(k, sizeof k, "%s_top1", pre);
 	if (m->ran && !isnan(m->top1))
 		qr_view_fmt(o, k, "%.1f%%", 100.0 * m->top1);
+	else
+		qr_view_str(o, k, "\xe2\x80\x94");
+	snprintf(k, sizeof k, "%s_kl", pre);
+	if (m->ran && !isnan(m->kl))
+		qr_view_fmt(o, k, "%.4g", m->kl);
 	else
 		qr_view_str(o, k, "\xe2\x80\x94");
 }
@@ -428,6 +434,9 @@ qr_view_sens(struct qr_view_ctx *cc, const struct qr_analysis *a,
 		qr_view_fmt(x, "seconds", "%.2f", r->seconds);
 		qr_view_str(x, "verdict", r->verdict);
 		qr_view_sens_metric(x, "base", &r->base, thr);
+		/* KL columns when the outputs have distributions */
+		cJSON_AddBoolToObject(x, "has_kl", r->base.ran &&
+						  !isnan(r->base.kl));
 		qr_view_sens_metric(x, "w", &r->weights_only, thr);
 		qr_view_sens_metric(x, "a", &r->acts_only, thr);
 		qr_view_count(x, "n_layers", r->n_layers);
