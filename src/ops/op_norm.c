@@ -6,7 +6,9 @@
  *                          per channel (axis 1), running statistics given
  *   InstanceNormalization: the same with mean/var of each (n, c) plane
  *   LayerNormalization:    over dims[axis..], population statistics;
- *                          optional outputs Mean and InvStdDev
+ *                          optional outputs Mean and InvStdDev; ONNX
+ *                          Runtime's arithmetic and order, bit for bit
+ *                          (qr_norm_row_ort_f32)
  *
  * float runs on the kernels (src/kernels/norm.c); double is not supported.
  * Training-mode BatchNormalization is refused at check.
@@ -219,32 +221,6 @@ param_index(const struct qr_tensor *p, const struct qr_tensor *x, size_t i)
 	return idx;
 }
 
-/* One row: mean and variance in double (two passes, so a large mean
- * costs no precision), then (x - mean) / sqrt(var + epsilon) rounded to
- * float, times scale, plus bias. */
-static void
-ln_row_f32(const float *x, size_t n, const float *g, const float *b,
-	   float eps, float *y, float *mean_out, float *inv_out)
-{
-	double mean = 0, var = 0, inv;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		mean += x[i];
-	mean = n ? mean / (double)n : 0;
-	for (i = 0; i < n; i++)
-		var += (x[i] - mean) * (x[i] - mean);
-	var = n ? var / (double)n : 0;
-	inv = 1.0 / sqrt(var + eps);
-	for (i = 0; i < n; i++) {
-		float v = (float)((x[i] - mean) * inv) * g[i];
-
-		y[i] = b != NULL ? v + b[i] : v;
-	}
-	*mean_out = (float)mean;
-	*inv_out = (float)inv;
-}
-
 /* A parameter p as a whole row of n: itself, or broadcast into buf. */
 static const float *
 ln_param(const struct qr_tensor *p, const struct qr_tensor *x, size_t n,
@@ -281,8 +257,9 @@ ln_run(struct qr_op_call *c, struct qr_diag *d)
 	for (r = 0; r < rows; r++) {
 		float mean, inv;
 
-		ln_row_f32((const float *)x->data + r * n, n, gd, bd, eps,
-			   y + r * n, &mean, &inv);
+		qr_norm_row_ort_f32(QR_ORT_LAYERNORM,
+				    (const float *)x->data + r * n, n, gd, bd,
+				    eps, y + r * n, &mean, &inv);
 		if (c->n_out > 1 && c->out[1]->data != NULL)
 			((float *)c->out[1]->data)[r] = mean;
 		if (c->n_out > 2 && c->out[2]->data != NULL)
