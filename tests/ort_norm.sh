@@ -1,7 +1,8 @@
 #!/bin/sh
 # The layer norms bit for bit against ONNX Runtime (onnxruntime-node,
 # graph optimisation off, one thread): LayerNormalization (with and
-# without bias, over one dim and two), SimplifiedLayerNormalization and
+# without bias, over one dim and two, scale and bias whole and
+# broadcast), SimplifiedLayerNormalization and
 # com.microsoft SkipLayerNormalization and SkipSimplifiedLayerNormalization
 # (with and without beta and bias, a skip per batch row and one shared),
 # each on rows of 1 to 2049 values (every length where ONNX Runtime's

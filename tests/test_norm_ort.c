@@ -46,7 +46,7 @@ paths_agree(const float *x, size_t n, const float *g, const float *b)
 	float m0, m1, i0, i1;
 	int k, good = 1;
 
-	for (k = QR_ORT_LAYERNORM; k <= QR_ORT_SKIP_RMSNORM; k++) {
+	for (k = QR_ORT_LAYERNORM; k <= QR_ORT_LAYERNORM_BCAST; k++) {
 		qr_kernels_force_portable(1);
 		qr_norm_row_ort_f32((enum qr_ort_norm)k, x, n, g, b, 1e-5f, y0,
 				    &m0, &i0);

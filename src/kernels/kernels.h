@@ -685,6 +685,9 @@ enum qr_ort_norm {
 	QR_ORT_SKIP_LAYERNORM, /* com.microsoft SkipLayerNormalization */
 	QR_ORT_RMSNORM,        /* SimplifiedLayerNormalization */
 	QR_ORT_SKIP_RMSNORM,   /* com.microsoft SkipSimplifiedLayerNormalization */
+	QR_ORT_LAYERNORM_BCAST /* LayerNormalization whose scale or bias is
+				  broadcast over the normalized dims (given
+				  here expanded to whole rows) */
 };
 /* One row of n (n > 0) normalized as ONNX Runtime 1.30's kernel for kind
  * does it, bit for bit: (x - mean) / sqrt(var + eps) * gamma + beta

@@ -477,6 +477,10 @@ sum_lanes_avx2(const float *x, size_t n, double *a)
  *   RMS, scalar (SkipSimplifiedLayerNormalization; Simplified on rows
  *     under 16): sum of x_i * x_i in float in order (products rounded);
  *     rms = sqrt(sum / n + eps); y = x / rms * gamma; inv = 1 / rms.
+ *   double (LayerNormalization with its scale or bias broadcast): the
+ *     sum and the sum of squares in double, in order;
+ *     sd = sqrt(sumsq / n - mean^2 + eps); y = (x - mean) / sd * gamma
+ *     + beta (+ 0 without) in double, rounded once.
  *
  * n converts to float before dividing, as ORT's int does.
  */
@@ -604,6 +608,27 @@ rmsnorm_vector(const float *x, size_t n, const float *gamma, float eps,
 	*inv_out = inv;
 }
 
+static void
+layernorm_double(const float *x, size_t n, const float *gamma,
+		 const float *beta, float eps, float *y, float *mean_out,
+		 float *inv_out)
+{
+	double m = 0.0, q = 0.0, sd;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		m += x[i];
+		q += (double)x[i] * x[i];
+	}
+	m /= (double)n;
+	sd = sqrt(q / (double)n - m * m + eps);
+	for (i = 0; i < n; i++)
+		y[i] = (float)((x[i] - m) / sd * gamma[i] +
+			       (beta ? beta[i] : 0.0));
+	*mean_out = (float)m;
+	*inv_out = (float)(1.0 / sd);
+}
+
 void
 qr_norm_row_ort_f32(enum qr_ort_norm kind, const float *x, size_t n,
 		    const float *gamma, const float *beta, float eps, float *y,
@@ -615,6 +640,8 @@ qr_norm_row_ort_f32(enum qr_ort_norm kind, const float *x, size_t n,
 		rmsnorm_vector(x, n, gamma, eps, y, &v);
 	else if (kind == QR_ORT_RMSNORM || kind == QR_ORT_SKIP_RMSNORM)
 		rmsnorm_scalar(x, n, gamma, eps, y, &v);
+	else if (kind == QR_ORT_LAYERNORM_BCAST)
+		layernorm_double(x, n, gamma, beta, eps, y, &m, &v);
 	else if (kind == QR_ORT_LAYERNORM && n >= 8)
 		layernorm_two_pass(x, n, gamma, beta, eps, y, &m, &v);
 	else

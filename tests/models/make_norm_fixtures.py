@@ -15,6 +15,10 @@ in/<input>.npy:
   lnnob_H     the same without bias, epsilon 1e-6
   ln3d_H      LayerNormalization over the last two dims (axis -2) of
               [2, 5, 3, H]
+  lnbc_H      the same with scale [H] and bias [3, 1], broadcast over the
+              normalized dims (ONNX Runtime then computes in double)
+  lnc1_H      LayerNormalization with scale [1, H] and bias [1, 1, H]
+              (dims of 1 before the axis)
   sln_H       SimplifiedLayerNormalization (ONNX Runtime's, in the ONNX
               domain), outputs Y and inv_std_var
   skln_H      com.microsoft SkipLayerNormalization with beta and bias,
@@ -104,6 +108,19 @@ def main():
             "LayerNormalization", ["x", "g", "b"], ["y", "mean", "inv"],
             axis=-2, epsilon=1e-5), [("x", rows(30, h).reshape(2, 5, 3, h))],
             ["y", "mean", "inv"], [g3, b3])
+        save(out, "lnbc_%d" % h, helper.make_node(
+            "LayerNormalization", ["x", "g", "b"], ["y", "mean", "inv"],
+            axis=-2, epsilon=1e-5), [("x", rows(30, h).reshape(2, 5, 3, h))],
+            ["y", "mean", "inv"],
+            [g, numpy_helper.from_array(
+                RNG.uniform(-1, 1, (3, 1)).astype(np.float32), "b")])
+        save(out, "lnc1_%d" % h, helper.make_node(
+            "LayerNormalization", ["x", "g", "b"], ["y", "mean", "inv"],
+            axis=-1, epsilon=1e-5), [("x", x)], ["y", "mean", "inv"],
+            [numpy_helper.from_array(
+                RNG.uniform(-0.5, 1.5, (1, h)).astype(np.float32), "g"),
+             numpy_helper.from_array(
+                 RNG.uniform(-1, 1, (1, 1, h)).astype(np.float32), "b")])
         save(out, "sln_%d" % h, helper.make_node(
             "SimplifiedLayerNormalization", ["x", "g"], ["y", "inv"],
             axis=-1, epsilon=1e-5), [("x", x)], ["y", "inv"], [g])
