@@ -775,6 +775,24 @@ void qr_tanh_ort_f32(const float *x, size_t n, float *y);
  * clamped to 3.925; NaN stays NaN). x may be y. */
 void qr_erf_ort_f32(const float *x, size_t n, float *y);
 
+/* ---- Eigen's float functions, as ONNX Runtime computes with them
+ * (eigen.c) ---- */
+
+/* ONNX Runtime's Elu, Selu, Celu, Softplus, Log, Sin and Cos, bit for
+ * bit: Eigen's exp, log, sin and cos polynomials on all but the last
+ * n % 4 values, libm on those (see eigen.c), in the ops' own formulas:
+ * Elu x >= 0 ? x : alpha (exp(x) - 1); Selu x > 0 ? gamma x :
+ * gamma alpha (exp(x) - 1); Celu max(x, 0) + min(alpha (exp(x /
+ * alpha) - 1), 0); Softplus x > 0 ? x + log1p(exp(-x)) :
+ * log1p(exp(x)). x may be y. */
+void qr_elu_ort_f32(const float *x, size_t n, float alpha, float *y);
+void qr_selu_ort_f32(const float *x, size_t n, float alpha, float gamma,
+		     float *y);
+void qr_celu_ort_f32(const float *x, size_t n, float alpha, float *y);
+void qr_softplus_ort_f32(const float *x, size_t n, float *y);
+void qr_log_ort_f32(const float *x, size_t n, float *y);
+void qr_sin_ort_f32(const float *x, size_t n, float *y);
+void qr_cos_ort_f32(const float *x, size_t n, float *y);
 
 /* ---- box overlap (detect.c) ---- */
 
