@@ -58,7 +58,7 @@ def main():
             if name == "log":
                 x = np.abs(x)
             save(out, "%s_%d" % (name, n), op, attrs, x.astype(np.float32))
-        x = np.concatenate([values(3000), values(1000) * 1e-2,
+        x = np.concatenate([values(2936), values(1000) * 1e-2,
                             np.array(EDGES), RNG.uniform(-40, 40, 75)])
         x = np.concatenate([x, RNG.uniform(18000, 3e4, 64) *
                             RNG.choice([-1, 1], 64)])[:4099]
