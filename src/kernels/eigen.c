@@ -111,8 +111,8 @@ plog(float x)
 	return fe * 0.693147180559945309417232121458176568f + p / q;
 }
 
-/* 2/pi in 8-bit-aligned windows, as trig_reduce_huge reads it: entry k
- * holds bits 8(k - 3) to 8(k - 3) + 31 of 2/pi's fraction. */
+/* The bits of 2/pi in 32-bit windows, each 8 bits further along than
+ * the one before, as Eigen's trig_reduce_huge reads them. */
 static const uint32_t two_over_pi[] = {
 	0x00000028, 0x000028be, 0x0028be60, 0x28be60db, 0xbe60db93,
 	0x60db9391, 0xdb939105, 0x9391054a, 0x91054a7f, 0x054a7f09,
