@@ -679,8 +679,27 @@ float qr_sumexp_ort_f32(const float *x, size_t n, float negmax, float *y);
 /* Sum of n contiguous floats in ONNX Runtime's reduction order (Eigen's
  * SSE redux, which depends on x's 16-byte alignment), bit for bit. */
 float qr_sum_ort_f32(const float *x, size_t n);
+/* The layer norms ONNX Runtime's CPU kernels compute, by op. */
+enum qr_ort_norm {
+	QR_ORT_LAYERNORM,      /* LayerNormalization */
+	QR_ORT_SKIP_LAYERNORM, /* com.microsoft SkipLayerNormalization */
+	QR_ORT_RMSNORM,        /* SimplifiedLayerNormalization */
+	QR_ORT_SKIP_RMSNORM,   /* com.microsoft SkipSimplifiedLayerNormalization */
+	QR_ORT_LAYERNORM_BCAST /* LayerNormalization whose scale or bias is
+				  broadcast over the normalized dims (given
+				  here expanded to whole rows) */
+};
+/* One row of n (n > 0) normalized as ONNX Runtime 1.30's kernel for kind
+ * does it, bit for bit: (x - mean) / sqrt(var + eps) * gamma + beta
+ * (population variance; beta may be NULL), or for the RMS kinds
+ * x / sqrt(mean(x^2) + eps) * gamma (beta unused, mean 0). The mean and
+ * 1 / sqrt(var + eps) go to *mean and *inv when not NULL. x may be y. */
+void qr_norm_row_ort_f32(enum qr_ort_norm kind, const float *x, size_t n,
+			 const float *gamma, const float *beta, float eps,
+			 float *y, float *mean, float *inv);
 /* LayerNormalization over rows of n: (x - mean) / sqrt(var + eps) * gamma
- * + beta (beta may be NULL). mean/var are population statistics. */
+ * + beta (beta may be NULL), as qr_norm_row_ort_f32 (QR_ORT_LAYERNORM)
+ * on each row. */
 void qr_layernorm_f32(const float *x, size_t rows, size_t n,
 		      const float *gamma, const float *beta, float eps,
 		      float *y);
@@ -756,6 +775,24 @@ void qr_tanh_ort_f32(const float *x, size_t n, float *y);
  * clamped to 3.925; NaN stays NaN). x may be y. */
 void qr_erf_ort_f32(const float *x, size_t n, float *y);
 
+/* ---- Eigen's float functions, as ONNX Runtime computes with them
+ * (eigen.c) ---- */
+
+/* ONNX Runtime's Elu, Selu, Celu, Softplus, Log, Sin and Cos, bit for
+ * bit: Eigen's exp, log, sin and cos polynomials on all but the last
+ * n % 4 values, libm on those (see eigen.c), in the ops' own formulas:
+ * Elu x >= 0 ? x : alpha (exp(x) - 1); Selu x > 0 ? gamma x :
+ * gamma alpha (exp(x) - 1); Celu max(x, 0) + min(alpha (exp(x /
+ * alpha) - 1), 0); Softplus x > 0 ? x + log1p(exp(-x)) :
+ * log1p(exp(x)). x may be y. */
+void qr_elu_ort_f32(const float *x, size_t n, float alpha, float *y);
+void qr_selu_ort_f32(const float *x, size_t n, float alpha, float gamma,
+		     float *y);
+void qr_celu_ort_f32(const float *x, size_t n, float alpha, float *y);
+void qr_softplus_ort_f32(const float *x, size_t n, float *y);
+void qr_log_ort_f32(const float *x, size_t n, float *y);
+void qr_sin_ort_f32(const float *x, size_t n, float *y);
+void qr_cos_ort_f32(const float *x, size_t n, float *y);
 
 /* ---- box overlap (detect.c) ---- */
 

@@ -1,7 +1,7 @@
-/* norm: Softmax, LayerNormalization, BatchNormalization and
- * InstanceNormalization on rows of floats. Statistics accumulate in
- * double: these feed float-vs-float comparisons, not bit-exact ones,
- * except qr_softmax_row_ort_f32, which gives ONNX Runtime's bits. */
+/* norm: Softmax, the layer norms, BatchNormalization and
+ * InstanceNormalization on rows of floats. qr_softmax_row_ort_f32 and
+ * qr_norm_row_ort_f32 give ONNX Runtime's bits; the others accumulate
+ * statistics in double, for float-vs-float comparisons. */
 #include "kernels/kernels-int.h"
 
 #include <float.h>
@@ -426,23 +426,241 @@ stats(const float *x, size_t n, double *mean, double *var)
 	*var = n ? q / (double)n : 0.0;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+/* sumsq_ort's 8 lanes and mean_ort's 4 on AVX2: the same operations
+ * lane by lane, so the same bits. */
+static __attribute__((target("avx2,fma"))) void
+sumsq_lanes_avx2(const float *x, size_t n, float m, float *a)
+{
+	__m256 acc = _mm256_setzero_ps(), mm = _mm256_set1_ps(m), d;
+	size_t i;
+
+	for (i = 0; i + 8 <= n; i += 8) {
+		d = _mm256_sub_ps(_mm256_loadu_ps(x + i), mm);
+		acc = _mm256_fmadd_ps(d, d, acc);
+	}
+	_mm256_storeu_ps(a, acc);
+}
+
+static __attribute__((target("avx2,fma"))) void
+sum_lanes_avx2(const float *x, size_t n, double *a)
+{
+	__m256d acc = _mm256_setzero_pd();
+	size_t i;
+
+	for (i = 0; i + 4 <= n; i += 4)
+		acc = _mm256_add_pd(acc, _mm256_cvtps_pd(_mm_loadu_ps(x + i)));
+	_mm256_storeu_pd(a, acc);
+}
+#endif
+
+/*
+ * ONNX Runtime 1.30's float layer norms on one row (its CPU execution
+ * provider; checked bit for bit against onnxruntime-node 1.30 on rows of
+ * 1 to 2049 values of spread scales, with cancelling values, with and
+ * without beta, skip and bias: tests/ort_norm.sh). A report equals ONNX
+ * Runtime's only if every rounding happens where ORT's does, so each
+ * kind keeps ORT's own order, which differs by op and row length:
+ *
+ *   Welford (SkipLayerNormalization; LayerNormalization on rows under
+ *     8): in float, in order, d = x_i - m, m += d / (i + 1),
+ *     M2 += d * (x_i - m); sd = sqrt(M2 / n + eps);
+ *     y = (x - m) / sd * gamma + beta, two roundings each.
+ *   two passes (LayerNormalization on rows of 8 or more): the mean in
+ *     double over 4 lanes taking 4 values a step, the lanes added as
+ *     (l0 + l2) + (l1 + l3), the last n % 4 values one by one, divided
+ *     by n and rounded to float; the sum of squares of d = x_i - mean by
+ *     sumsq_ort; inv = 1 / sqrt(sum / n + eps) in float;
+ *     y = fma((x - mean) * inv, gamma, beta), or (x - mean) * inv * gamma.
+ *   RMS, vector (SimplifiedLayerNormalization on rows of 16 or more):
+ *     inv = 1 / sqrt(sumsq_ort(x) / n + eps); y = x * inv * gamma.
+ *   RMS, scalar (SkipSimplifiedLayerNormalization; Simplified on rows
+ *     under 16): sum of x_i * x_i in float in order (products rounded);
+ *     rms = sqrt(sum / n + eps); y = x / rms * gamma; inv = 1 / rms.
+ *   double (LayerNormalization with its scale or bias broadcast): the
+ *     sum and the sum of squares in double, in order;
+ *     sd = sqrt(sumsq / n - mean^2 + eps); y = (x - mean) / sd * gamma
+ *     + beta (+ 0 without) in double, rounded once.
+ *
+ * n converts to float before dividing, as ORT's int does.
+ */
+
+/* Sum of (x_i - m)^2 as ORT's vector layer norms take it: 8 float lanes
+ * of fused multiply-adds, 8 values a step; the lanes folded in halves
+ * ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)); then 4 more
+ * values, if there are, as rounded products added in order; the last
+ * ones fused into the sum one by one. */
+static float
+sumsq_ort(const float *x, size_t n, float m)
+{
+	float a[8] = {0}, s, d;
+	size_t i = 0, l;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (qr_kernels_cpu_features() & QR_CPU_AVX2)
+		sumsq_lanes_avx2(x, n, m, a);
+	else
+#endif
+		for (; i + 8 <= n; i += 8)
+			for (l = 0; l < 8; l++) {
+				d = x[i + l] - m;
+				a[l] = fmaf(d, d, a[l]);
+			}
+	i = n / 8 * 8;
+	s = ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+	if (i + 4 <= n)
+		for (l = 0; l < 4; l++, i++) {
+			d = x[i] - m;
+			s += d * d;
+		}
+	for (; i < n; i++) {
+		d = x[i] - m;
+		s = fmaf(d, d, s);
+	}
+	return s;
+}
+
+/* The mean of the two-pass layer norm (above), rounded to float. */
+static float
+mean_ort(const float *x, size_t n)
+{
+	double a[4] = {0}, s;
+	size_t i = 0, l;
+
+#if defined(__x86_64__) && defined(__GNUC__)
+	if (qr_kernels_cpu_features() & QR_CPU_AVX2)
+		sum_lanes_avx2(x, n, a);
+	else
+#endif
+		for (; i + 4 <= n; i += 4)
+			for (l = 0; l < 4; l++)
+				a[l] += x[i + l];
+	i = n / 4 * 4;
+	s = (a[0] + a[2]) + (a[1] + a[3]);
+	for (; i < n; i++)
+		s += x[i];
+	return (float)(s / (double)n);
+}
+
+static void
+layernorm_welford(const float *x, size_t n, const float *gamma,
+		  const float *beta, float eps, float *y, float *mean_out,
+		  float *inv_out)
+{
+	float m = 0.0f, m2 = 0.0f, d, sd;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		d = x[i] - m;
+		m += d / (float)(i + 1);
+		m2 += d * (x[i] - m);
+	}
+	sd = sqrtf(m2 / (float)n + eps);
+	for (i = 0; i < n; i++) {
+		float v = (x[i] - m) / sd * gamma[i];
+
+		y[i] = beta ? v + beta[i] : v;
+	}
+	*mean_out = m;
+	*inv_out = 1.0f / sd;
+}
+
+static void
+layernorm_two_pass(const float *x, size_t n, const float *gamma,
+		   const float *beta, float eps, float *y, float *mean_out,
+		   float *inv_out)
+{
+	float m = mean_ort(x, n);
+	float inv = 1.0f / sqrtf(sumsq_ort(x, n, m) / (float)n + eps);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		y[i] = beta ? fmaf((x[i] - m) * inv, gamma[i], beta[i]) :
+			      (x[i] - m) * inv * gamma[i];
+	*mean_out = m;
+	*inv_out = inv;
+}
+
+static void
+rmsnorm_scalar(const float *x, size_t n, const float *gamma, float eps,
+	       float *y, float *inv_out)
+{
+	float s = 0.0f, rms;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		s += x[i] * x[i];
+	rms = sqrtf(s / (float)n + eps);
+	for (i = 0; i < n; i++)
+		y[i] = x[i] / rms * gamma[i];
+	*inv_out = 1.0f / rms;
+}
+
+static void
+rmsnorm_vector(const float *x, size_t n, const float *gamma, float eps,
+	       float *y, float *inv_out)
+{
+	float inv = 1.0f / sqrtf(sumsq_ort(x, n, 0.0f) / (float)n + eps);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		y[i] = x[i] * inv * gamma[i];
+	*inv_out = inv;
+}
+
+static void
+layernorm_double(const float *x, size_t n, const float *gamma,
+		 const float *beta, float eps, float *y, float *mean_out,
+		 float *inv_out)
+{
+	double m = 0.0, q = 0.0, sd;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		m += x[i];
+		q += (double)x[i] * x[i];
+	}
+	m /= (double)n;
+	sd = sqrt(q / (double)n - m * m + eps);
+	for (i = 0; i < n; i++)
+		y[i] = (float)((x[i] - m) / sd * gamma[i] +
+			       (beta ? beta[i] : 0.0));
+	*mean_out = (float)m;
+	*inv_out = (float)(1.0 / sd);
+}
+
+void
+qr_norm_row_ort_f32(enum qr_ort_norm kind, const float *x, size_t n,
+		    const float *gamma, const float *beta, float eps, float *y,
+		    float *mean, float *inv)
+{
+	float m = 0.0f, v;
+
+	if (kind == QR_ORT_RMSNORM && n >= 16)
+		rmsnorm_vector(x, n, gamma, eps, y, &v);
+	else if (kind == QR_ORT_RMSNORM || kind == QR_ORT_SKIP_RMSNORM)
+		rmsnorm_scalar(x, n, gamma, eps, y, &v);
+	else if (kind == QR_ORT_LAYERNORM_BCAST)
+		layernorm_double(x, n, gamma, beta, eps, y, &m, &v);
+	else if (kind == QR_ORT_LAYERNORM && n >= 8)
+		layernorm_two_pass(x, n, gamma, beta, eps, y, &m, &v);
+	else
+		layernorm_welford(x, n, gamma, beta, eps, y, &m, &v);
+	if (mean)
+		*mean = m;
+	if (inv)
+		*inv = v;
+}
+
 void
 qr_layernorm_f32(const float *x, size_t rows, size_t n, const float *gamma,
 		 const float *beta, float eps, float *y)
 {
-	size_t r, i;
+	size_t r;
 
-	for (r = 0; r < rows; r++) {
-		const float *xr = x + r * n;
-		float *yr = y + r * n;
-		double mean, var, inv;
-
-		stats(xr, n, &mean, &var);
-		inv = 1.0 / sqrt(var + eps);
-		for (i = 0; i < n; i++)
-			yr[i] = (float)((xr[i] - mean) * inv) * gamma[i] +
-				(beta ? beta[i] : 0.0f);
-	}
+	for (r = 0; r < rows; r++)
+		qr_norm_row_ort_f32(QR_ORT_LAYERNORM, x + r * n, n, gamma,
+				    beta, eps, y + r * n, NULL, NULL);
 }
 
 void

@@ -120,13 +120,13 @@ hard_swish_run(struct qr_op_call *c, struct qr_diag *d)
 		ACT_LOOP(double, x * unit_clamp(x / 6.0 + 0.5), c, 0, 0);
 	return QR_OK;
 }
-DEF_ACT(elu_run, x < 0 ? pa * (expf(x) - 1.0f) : x,
+DEF_ACT(elu_double_run, x < 0 ? pa * (expf(x) - 1.0f) : x,
 	x < 0 ? pa * (exp(x) - 1.0) : x, ATTR("alpha", 1.0f), 0)
-DEF_ACT(selu_run, x <= 0 ? pb * (pa * expf(x) - pa) : pb * x,
+DEF_ACT(selu_double_run, x <= 0 ? pb * (pa * expf(x) - pa) : pb * x,
 	x <= 0 ? pb * (pa * exp(x) - pa) : pb * x,
 	ATTR("alpha", 1.67326319217681884765625f),
 	ATTR("gamma", 1.05070102214813232421875f))
-DEF_ACT(softplus_run, x > 0 ? x + log1pf(expf(-x)) : log1pf(expf(x)),
+DEF_ACT(softplus_double_run, x > 0 ? x + log1pf(expf(-x)) : log1pf(expf(x)),
 	x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)), 0, 0)
 /* Softsign as ONNX Runtime's Eigen functor computes it: the reciprocal of
  * 1 + |x|, times x (two roundings, not x / (1 + |x|)). */
@@ -137,9 +137,52 @@ DEF_ACT(thresholded_relu_run, x > pa ? x : 0, x > pa ? x : 0,
 DEF_ACT(shrink_run, x < -pa ? x + pb : x > pa ? x - pb : 0,
 	x < -pa ? x + pb : x > pa ? x - pb : 0, ATTR("lambd", 0.5f),
 	ATTR("bias", 0.0f))
-DEF_ACT(celu_run, fmaxf(0.0f, x) + fminf(0.0f, pa * (expf(x / pa) - 1.0f)),
+DEF_ACT(celu_double_run, fmaxf(0.0f, x) + fminf(0.0f, pa * (expf(x / pa) - 1.0f)),
 	fmax(0.0, x) + fmin(0.0, pa * (exp(x / pa) - 1.0)),
 	ATTR("alpha", 1.0f), 0)
+
+/* Float Elu, Selu, Celu and Softplus with ONNX Runtime's bits: its Eigen
+ * expressions, Eigen's exp and log (kernels' eigen.c), not libm's. */
+static enum qr_status
+elu_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	if (c->out[0]->dtype != QR_DT_FLOAT)
+		return elu_double_run(c, d);
+	qr_elu_ort_f32(c->in[0]->data, c->in[0]->n_elem, ATTR("alpha", 1.0f),
+		       c->out[0]->data);
+	return QR_OK;
+}
+
+static enum qr_status
+selu_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	if (c->out[0]->dtype != QR_DT_FLOAT)
+		return selu_double_run(c, d);
+	qr_selu_ort_f32(c->in[0]->data, c->in[0]->n_elem,
+			ATTR("alpha", 1.67326319217681884765625f),
+			ATTR("gamma", 1.05070102214813232421875f),
+			c->out[0]->data);
+	return QR_OK;
+}
+
+static enum qr_status
+celu_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	if (c->out[0]->dtype != QR_DT_FLOAT)
+		return celu_double_run(c, d);
+	qr_celu_ort_f32(c->in[0]->data, c->in[0]->n_elem, ATTR("alpha", 1.0f),
+			c->out[0]->data);
+	return QR_OK;
+}
+
+static enum qr_status
+softplus_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	if (c->out[0]->dtype != QR_DT_FLOAT)
+		return softplus_double_run(c, d);
+	qr_softplus_ort_f32(c->in[0]->data, c->in[0]->n_elem, c->out[0]->data);
+	return QR_OK;
+}
 
 #define ACT_DESC(sym, op, ver, chk, fn)                                     \
 	const struct qr_op_desc sym = {                                     \

@@ -469,7 +469,18 @@ exp_run(struct qr_op_call *c, struct qr_diag *d)
 	qr_exp_ort_f32(c->in[0]->data, c->in[0]->n_elem, c->out[0]->data);
 	return QR_OK;
 }
-DEF_UNARY(log_run, logf(x), log(x), 0)
+DEF_UNARY(log_double_run, logf(x), log(x), 0)
+
+/* Float Log, Sin and Cos with ONNX Runtime's bits: Eigen's polynomials
+ * (kernels' eigen.c), not libm's. */
+static enum qr_status
+log_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	if (c->out[0]->dtype != QR_DT_FLOAT)
+		return log_double_run(c, d);
+	qr_log_ort_f32(c->in[0]->data, c->in[0]->n_elem, c->out[0]->data);
+	return QR_OK;
+}
 DEF_UNARY(neg_run, -x, -x, WRAP(elem_t, -, 0, x))
 DEF_UNARY(abs_run, fabsf(x), fabs(x), (x < 0 ? WRAP(elem_t, -, 0, x) : x))
 DEF_UNARY(reciprocal_run, 1.0f / x, 1.0 / x, 0)
@@ -499,8 +510,26 @@ tanh_run(struct qr_op_call *c, struct qr_diag *d)
 	qr_tanh_ort_f32(c->in[0]->data, c->in[0]->n_elem, c->out[0]->data);
 	return QR_OK;
 }
-DEF_UNARY(sin_run, sinf(x), sin(x), 0)
-DEF_UNARY(cos_run, cosf(x), cos(x), 0)
+DEF_UNARY(sin_double_run, sinf(x), sin(x), 0)
+DEF_UNARY(cos_double_run, cosf(x), cos(x), 0)
+
+static enum qr_status
+sin_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	if (c->out[0]->dtype != QR_DT_FLOAT)
+		return sin_double_run(c, d);
+	qr_sin_ort_f32(c->in[0]->data, c->in[0]->n_elem, c->out[0]->data);
+	return QR_OK;
+}
+
+static enum qr_status
+cos_run(struct qr_op_call *c, struct qr_diag *d)
+{
+	if (c->out[0]->dtype != QR_DT_FLOAT)
+		return cos_double_run(c, d);
+	qr_cos_ort_f32(c->in[0]->data, c->in[0]->n_elem, c->out[0]->data);
+	return QR_OK;
+}
 
 #define UNARY_DESC(sym, op, ver, chk, fn)                                   \
 	const struct qr_op_desc sym = {                                     \

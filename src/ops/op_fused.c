@@ -18,9 +18,11 @@
  *                       domain): x / sqrt(mean(x^2) + epsilon) * scale over
  *                       dims[axis..]
  *
- * Statistics are summed in double, as qreport's LayerNormalization does;
- * values agree with ONNX Runtime's to rounding. The GELUs' erf and tanh
- * are ONNX Runtime's own (kernels' qr_erf_ort_f32, qr_tanh_ort_f32).
+ * The layer norms are ONNX Runtime's, bit for bit (kernels'
+ * qr_norm_row_ort_f32): its order of summation differs by op and row
+ * length, and a report can only equal ORT's if every rounding does. The
+ * GELUs' erf and tanh are ONNX Runtime's own (kernels' qr_erf_ort_f32,
+ * qr_tanh_ort_f32).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -260,34 +262,6 @@ const struct qr_op_desc qr_op_fused_matmul = {
 
 /* ---- layer normalizations ---- */
 
-/*
- * One row of n values: y = (x - mean) * inv * gamma (+ beta), or with
- * rms, y = x * inv * gamma, inv = 1 / sqrt(var + eps) (var the mean
- * square when rms). *mean_out, *inv_out get the statistics.
- */
-static void
-norm_row(const float *x, size_t n, int rms, float eps, const float *gamma,
-	 const float *beta, float *y, float *mean_out, float *inv_out)
-{
-	double mean = 0, var = 0, inv;
-	size_t i;
-
-	for (i = 0; !rms && i < n; i++)
-		mean += x[i];
-	mean = n && !rms ? mean / (double)n : 0;
-	for (i = 0; i < n; i++)
-		var += (x[i] - mean) * (x[i] - mean);
-	var = n ? var / (double)n : 0;
-	inv = 1.0 / sqrt(var + eps);
-	for (i = 0; i < n; i++) {
-		float v = (float)((x[i] - mean) * inv) * gamma[i];
-
-		y[i] = beta ? v + beta[i] : v;
-	}
-	*mean_out = (float)mean;
-	*inv_out = (float)inv;
-}
-
 /* Input i, when present, must hold n floats. */
 static enum qr_status
 want_n(const struct qr_op_call *c, struct qr_diag *d, size_t i, size_t n)
@@ -405,7 +379,9 @@ skip_run(struct qr_op_call *c, struct qr_diag *d)
 		}
 		if (sum)
 			memcpy(sum + r * h, row, h * sizeof *row);
-		norm_row(row, h, s.rms, eps, gamma, beta, y + r * h, &m, &v);
+		qr_norm_row_ort_f32(s.rms ? QR_ORT_SKIP_RMSNORM :
+				    QR_ORT_SKIP_LAYERNORM, row, h, gamma, beta,
+				    eps, y + r * h, &m, &v);
 		if (mean)
 			mean[r] = m;
 		if (inv)
@@ -473,9 +449,10 @@ sln_run(struct qr_op_call *c, struct qr_diag *d)
 	n = qr_op_dims_prod(x->dims, axis, x->ndim);
 	rows = n ? x->n_elem / n : 0;
 	for (r = 0; r < rows; r++) {
-		norm_row((const float *)x->data + r * n, n, 1, eps,
-			 c->in[1]->data, NULL, (float *)c->out[0]->data + r * n,
-			 &m, &v);
+		qr_norm_row_ort_f32(QR_ORT_RMSNORM,
+				    (const float *)x->data + r * n, n,
+				    c->in[1]->data, NULL, eps,
+				    (float *)c->out[0]->data + r * n, &m, &v);
 		if (inv)
 			inv[r] = v;
 	}

@@ -6,7 +6,9 @@
  *                          per channel (axis 1), running statistics given
  *   InstanceNormalization: the same with mean/var of each (n, c) plane
  *   LayerNormalization:    over dims[axis..], population statistics;
- *                          optional outputs Mean and InvStdDev
+ *                          optional outputs Mean and InvStdDev; ONNX
+ *                          Runtime's arithmetic and order, bit for bit
+ *                          (qr_norm_row_ort_f32)
  *
  * float runs on the kernels (src/kernels/norm.c); double is not supported.
  * Training-mode BatchNormalization is refused at check.
@@ -168,7 +170,8 @@ ln_infer(struct qr_op_call *c, struct qr_diag *d)
 			&axis);
 	if (st != QR_OK)
 		return st;
-	/* Scale and B broadcast to dims[axis..] (right-aligned). */
+	/* Scale and B broadcast to dims[axis..] (right-aligned; dims of 1
+	 * may stand before axis, as in a [1, C] scale over axis -1). */
 	for (j = 1; j < c->n_in; j++) {
 		const struct qr_tensor *p = c->in[j];
 		char a[128], b[128];
@@ -178,8 +181,8 @@ ln_infer(struct qr_op_call *c, struct qr_diag *d)
 		for (k = 0; k < p->ndim; k++) {
 			int xi = x->ndim - p->ndim + k;
 
-			if (xi < axis || (p->dims[k] != 1 &&
-					  p->dims[k] != x->dims[xi]))
+			if (xi < 0 || (xi < axis && p->dims[k] != 1) ||
+			    (p->dims[k] != 1 && p->dims[k] != x->dims[xi]))
 				return qr_op_errorf(c, d, QR_ESHAPE, "input "
 						    "'%s' %s does not "
 						    "broadcast to X %s from "
@@ -219,32 +222,6 @@ param_index(const struct qr_tensor *p, const struct qr_tensor *x, size_t i)
 	return idx;
 }
 
-/* One row: mean and variance in double (two passes, so a large mean
- * costs no precision), then (x - mean) / sqrt(var + epsilon) rounded to
- * float, times scale, plus bias. */
-static void
-ln_row_f32(const float *x, size_t n, const float *g, const float *b,
-	   float eps, float *y, float *mean_out, float *inv_out)
-{
-	double mean = 0, var = 0, inv;
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		mean += x[i];
-	mean = n ? mean / (double)n : 0;
-	for (i = 0; i < n; i++)
-		var += (x[i] - mean) * (x[i] - mean);
-	var = n ? var / (double)n : 0;
-	inv = 1.0 / sqrt(var + eps);
-	for (i = 0; i < n; i++) {
-		float v = (float)((x[i] - mean) * inv) * g[i];
-
-		y[i] = b != NULL ? v + b[i] : v;
-	}
-	*mean_out = (float)mean;
-	*inv_out = (float)inv;
-}
-
 /* A parameter p as a whole row of n: itself, or broadcast into buf. */
 static const float *
 ln_param(const struct qr_tensor *p, const struct qr_tensor *x, size_t n,
@@ -270,6 +247,7 @@ ln_run(struct qr_op_call *c, struct qr_diag *d)
 	float eps = qr_op_attr_float(c, "epsilon", 1e-5f);
 	float *y = c->out[0]->data, *gbuf = NULL, *bbuf = NULL;
 	const float *gd, *bd;
+	enum qr_ort_norm kind = QR_ORT_LAYERNORM;
 	size_t rows, n, r;
 	int axis;
 
@@ -278,11 +256,15 @@ ln_run(struct qr_op_call *c, struct qr_diag *d)
 	n = qr_op_dims_prod(x->dims, axis, x->ndim);
 	gd = ln_param(g, x, n, &gbuf);
 	bd = ln_param(b, x, n, &bbuf);
+	/* ONNX Runtime takes another path, in double, when either is
+	 * broadcast */
+	if (g->n_elem != n || (b != NULL && b->n_elem != n))
+		kind = QR_ORT_LAYERNORM_BCAST;
 	for (r = 0; r < rows; r++) {
 		float mean, inv;
 
-		ln_row_f32((const float *)x->data + r * n, n, gd, bd, eps,
-			   y + r * n, &mean, &inv);
+		qr_norm_row_ort_f32(kind, (const float *)x->data + r * n, n,
+				    gd, bd, eps, y + r * n, &mean, &inv);
 		if (c->n_out > 1 && c->out[1]->data != NULL)
 			((float *)c->out[1]->data)[r] = mean;
 		if (c->n_out > 2 && c->out[2]->data != NULL)
