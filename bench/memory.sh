@@ -9,8 +9,11 @@
 # Peak RSS is /usr/bin/time -v's "Maximum resident set size". Samples are
 # random-normal .npy files (bench/make_samples.py; the 20 are the first
 # 20 of the 200). Also prints `qreport run` of each model alone (the
-# engine's share). Environment: MODEL (default resnet18).
+# engine's share). Environment: MODEL (default resnet18), SENS (the
+# report's --sensitivity, default quick as users get it; none leaves the
+# what-to-change runs out).
 set -eu
+SENS=${SENS:-quick}
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
 QREPORT=${1:-${QREPORT:-$top/qreport}}
@@ -39,9 +42,9 @@ peak() {
 	sed -n 's/.*Maximum resident set size (kbytes): *//p' "$work/tv"
 }
 r20=$(peak "$QREPORT" --float "$f" --quant "$q" --data "$work/samples" \
-	--samples 20 -o "$work/r20" --quiet)
+	--samples 20 --sensitivity "$SENS" -o "$work/r20" --quiet)
 r200=$(peak "$QREPORT" --float "$f" --quant "$q" --data "$work/samples" \
-	--samples 200 -o "$work/r200" --quiet)
+	--samples 200 --sensitivity "$SENS" -o "$work/r200" --quiet)
 in=$(ls "$work"/samples/*.npy | head -n 1)
 rf=$(peak "$QREPORT" run "$f" --input "$in" -o "$work/runf")
 rq=$(peak "$QREPORT" run "$q" --input "$in" -o "$work/runq")
