@@ -1079,10 +1079,11 @@ static const struct qr_cli_opt report_opts[] = {
 	  .set = set_sens,
 	  .json = QR_CLI_JSTR, .conf = conf_sens,
 	  .help =
-		"what to change: runs with layers kept float\n"
-		"(quick: the 10 layers making most of the local\n"
-		"error; full: every quantized layer; default\n"
-		"quick)",
+		"what to change: runs with layers kept float,\n"
+		"and CLE measured (quick: the 10 layers making\n"
+		"most of the local error, the 4 CLE sets with\n"
+		"the largest predicted gain; full: every\n"
+		"quantized layer and CLE set; default quick)",
 	  .man =
 		"What to change: the candidate with only its weights and with only its\n"
 		"activations quantized, each quantized layer kept float alone and\n"
@@ -1090,11 +1091,14 @@ static const struct qr_cli_opt report_opts[] = {
 		"meet\n"
 		".BR \\-\\-target ),\n"
 		"each measured by running it (doc/sensitivity.md says what each run\n"
-		"means per format).\n"
+		"means per format), and cross-layer equalization measured: the float\n"
+		"model with its CLE sets' weights quantized per tensor, with and without\n"
+		"the equalization.\n"
 		".B quick\n"
-		"(the default) measures the 10 layers that make most of the local error,\n"
+		"(the default) measures the 10 layers that make most of the local error\n"
+		"and the 4 CLE sets with the largest predicted gain,\n"
 		".B full\n"
-		"every quantized layer,\n"
+		"every quantized layer and every CLE set,\n"
 		".B none\n"
 		"nothing." },
 	{ .name = "sensitivity-samples", .arg = "N",
