@@ -848,6 +848,9 @@ char *qr_hy_name(const char *layer, const char *what);
 void qr_hy_plan_new(const struct qr_analysis *a, size_t k,
 		    const struct qr_graph *fg, const struct qr_graph *qg,
 		    struct qr_hy_plan **out);
+/* Free the layers' dequantized weights (made again on next use): the
+ * models reading them are freed. */
+void qr_hy_plan_drop_qw(struct qr_hy_plan *p);
 void qr_hy_plan_free(struct qr_hy_plan *p);
 struct qr_hy_model *qr_hy_keep_float(const struct qr_hy_plan *p,
 				     const unsigned char *keep,
@@ -901,10 +904,14 @@ struct qr_sp_store {
 				  * out (its outs NULL), not an error */
 	qr_hook_fn hook;         /* sees the first sample's run, or NULL */
 	void *user;              /* for hook */
-	struct qr_exec *e;       /* an executor of the base (owned), never
-				  * run: the one that fills the store and
-				  * the variants' executors reuse its folded
-				  * weights and prepared steps */
+	int parent;              /* keep e */
+	struct qr_exec *e;       /* with parent, an executor of the base
+				  * (owned), never run: the one that fills
+				  * the store and the variants' executors
+				  * reuse its folded weights and prepared
+				  * steps; else NULL */
+	struct qr_exec *e2;      /* a second such executor, for a second
+				  * lane (qr_sens_parents), or NULL */
 };
 /* Add what cut c reads (c may be NULL) to what st keeps. */
 void qr_sp_store_want(struct qr_sp_store *st, const struct qr_sp_cut *c);
@@ -914,6 +921,9 @@ enum qr_status qr_sp_store_fill(struct qr_sp_store *st,
 				struct qr_tensor ***ins, const size_t *n_ins,
 				size_t n_s, const char *const *fnames,
 				size_t n_fin, size_t max, struct qr_diag *d);
+/* Free st's values and its executor, keeping its outputs: its
+ * variants have run. */
+void qr_sp_store_release(struct qr_sp_store *st);
 /* Free what st holds of sample s (its entries become NULL). */
 void qr_sp_store_drop(struct qr_sp_store *st, size_t s);
 const struct qr_tensor *qr_sp_store_get(const struct qr_sp_store *st,
@@ -942,6 +952,9 @@ struct qr_sens_ctx {
 	size_t n_fin;
 	int threads;             /* per op, in each lane */
 	int lanes;               /* variants run at once */
+	int one_lane;            /* run one variant at a time with every
+				  * thread (the CLE runs, each holding its
+				  * own copy of most weights) */
 	size_t runs;             /* model runs */
 	size_t cut_runs;         /* of them, runs of a cut */
 	/* the candidate being measured */
@@ -969,7 +982,9 @@ struct qr_sens_variant {
 	char *why;               /* heap: why it did not run */
 	int on_float;            /* built on the float model */
 	struct qr_hy_model *h;   /* its model (owned) */
-	struct qr_sp_cut *cut;   /* its cut (owned), or NULL */
+	struct qr_sp_cut *cut;   /* its cut (owned), or NULL; both freed
+				  * once it has run */
+	int skip;                /* not in this qr_sens_variants_run */
 };
 
 /* Read up to o->samples samples (their inputs). Errors: the feed's. */
@@ -989,10 +1004,17 @@ void qr_sens_variants_want(struct qr_sens_ctx *c,
  * Errors: those runs', QR_ESHAPE when no sample is left. */
 enum qr_status qr_sens_bases(struct qr_sens_ctx *c,
 			     struct qr_sens_metric *base, struct qr_diag *d);
-/* Measure the n variants, c->lanes at a time (a variant whose run fails
- * gets why, out->ran 0). */
+/* Measure those of the n variants built on the float model (on 1) or
+ * on the candidate (on 0), or all of them (on -1), c->lanes at a time
+ * (a variant whose run fails gets why, out->ran 0); each one's model
+ * and cut are freed once it has run. */
 void qr_sens_variants_run(struct qr_sens_ctx *c, struct qr_sens_variant *v,
-			  size_t n);
+			  size_t n, int on);
+/* Give the store of the base the variants built on it (on: as in
+ * qr_sens_variants_run) read from an executor per lane that runs them,
+ * at most c->lanes, for their executors to reuse. */
+void qr_sens_parents(struct qr_sens_ctx *c, const struct qr_sens_variant *v,
+		     size_t n, int on);
 void qr_sens_variants_free(struct qr_sens_variant *v, size_t n);
 /* Build and measure n sets of layers kept float (sets[i] marks c->p's
  * layers) into out[i]. */

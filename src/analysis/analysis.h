@@ -687,7 +687,8 @@ struct qr_hazard {
 enum qr_sens_mode {
 	QR_SENS_NONE = 0,        /* no hybrid runs */
 	QR_SENS_QUICK,           /* the layers the local errors rank
-				  * highest, QR_SENS_QUICK_LAYERS of them */
+				  * highest, QR_SENS_QUICK_LAYERS of them,
+				  * kept float alone */
 	QR_SENS_FULL,            /* every quantized layer */
 };
 #define QR_SENS_QUICK_LAYERS 10
@@ -801,9 +802,8 @@ struct qr_sens_result {
 /* CLE, measured (cle_measured.c): the float model with every layer of
  * every CLE set quantized per tensor (symmetric, the bits the CLE page
  * predicts with), activations float, run with and without equalization
- * applied to its float weights. */
-#define QR_CLE_QUICK_SETS 4      /* sets quick mode measures alone: those
-				  * with the largest predicted gain */
+ * applied to its float weights: quick measures every set equalized at
+ * once, full each set alone too. */
 
 /* One equalized variant of that model. */
 struct qr_cle_run {
@@ -1002,9 +1002,9 @@ struct qr_sens_opts {
  * What to change in each candidate, measured with hybrid runs (hybrid.c
  * says what they are) on the first o->samples samples: the candidate's
  * output with only its weights and only its activations quantized; for
- * each quantized layer (quick: the QR_SENS_QUICK_LAYERS that make most
- * of the local noise) the output with only it kept float and with only
- * it quantized; and the fallback plan (fallback.c). Fills a->sens, and
+ * each quantized layer the output with only it kept float and (full)
+ * with only it quantized (quick: the QR_SENS_QUICK_LAYERS that make most
+ * of the local noise, kept float); and the fallback plan (fallback.c). Fills a->sens, and
  * first a->cle_meas (cle_measured.c: the float model's CLE sets'
  * layers quantized per tensor, with and without equalization). Runs
  * after qr_analysis_run_data when there was data (its local errors rank

@@ -22,10 +22,11 @@
  * differ only in initializers. A set whose inner layer is followed by a
  * BatchNormalization that cannot be folded (parameters not constants) is
  * left out of the equalized variants: scaling the conv alone would change
- * the function. quick measures base, all, the check and the
- * QR_CLE_QUICK_SETS sets with the largest predicted gain alone; full every
- * set. The runs are sens_runs.c's, on the what-to-change samples, each cut
- * to the nodes from the first set layer on and fed from one float run.
+ * the function. quick measures base, all and the check; full every set
+ * alone too. The runs are sens_runs.c's, on the what-to-change samples,
+ * each cut to the nodes from the first set layer on and fed from one
+ * float run, one at a time with every thread (each holds its own copy of
+ * most weights).
  */
 #include <math.h>
 #include <stdio.h>
@@ -368,9 +369,9 @@ cmp_gain(const void *p, const void *q)
 	return a < b ? -1 : a > b;
 }
 
-/* The variants: base, all, the check, then the sets measured alone (all
- * of them in full mode, the QR_CLE_QUICK_SETS with the largest predicted
- * gain in quick); the others get why. *n entries. */
+/* The variants: base, all, the check, then, in full mode, every set
+ * alone (in its order of predicted gain); in quick the sets get why. *n
+ * entries. */
 static struct qr_sens_variant *
 variants(struct clm *x, struct qr_cle_measured *m, enum qr_sens_mode mode,
 	 size_t *n)
@@ -378,7 +379,7 @@ variants(struct clm *x, struct qr_cle_measured *m, enum qr_sens_mode mode,
 	const struct qr_analysis *a = x->a;
 	struct qr_sens_variant *v = xcalloc(a->n_cle + 4, sizeof *v);
 	size_t *ord = xcalloc(a->n_cle + 1, sizeof *ord), n_ord = 0, i;
-	size_t nv = 0, cap;
+	size_t nv = 0;
 
 	for (i = 0; i < a->n_cle; i++)
 		if (x->ok[i])
@@ -396,14 +397,11 @@ variants(struct clm *x, struct qr_cle_measured *m, enum qr_sens_mode mode,
 	}
 	sort_sets = a->cle;
 	qsort(ord, n_ord, sizeof *ord, cmp_gain);
-	cap = mode == QR_SENS_FULL ? n_ord :
-	      n_ord < QR_CLE_QUICK_SETS ? n_ord : QR_CLE_QUICK_SETS;
 	for (i = 0; i < n_ord; i++) {
-		if (i >= cap) {
-			m->sets[ord[i]].why = xasprintf("not among the %d sets "
-				"with the largest predicted gain "
-				"(--sensitivity quick; full measures every "
-				"set)", QR_CLE_QUICK_SETS);
+		if (mode != QR_SENS_FULL) {
+			m->sets[ord[i]].why = xstrdup("measured alone with "
+				"--sensitivity full (quick measures every set "
+				"equalized at once)");
 			continue;
 		}
 		v[nv].out = &m->sets[ord[i]].m;
@@ -508,11 +506,14 @@ qr_clm_measure(struct qr_sens_ctx *c, struct qr_analysis *a,
 		goto out;
 	}
 	m->samples = c->n_s;
-	qr_sens_variants_run(c, v, nv);
+	c->one_lane = 1;
+	qr_sens_variants_run(c, v, nv, -1);
+	c->one_lane = 0;
 	results(m, v, nv);
 out:
 	qr_sens_variants_free(v, nv);
 	qr_sp_store_free(&c->fst);
+	qr_mem_trim();
 	c->fouts = NULL;
 	c->n_fouts = 0;
 	c->fm = NULL;

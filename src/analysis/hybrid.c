@@ -430,6 +430,18 @@ qr_hy_plan_new(const struct qr_analysis *a, size_t k,
 
 /* See analysis-int.h. */
 void
+qr_hy_plan_drop_qw(struct qr_hy_plan *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->n; i++) {
+		free(p->l[i].qw);
+		p->l[i].qw = NULL;
+	}
+}
+
+/* See analysis-int.h. */
+void
 qr_hy_plan_free(struct qr_hy_plan *p)
 {
 	size_t i;

@@ -44,6 +44,26 @@ same_node(const struct qr_node *a, const struct qr_node *b)
 	return 1;
 }
 
+/* 1 when node i is a DequantizeLinear of a computed value whose other
+ * inputs are constants. */
+static int
+dq_of_activation(const struct qr_graph *hg, size_t i)
+{
+	const struct qr_node *n = qr_graph_node(hg, i);
+	size_t k, n_outer;
+
+	if (strcmp(n->op_type, "DequantizeLinear") != 0 || n->n_in < 1 ||
+	    n->in[0][0] == '\0' || qr_graph_const(hg, n->in[0]) != NULL)
+		return 0;
+	qr_graph_outer_uses(hg, i, &n_outer);
+	if (n_outer != 0)
+		return 0;
+	for (k = 1; k < n->n_in; k++)
+		if (n->in[k][0] && qr_graph_const(hg, n->in[k]) == NULL)
+			return 0;
+	return 1;
+}
+
 /* Mark node i's reads that no cut node writes and that are not
  * constants as frontier names (once each). */
 static void
@@ -135,6 +155,24 @@ qr_sp_cut_new(const struct qr_model *h, const struct qr_graph *bg)
 					      : -1;
 
 			if (p >= 0 && cc[p])
+				cut[p] = 1;
+		}
+	}
+	/* a DequantizeLinear of an activation a cut node reads, with
+	 * constant parameters, runs in the cut too: the store then keeps
+	 * its integer input, a quarter of the bytes, and the cut computes
+	 * the same floats from it */
+	for (j = 0; j < n; j++) {
+		const struct qr_node *nd = qr_graph_node(hg, order[j]);
+
+		if (!cut[order[j]])
+			continue;
+		for (k = 0; k < nd->n_in; k++) {
+			long p = nd->in[k][0] ? qr_graph_producer(hg,
+								  nd->in[k])
+					      : -1;
+
+			if (p >= 0 && !cut[p] && dq_of_activation(hg, (size_t)p))
 				cut[p] = 1;
 		}
 	}
@@ -242,7 +280,7 @@ qr_sp_store_fill(struct qr_sp_store *st, const struct qr_model *m,
 	/* the variants' parent first, never run (so holding no
 	 * activations): the run's executor borrows its folded weights and
 	 * prepared steps */
-	if ((rc = qr_exec_new(m, eo, &st->e, d)) != QR_OK)
+	if (st->parent && (rc = qr_exec_new(m, eo, &st->e, d)) != QR_OK)
 		return rc;
 	o.keep = st->names;
 	o.n_keep = st->n;
@@ -318,6 +356,24 @@ qr_sp_store_fill(struct qr_sp_store *st, const struct qr_model *m,
 	return rc;
 }
 
+/* See analysis-int.h. */
+void
+qr_sp_store_release(struct qr_sp_store *st)
+{
+	size_t s, i;
+
+	for (s = 0; s < st->n_s && st->v; s++) {
+		for (i = 0; st->v[s] && i < st->n; i++)
+			qr_tensor_free(st->v[s][i]);
+		free(st->v[s]);
+		st->v[s] = NULL;
+	}
+	st->full = 1;
+	qr_exec_free(st->e);
+	qr_exec_free(st->e2);
+	st->e = st->e2 = NULL;
+}
+
 /* Free what st holds of sample s. */
 void
 qr_sp_store_drop(struct qr_sp_store *st, size_t s)
@@ -379,5 +435,6 @@ qr_sp_store_free(struct qr_sp_store *st)
 	free(st->names);
 	qr_strmap_free(&st->idx);
 	qr_exec_free(st->e);
+	qr_exec_free(st->e2);
 	memset(st, 0, sizeof *st);
 }

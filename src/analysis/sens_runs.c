@@ -397,7 +397,7 @@ qr_sens_float_base(struct qr_sens_ctx *c, struct qr_diag *d)
  */
 static enum qr_status
 measure(struct qr_sens_ctx *c, struct qr_sens_variant *v,
-	const struct qr_exec *parent, struct qr_diag *d)
+	const struct qr_exec *parent, int wide, struct qr_diag *d)
 {
 	const struct qr_sp_store *bst = v->on_float ? &c->fst : &c->cst;
 	const struct qr_model *m = v->cut ? &v->cut->m : &v->h->m;
@@ -409,7 +409,7 @@ measure(struct qr_sens_ctx *c, struct qr_sens_variant *v,
 	size_t s, i, j, n_in, nqi, n_out, n_full;
 	enum qr_status st;
 
-	exec_opts(c, &eo, 1);
+	exec_opts(c, &eo, wide ? c->lanes : 1);
 	eo.reuse = parent;
 	oc.acc = xcalloc(c->n_fouts + 1, sizeof *oc.acc);
 	if ((st = qr_exec_new(m, &eo, &e, d)) != QR_OK)
@@ -551,20 +551,23 @@ struct pool {
 	size_t n;
 	size_t *order;            /* the variants, the costliest first */
 	unsigned char *taken;     /* per variant: a lane took it */
-	int busy[2];              /* the float model's (0) and the
-				   * candidate's (1) executor is in use */
+	const struct qr_exec *par[2][2]; /* the float model's (0) and the
+				   * candidate's (1) executors, NULL where
+				   * there is none */
+	int busy[2][2];           /* that executor is in use */
 	int whole;                /* whole models running */
+	int wide;                 /* one lane, with every thread */
 	pthread_mutex_t mu;
 };
 
-/* The next variant for a lane (pl->mu held), or NULL; *b gets the base
- * whose executor it may use, -1 for none. */
+/* The next variant for a lane (pl->mu held), or NULL; *b gets the
+ * executor it may use (base * 2 + slot), -1 for none. */
 static struct qr_sens_variant *
 pool_pick(struct pool *pl, int *b)
 {
 	struct qr_sens_variant *first = NULL;
 	size_t i;
-	int pass;
+	int pass, k;
 
 	*b = -1;
 	for (pass = pl->whole > 0 ? 0 : 1; pass < 2 && first == NULL; pass++)
@@ -572,15 +575,16 @@ pool_pick(struct pool *pl, int *b)
 			struct qr_sens_variant *v = &pl->v[pl->order[i]];
 			int bi = v->on_float ? 0 : 1;
 
-			if (pl->taken[pl->order[i]] ||
+			if (pl->taken[pl->order[i]] || v->skip ||
 			    (pass == 0 && v->cut == NULL))
 				continue;
 			if (first == NULL)
 				first = v;
-			if (!pl->busy[bi]) {
-				*b = bi;
-				return v;
-			}
+			for (k = 0; k < 2; k++)
+				if (pl->par[bi][k] && !pl->busy[bi][k]) {
+					*b = bi * 2 + k;
+					return v;
+				}
 		}
 	return first;
 }
@@ -635,22 +639,27 @@ pool_work(void *arg)
 		pl->taken[v - pl->v] = 1;
 		pl->whole += v->cut == NULL;
 		if (b >= 0) {
-			pl->busy[b] = 1;
-			parent = b == 0 ? c->fst.e : c->cst.e;
+			pl->busy[b / 2][b % 2] = 1;
+			parent = pl->par[b / 2][b % 2];
 		}
 		pthread_mutex_unlock(&pl->mu);
 		if (v->h == NULL) {
 			v->why = xstrdup("the model could not be built");
-		} else if (measure(c, v, parent, &d) != QR_OK) {
+		} else if (measure(c, v, parent, pl->wide, &d) != QR_OK) {
 			v->why = xstrdup(d.msg[0] ? d.msg : "the run failed");
 			v->out->ran = 0;
 		}
 		qr_diag_clear(&d);
 		pthread_mutex_lock(&pl->mu);
 		if (b >= 0)
-			pl->busy[b] = 0;
+			pl->busy[b / 2][b % 2] = 0;
 		pl->whole -= v->cut == NULL;
 		pthread_mutex_unlock(&pl->mu);
+		/* done with: its model goes now, not with the rest */
+		qr_sp_cut_free(v->cut);
+		qr_hy_model_free(v->h);
+		v->cut = NULL;
+		v->h = NULL;
 	}
 	return NULL;
 }
@@ -658,21 +667,30 @@ pool_work(void *arg)
 /* See analysis-int.h. */
 void
 qr_sens_variants_run(struct qr_sens_ctx *c, struct qr_sens_variant *v,
-		     size_t n)
+		     size_t n, int on)
 {
-	struct pool pl = { c, v, n, NULL, NULL, { 0, 0 }, 0,
+	struct pool pl = { c, v, n, NULL, NULL, { { NULL, NULL },
+			   { NULL, NULL } }, { { 0, 0 }, { 0, 0 } }, 0, 0,
 			   PTHREAD_MUTEX_INITIALIZER };
-	size_t *costs;
+	size_t *costs, n_run = 0;
 	pthread_t th;
 	size_t i, k;
 	int helper = 0;
 
+	pl.par[0][0] = c->fst.e;
+	pl.par[0][1] = c->fst.e2;
+	pl.par[1][0] = c->cst.e;
+	pl.par[1][1] = c->cst.e2;
 	/* a cut runs only when its base's store holds what it reads; its
 	 * inputs then take their dtypes */
 	for (i = 0; i < n; i++) {
 		const struct qr_sp_store *bst = v[i].on_float ? &c->fst
 							      : &c->cst;
 
+		v[i].skip = on >= 0 && v[i].on_float != on;
+		if (v[i].skip)
+			continue;
+		n_run++;
 		if (v[i].cut && !qr_sp_store_covers(bst, v[i].cut)) {
 			qr_sp_cut_free(v[i].cut);
 			v[i].cut = NULL;
@@ -693,7 +711,11 @@ qr_sens_variants_run(struct qr_sens_ctx *c, struct qr_sens_variant *v,
 	sort_cost = costs;
 	qsort(pl.order, n, sizeof *pl.order, cmp_cost);
 	free(costs);
-	if (c->lanes > 1 && n > 1)
+	/* fewer variants than lanes, or each holding its own copy of most
+	 * weights: one at a time, every thread on each op (executors
+	 * prepared for one thread are then not reused) */
+	pl.wide = c->lanes > 1 && (n_run < (size_t)c->lanes || c->one_lane);
+	if (c->lanes > 1 && !pl.wide)
 		helper = pthread_create(&th, NULL, pool_work, &pl) == 0;
 	pool_work(&pl);
 	if (helper)
@@ -701,7 +723,37 @@ qr_sens_variants_run(struct qr_sens_ctx *c, struct qr_sens_variant *v,
 	pthread_mutex_destroy(&pl.mu);
 	free(pl.taken);
 	free(pl.order);
-	c->runs += n * c->n_s;
+	for (i = 0; i < n; i++)
+		v[i].skip = 0;
+	c->runs += n_run * c->n_s;
+	qr_mem_trim();
+}
+
+/* See analysis-int.h. */
+void
+qr_sens_parents(struct qr_sens_ctx *c, const struct qr_sens_variant *v,
+		size_t n, int on)
+{
+	struct qr_sp_store *st = on ? &c->fst : &c->cst;
+	struct qr_exec_opts eo;
+	struct qr_diag d = {0};
+	size_t i, want = 0;
+
+	for (i = 0; i < n; i++)
+		want += v[i].h != NULL && v[i].on_float == on;
+	/* a lone variant runs wide: a parent for one thread is no use */
+	want = want < 2 || c->one_lane ? 0 : want < (size_t)c->lanes ? want
+					   : (size_t)c->lanes;
+	exec_opts(c, &eo, 1);
+	/* none is not an error: the variants prepare their own */
+	if (want > 0 && st->e == NULL &&
+	    qr_exec_new(on ? c->fm : c->qm, &eo, &st->e, &d) != QR_OK)
+		st->e = NULL;
+	qr_diag_clear(&d);
+	if (want > 1 && st->e2 == NULL &&
+	    qr_exec_new(on ? c->fm : c->qm, &eo, &st->e2, &d) != QR_OK)
+		st->e2 = NULL;
+	qr_diag_clear(&d);
 }
 
 /* See analysis-int.h. */
@@ -732,7 +784,7 @@ qr_sens_measure_sets(struct qr_sens_ctx *c, const unsigned char *const *sets,
 		v[i].out = &out[i];
 	}
 	qr_sens_variants_build(c, v, n);
-	qr_sens_variants_run(c, v, n);
+	qr_sens_variants_run(c, v, n, -1);
 	qr_sens_variants_free(v, n);
 }
 

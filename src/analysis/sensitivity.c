@@ -314,7 +314,7 @@ variants(const struct qr_sens_ctx *c, struct qr_sens_result *r,
 			v[nv].layer = li;
 			v[nv++].out = &r->layers[li].kept_float;
 		}
-		if (p->l[li].q != NULL) {
+		if (p->l[li].q != NULL && c->o->mode == QR_SENS_FULL) {
 			v[nv].kind = QR_SV_QUANT;
 			v[nv].layer = li;
 			v[nv++].out = &r->layers[li].quant_only;
@@ -376,7 +376,7 @@ sens_candidate(struct qr_sens_ctx *c, struct qr_analysis *a, size_t k,
 	struct qr_graph *fg = NULL, *qg = NULL;
 	struct qr_diag d = {0};
 	struct qr_sens_variant *v = NULL;
-	size_t *ord = NULL, nv = 0, i, n_meas, nfo = 0;
+	size_t *ord = NULL, nv = 0, i, n_meas, nfo = 0, n_on;
 	double t0 = qr_now();
 	size_t runs0 = c->runs, cut0 = c->cut_runs;
 
@@ -417,6 +417,12 @@ sens_candidate(struct qr_sens_ctx *c, struct qr_analysis *a, size_t k,
 	v = variants(c, r, ord, n_meas, &nv);
 	qr_sens_variants_build(c, v, nv);
 	qr_sens_variants_want(c, v, nv);
+	/* the float model's executor stays for the variants built on it
+	 * (which run first) to reuse, when they run side by side; the
+	 * candidate's is made once the float model's is gone */
+	for (i = 0, n_on = 0; i < nv; i++)
+		n_on += v[i].h != NULL && v[i].on_float;
+	c->fst.parent = n_on >= 2 && c->lanes >= 2;
 	if (qr_sens_bases(c, &r->base, &d) != QR_OK) {
 		r->why = xstrdup(d.msg);
 		goto out;
@@ -425,7 +431,15 @@ sens_candidate(struct qr_sens_ctx *c, struct qr_analysis *a, size_t k,
 		if (c->out_ch[i] > 0)
 			r->layers[i].macs = c->out_elem[i] *
 				(r->layers[i].params / c->out_ch[i]);
-	qr_sens_variants_run(c, v, nv);
+	/* the variants built on the float model, then those built on the
+	 * candidate: only one base's executors and values are held at a
+	 * time */
+	qr_sens_variants_run(c, v, nv, 1);
+	qr_sp_store_release(&c->fst);
+	qr_hy_plan_drop_qw(c->p);
+	qr_mem_trim();
+	qr_sens_parents(c, v, nv, 0);
+	qr_sens_variants_run(c, v, nv, 0);
 	for (i = 0; i < nv; i++) {
 		if (v[i].why && (v[i].kind == QR_SV_KEEP ||
 				 v[i].kind == QR_SV_QUANT) &&
@@ -460,6 +474,7 @@ out:
 	qr_strmap_free(&c->layer_at);
 	qr_sp_store_free(&c->fst);
 	qr_sp_store_free(&c->cst);
+	qr_mem_trim();
 	c->fouts = NULL;
 	c->n_fouts = 0;
 	qr_hy_plan_free(c->p);

@@ -1081,9 +1081,10 @@ static const struct qr_cli_opt report_opts[] = {
 	  .help =
 		"what to change: runs with layers kept float,\n"
 		"and CLE measured (quick: the 10 layers making\n"
-		"most of the local error, the 4 CLE sets with\n"
-		"the largest predicted gain; full: every\n"
-		"quantized layer and CLE set; default quick)",
+		"most of the local error kept float, every CLE\n"
+		"set equalized at once; full: every quantized\n"
+		"layer both ways, each CLE set alone too;\n"
+		"default quick)",
 	  .man =
 		"What to change: the candidate with only its weights and with only its\n"
 		"activations quantized, each quantized layer kept float alone and\n"
@@ -1095,10 +1096,10 @@ static const struct qr_cli_opt report_opts[] = {
 		"model with its CLE sets' weights quantized per tensor, with and without\n"
 		"the equalization.\n"
 		".B quick\n"
-		"(the default) measures the 10 layers that make most of the local error\n"
-		"and the 4 CLE sets with the largest predicted gain,\n"
+		"(the default) keeps float alone the 10 layers that make most of the\n"
+		"local error and measures every CLE set equalized at once,\n"
 		".B full\n"
-		"every quantized layer and every CLE set,\n"
+		"every quantized layer both ways and each CLE set alone too,\n"
 		".B none\n"
 		"nothing." },
 	{ .name = "sensitivity-samples", .arg = "N",

@@ -128,6 +128,7 @@ qr_view_cle_measured(const struct qr_analysis *a, cJSON *root)
 	qr_view_count(o, "runs", m->runs);
 	qr_view_fmt(o, "seconds", "%.2f", m->seconds);
 	qr_view_str(o, "mode", m->mode == QR_SENS_FULL ? "full" : "quick");
+	cJSON_AddBoolToObject(o, "full", m->mode == QR_SENS_FULL);
 	qr_view_sens_metric(o, "base", &m->base, thr);
 	qr_view_sens_metric(o, "check", &m->float_check, thr);
 	cJSON_AddBoolToObject(o, "check_ran", m->float_check.ran);

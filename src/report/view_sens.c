@@ -289,9 +289,11 @@ depth_chart(struct qr_view_ctx *cc, const struct qr_sens_result *r, size_t k,
 		hrefs[i] = qr_view_href(cc, l->layer, "change.html#s-%zu", k);
 		qr_fmt_sqnr(a1, sizeof a1, kf[i]);
 		qr_fmt_sqnr(a2, sizeof a2, qo[i]);
-		titles[i] = xasprintf("%s: output SQNR %s dB kept float alone, "
-				      "%s dB quantized alone", l->layer, a1,
-				      a2);
+		titles[i] = r->mode == QR_SENS_FULL ?
+			xasprintf("%s: output SQNR %s dB kept float alone, %s "
+				  "dB quantized alone", l->layer, a1, a2) :
+			xasprintf("%s: output SQNR %s dB kept float alone",
+				  l->layer, a1);
 	}
 	s[0] = (struct qr_series){ "output SQNR, only this layer kept float",
 				   kf, NULL, n, QR_STYLE_LINE, 1 };
@@ -302,15 +304,17 @@ depth_chart(struct qr_view_ctx *cc, const struct qr_sens_result *r, size_t k,
 	spec.ylabel = "output SQNR (dB)";
 	spec.width = 960;
 	spec.height = 300;
-	spec.n_series = 2;
+	/* quick mode quantizes no layer alone */
+	spec.n_series = r->mode == QR_SENS_FULL ? 2 : 1;
 	spec.series = s;
 	spec.xticks = (const char *const *)ticks;
 	spec.hlines = &hl;
 	spec.n_hlines = isnan(hl.y) ? 0 : 1;
 	snprintf(name, sizeof name, "sens-depth-q%zu", k + 1);
 	st = qr_view_chart(cc, o, "depth_chart", "model-", name, &spec,
-			   "output SQNR per layer kept float and quantized "
-			   "alone", hrefs, titles);
+			   r->mode == QR_SENS_FULL ? "output SQNR per layer "
+			   "kept float and quantized alone" : "output SQNR "
+			   "per layer kept float alone", hrefs, titles);
 out:
 	qr_strv_free(ticks, n);
 	qr_strv_free(hrefs, n);
@@ -429,6 +433,7 @@ qr_view_sens(struct qr_view_ctx *cc, const struct qr_analysis *a,
 		qr_view_str(x, "why", r->why);
 		qr_view_str(x, "semantics", r->semantics);
 		qr_view_str(x, "mode", mode_name(r->mode));
+		cJSON_AddBoolToObject(x, "full", r->mode == QR_SENS_FULL);
 		qr_view_count(x, "samples", r->samples);
 		qr_view_count(x, "runs", r->runs);
 		qr_view_fmt(x, "seconds", "%.2f", r->seconds);

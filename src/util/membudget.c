@@ -47,6 +47,16 @@ qr_mem_in_use(void)
 #endif
 }
 
+void
+qr_mem_trim(void)
+{
+#if defined(__GLIBC__)
+	/* each thread's arena keeps the pages of what it freed; a phase
+	 * that allocates in another arena next would add to them */
+	malloc_trim(0);
+#endif
+}
+
 /* A /proc file's "Key: N kB" line, in bytes; 0 when absent. */
 static size_t
 proc_kb(const char *file, const char *key)

@@ -239,6 +239,9 @@ enum qr_status qr_tmpdir_make(const char *target, char **out,
  * checked against it before they get memory (qr_tensor_set_shape). */
 #define QR_MEM_CHECK_MIN ((size_t)16 << 20)
 size_t qr_mem_in_use(void);
+/* Give the pages malloc holds free back to the system, between phases
+ * that allocate much (a no-op without glibc). */
+void qr_mem_trim(void);
 size_t qr_mem_budget(void);
 void qr_mem_set_budget(size_t bytes);
 /* End the run (qr_fatal: exit 2) when bytes more would exceed the
