@@ -985,6 +985,8 @@ struct qr_sens_variant {
 	struct qr_sp_cut *cut;   /* its cut (owned), or NULL; both freed
 				  * once it has run */
 	int skip;                /* not in this qr_sens_variants_run */
+	size_t n_s;              /* runs on the first n_s samples only (0:
+				  * on every sample) */
 };
 
 /* Read up to o->samples samples (their inputs). Errors: the feed's. */

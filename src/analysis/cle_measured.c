@@ -13,7 +13,8 @@
  *                weights the sets before it left (cle.c's order: what the
  *                page predicts and what a user applies)
  *   float check  "all" not quantized: the float model's function to
- *                rounding, the equalization's own test
+ *                rounding, the equalization's own test (on the first
+ *                sample)
  *
  * The gain of a variant is its output SQNR less the base's. A layer with
  * a BatchNormalization after it that cle.c folds reads the folded weight
@@ -389,7 +390,10 @@ variants(struct clm *x, struct qr_cle_measured *m, enum qr_sens_mode mode,
 	if (n_ord > 0) {
 		v[nv].out = &m->all.m;
 		v[nv++].h = variant(x, V_ALL);
+		/* a test of the equalization, not a measurement: a
+		 * function it changed shows on any sample */
 		v[nv].out = &m->float_check;
+		v[nv].n_s = 1;
 		v[nv++].h = variant(x, V_CHECK);
 	} else {
 		m->all.why = xstrdup("no set can be equalized without "

@@ -390,6 +390,13 @@ qr_sens_float_base(struct qr_sens_ctx *c, struct qr_diag *d)
 
 /* ---- one variant ---- */
 
+/* The samples v runs on. */
+static size_t
+samples(const struct qr_sens_ctx *c, const struct qr_sens_variant *v)
+{
+	return v->n_s > 0 && v->n_s < c->n_s ? v->n_s : c->n_s;
+}
+
 /*
  * Run variant v on every sample: its cut fed with its base's values, or
  * the whole model fed with the inputs (renamed to its own by position),
@@ -415,7 +422,7 @@ measure(struct qr_sens_ctx *c, struct qr_sens_variant *v,
 	if ((st = qr_exec_new(m, &eo, &e, d)) != QR_OK)
 		goto out;
 	n_full = v->h->m.graph.n_output;
-	for (s = 0; s < c->n_s && st == QR_OK; s++) {
+	for (s = 0; s < samples(c, v) && st == QR_OK; s++) {
 		const char *const *qn = qr_exec_inputs(e, &nqi);
 		struct qr_tensor *const *outs;
 
@@ -698,7 +705,8 @@ qr_sens_variants_run(struct qr_sens_ctx *c, struct qr_sens_variant *v,
 		for (k = 0; v[i].cut && k < v[i].cut->n_front; k++)
 			v[i].cut->ins[k].dtype = qr_sp_store_get(bst, 0,
 				v[i].cut->front[k])->dtype;
-		c->cut_runs += v[i].cut ? c->n_s : 0;
+		c->cut_runs += v[i].cut ? samples(c, &v[i]) : 0;
+		c->runs += samples(c, &v[i]);
 	}
 	/* the longest first, so that the lanes end together */
 	pl.taken = xcalloc(n + 1, 1);
@@ -725,7 +733,6 @@ qr_sens_variants_run(struct qr_sens_ctx *c, struct qr_sens_variant *v,
 	free(pl.order);
 	for (i = 0; i < n; i++)
 		v[i].skip = 0;
-	c->runs += n_run * c->n_s;
 	qr_mem_trim();
 }
 

@@ -419,10 +419,13 @@ sens_candidate(struct qr_sens_ctx *c, struct qr_analysis *a, size_t k,
 	qr_sens_variants_want(c, v, nv);
 	/* the float model's executor stays for the variants built on it
 	 * (which run first) to reuse, when they run side by side; the
-	 * candidate's is made once the float model's is gone */
+	 * candidate's, lighter (its weights are views of its codes),
+	 * stays for its own, which a second lane's joins once the float
+	 * model's is gone */
 	for (i = 0, n_on = 0; i < nv; i++)
 		n_on += v[i].h != NULL && v[i].on_float;
 	c->fst.parent = n_on >= 2 && c->lanes >= 2;
+	c->cst.parent = 1;
 	if (qr_sens_bases(c, &r->base, &d) != QR_OK) {
 		r->why = xstrdup(d.msg);
 		goto out;
