@@ -936,7 +936,7 @@ void qr_sp_store_free(struct qr_sp_store *st);
 
 /* Bytes a base's store may keep over every sample: past them its
  * variants run whole (doc/sensitivity.md, Cost). */
-#define QR_SENS_STORE_MAX ((size_t)128 << 20)
+#define QR_SENS_STORE_MAX ((size_t)64 << 20)
 
 /* The hybrid runs of one analysis. */
 struct qr_sens_ctx {
