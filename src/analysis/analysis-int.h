@@ -921,8 +921,8 @@ enum qr_status qr_sp_store_fill(struct qr_sp_store *st,
 				struct qr_tensor ***ins, const size_t *n_ins,
 				size_t n_s, const char *const *fnames,
 				size_t n_fin, size_t max, struct qr_diag *d);
-/* Free st's values and its executor, keeping its outputs: its
- * variants have run. */
+/* Free st's values, what it was asked to keep and its executors,
+ * keeping its outputs: its variants have run. */
 void qr_sp_store_release(struct qr_sp_store *st);
 /* Free what st holds of sample s (its entries become NULL). */
 void qr_sp_store_drop(struct qr_sp_store *st, size_t s);
@@ -962,9 +962,14 @@ struct qr_sens_ctx {
 	struct qr_hy_plan *p;    /* its plan */
 	struct qr_as_qparams *oqp; /* per output: its params */
 	struct qr_sp_store fst, cst; /* the float model's and its values */
-	struct qr_strmap layer_at; /* float node name -> plan layer */
-	size_t *out_elem, *out_ch; /* per plan layer: output elements and
-				  * channels (its MACs) */
+	struct qr_strmap osz;    /* float node name -> index into: */
+	size_t *osz_elem, *osz_ch; /* its first output's elements and
+				  * channels on the first sample (a layer's
+				  * MACs), from the float model's store */
+	size_t n_osz;
+	int busy_lane;           /* a lane does other work: run one
+				  * variant at a time, on one lane */
+	int keep_models;         /* a run leaves the variants' models */
 };
 
 /* Kinds of variant. */
@@ -1000,12 +1005,21 @@ void qr_sens_variants_build(struct qr_sens_ctx *c, struct qr_sens_variant *v,
 /* What their cuts read, to the stores. */
 void qr_sens_variants_want(struct qr_sens_ctx *c,
 			   const struct qr_sens_variant *v, size_t n);
-/* Fill the stores: the float model's run (c->fouts, its outputs; the
- * samples it cannot take dropped) and the candidate's; *base gets the
- * candidate's output metrics, c->out_elem/out_ch the layers' sizes.
- * Errors: those runs', QR_ESHAPE when no sample is left. */
-enum qr_status qr_sens_bases(struct qr_sens_ctx *c,
-			     struct qr_sens_metric *base, struct qr_diag *d);
+/* Fill the stores and run the n variants built on the float model:
+ * the float model's run (c->fouts, its outputs; the samples it cannot
+ * take dropped; c->osz the nodes' sizes), unless the store kept its
+ * outputs and those variants want nothing else of it, and the
+ * candidate's, which then runs beside them; *base gets the candidate's
+ * output metrics. Errors: the bases' runs', QR_ESHAPE when no sample is
+ * left. */
+enum qr_status qr_sens_float_phase(struct qr_sens_ctx *c,
+				   struct qr_sens_variant *v, size_t n,
+				   struct qr_sens_metric *base,
+				   struct qr_diag *d);
+/* Layer name's multiply-accumulates per sample with params weight
+ * elements, from c->osz (0 when unknown). */
+size_t qr_sens_macs(const struct qr_sens_ctx *c, const char *name,
+		    size_t params);
 /* Measure those of the n variants built on the float model (on 1) or
  * on the candidate (on 0), or all of them (on -1), c->lanes at a time
  * (a variant whose run fails gets why, out->ran 0); each one's model

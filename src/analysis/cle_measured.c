@@ -516,10 +516,9 @@ qr_clm_measure(struct qr_sens_ctx *c, struct qr_analysis *a,
 	results(m, v, nv);
 out:
 	qr_sens_variants_free(v, nv);
-	qr_sp_store_free(&c->fst);
+	/* the float outputs stay: the candidates' runs compare with them */
+	qr_sp_store_release(&c->fst);
 	qr_mem_trim();
-	c->fouts = NULL;
-	c->n_fouts = 0;
 	c->fm = NULL;
 	clm_free(&x);
 	qr_diag_clear(&d);

@@ -369,6 +369,11 @@ qr_sp_store_release(struct qr_sp_store *st)
 		st->v[s] = NULL;
 	}
 	st->full = 1;
+	/* what it was asked for goes too: the names are its variants' */
+	free(st->names);
+	st->names = NULL;
+	st->n = 0;
+	qr_strmap_free(&st->idx);
 	qr_exec_free(st->e);
 	qr_exec_free(st->e2);
 	st->e = st->e2 = NULL;

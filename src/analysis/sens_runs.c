@@ -275,22 +275,36 @@ cmp_result(const struct outcmp *oc, const struct qr_sens_ctx *c,
 /* ---- the bases' runs ---- */
 
 static int
-macs_hook(const struct qr_node *node, struct qr_tensor *const *outs,
+size_hook(const struct qr_node *node, struct qr_tensor *const *outs,
 	  size_t n, void *user)
 {
 	struct qr_sens_ctx *c = user;
-	size_t i = qr_strmap_get(&c->layer_at, node->name);
 	const struct qr_tensor *t = n > 0 ? outs[0] : NULL;
 	int conv = strcmp(node->op_type, "Conv") == 0 ||
 		   strcmp(node->op_type, "ConvTranspose") == 0;
 
-	if (i == QR_STRMAP_NONE || t == NULL || t->ndim < 1 ||
-	    c->out_elem[i] != 0)
+	if (t == NULL || t->ndim < 1 ||
+	    qr_strmap_get(&c->osz, node->name) != QR_STRMAP_NONE)
 		return 0;
-	c->out_elem[i] = t->n_elem;
-	c->out_ch[i] = (size_t)t->dims[conv ? (t->ndim > 1 ? 1 : 0)
-					    : t->ndim - 1];
+	c->osz_elem = xreallocarray(c->osz_elem, c->n_osz + 1,
+				    sizeof *c->osz_elem);
+	c->osz_ch = xreallocarray(c->osz_ch, c->n_osz + 1, sizeof *c->osz_ch);
+	c->osz_elem[c->n_osz] = t->n_elem;
+	c->osz_ch[c->n_osz] = (size_t)t->dims[conv ? (t->ndim > 1 ? 1 : 0)
+						   : t->ndim - 1];
+	qr_strmap_put(&c->osz, node->name, c->n_osz++);
 	return 0;
+}
+
+/* See analysis-int.h. */
+size_t
+qr_sens_macs(const struct qr_sens_ctx *c, const char *name, size_t params)
+{
+	size_t i = qr_strmap_get(&c->osz, name);
+
+	if (i == QR_STRMAP_NONE || c->osz_ch[i] == 0)
+		return 0;
+	return c->osz_elem[i] * (params / c->osz_ch[i]);
 }
 
 /* One base's store, filled on a thread of its own. */
@@ -298,6 +312,7 @@ struct fill_job {
 	struct qr_sens_ctx *c;
 	struct qr_sp_store *st;
 	const struct qr_model *m;
+	int lanes;               /* its threads: c->threads times lanes */
 	struct qr_diag d;        /* its own: diags are not shared */
 	enum qr_status rc;
 };
@@ -308,7 +323,7 @@ fill_run(void *arg)
 	struct fill_job *j = arg;
 	struct qr_exec_opts eo;
 
-	exec_opts(j->c, &eo, 1);
+	exec_opts(j->c, &eo, j->lanes);
 	j->st->skip_bad = 1;
 	j->rc = qr_sp_store_fill(j->st, j->m, &eo, j->c->ins, j->c->n_ins,
 				 j->c->n_s, j->c->fin, j->c->n_fin,
@@ -332,37 +347,15 @@ filled(struct qr_sens_ctx *c, const char *what, struct qr_diag *d)
 	return QR_OK;
 }
 
-/* The float model's store (with the layers' output sizes from its first
- * run) and the candidate's, side by side; the candidate's outputs give
- * *base. */
-enum qr_status
-qr_sens_bases(struct qr_sens_ctx *c, struct qr_sens_metric *base,
-	      struct qr_diag *d)
+/* The candidate's outputs against the float model's into *base. */
+static enum qr_status
+base_metric(struct qr_sens_ctx *c, struct qr_sens_metric *base,
+	    struct qr_diag *d)
 {
-	struct fill_job jf = { c, &c->fst, c->fm, { 0 }, QR_OK };
-	struct fill_job jq = { c, &c->cst, c->qm, { 0 }, QR_OK };
 	struct outcmp oc = { 0 };
 	enum qr_status st;
-	pthread_t th;
 	size_t s, i;
-	int helper;
 
-	c->fst.hook = macs_hook;
-	c->fst.user = c;
-	helper = c->lanes > 1 &&
-		 pthread_create(&th, NULL, fill_run, &jf) == 0;
-	if (!helper)
-		fill_run(&jf);
-	fill_run(&jq);
-	if (helper)
-		pthread_join(th, NULL);
-	st = jf.rc != QR_OK ? qr_errorf(d, jf.rc, "%s", jf.d.msg) :
-	     jq.rc != QR_OK ? qr_errorf(d, jq.rc, "%s", jq.d.msg) : QR_OK;
-	qr_diag_clear(&jf.d);
-	qr_diag_clear(&jq.d);
-	if (st != QR_OK || (st = filled(c, "both the float model and the "
-					"candidate", d)) != QR_OK)
-		return st;
 	oc.acc = xcalloc(c->n_fouts + 1, sizeof *oc.acc);
 	for (s = 0; s < c->n_s; s++)
 		for (i = 0; i < c->n_fouts && i < c->cst.n_outs; i++)
@@ -375,13 +368,108 @@ qr_sens_bases(struct qr_sens_ctx *c, struct qr_sens_metric *base,
 	return st;
 }
 
+/* Whether the float model's store as it is serves the variants built on
+ * it: it kept its outputs, and they read nothing else of it nor want its
+ * executor (qr_sens_float_phase). */
+static int
+float_kept(const struct qr_sens_ctx *c, const struct qr_sens_variant *v,
+	   size_t n)
+{
+	size_t i;
+
+	if (c->fst.outs == NULL || c->fst.parent)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (v[i].on_float && v[i].cut != NULL)
+			return 0;
+	return 1;
+}
+
+/* Free the models of the variants built on the float model. */
+static void
+float_models_free(struct qr_sens_variant *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (v[i].on_float) {
+			qr_sp_cut_free(v[i].cut);
+			qr_hy_model_free(v[i].h);
+			v[i].cut = NULL;
+			v[i].h = NULL;
+		}
+}
+
+/* See analysis-int.h. */
+enum qr_status
+qr_sens_float_phase(struct qr_sens_ctx *c, struct qr_sens_variant *v,
+		    size_t n, struct qr_sens_metric *base, struct qr_diag *d)
+{
+	struct fill_job jf = { c, &c->fst, c->fm, 1, { 0 }, QR_OK };
+	struct fill_job jq = { c, &c->cst, c->qm, 1, { 0 }, QR_OK };
+	enum qr_status st;
+	pthread_t th;
+	size_t n_s = c->n_s;
+	int helper, kept = float_kept(c, v, n);
+
+	if (!kept) {
+		/* both stores, side by side, then the variants */
+		int parent = c->fst.parent;
+
+		qr_sp_store_free(&c->fst);
+		c->fst.parent = parent;
+		c->fst.hook = size_hook;
+		c->fst.user = c;
+		qr_sens_variants_want(c, v, n);
+		helper = c->lanes > 1 &&
+			 pthread_create(&th, NULL, fill_run, &jf) == 0;
+		if (!helper)
+			fill_run(&jf);
+		fill_run(&jq);
+	} else {
+		/* the candidate's store beside the variants: they need
+		 * only the float outputs, kept from an earlier fill */
+		c->fouts = c->fst.outs;
+		c->n_fouts = c->fst.n_outs;
+		helper = c->lanes > 1 &&
+			 pthread_create(&th, NULL, fill_run, &jq) == 0;
+		if (!helper)
+			fill_run(&jq);
+		c->busy_lane = helper;
+		c->keep_models = 1;
+		qr_sens_variants_run(c, v, n, 1);
+		c->busy_lane = c->keep_models = 0;
+	}
+	if (helper)
+		pthread_join(th, NULL);
+	st = jf.rc != QR_OK ? qr_errorf(d, jf.rc, "%s", jf.d.msg) :
+	     jq.rc != QR_OK ? qr_errorf(d, jq.rc, "%s", jq.d.msg) : QR_OK;
+	qr_diag_clear(&jf.d);
+	qr_diag_clear(&jq.d);
+	if (st == QR_OK)
+		st = filled(c, kept ? "the candidate" : "both the float model "
+			    "and the candidate", d);
+	if (st == QR_OK)
+		st = base_metric(c, base, d);
+	if (st == QR_OK && (!kept || c->n_s != n_s))
+		/* first, or again on the samples the candidate took */
+		qr_sens_variants_run(c, v, n, 1);
+	float_models_free(v, n);
+	return st;
+}
+
 /* See analysis-int.h. */
 enum qr_status
 qr_sens_float_base(struct qr_sens_ctx *c, struct qr_diag *d)
 {
-	struct fill_job jf = { c, &c->fst, c->fm, { 0 }, QR_OK };
+	struct fill_job jf = { c, &c->fst, c->fm, c->lanes, { 0 }, QR_OK };
 	enum qr_status st;
 
+	/* alone: every thread (no executor is kept for variants to
+	 * share, which would want one lane's) */
+	c->fst.parent = 0;
+	c->fst.hook = size_hook;
+	c->fst.user = c;
 	fill_run(&jf);
 	st = jf.rc != QR_OK ? qr_errorf(d, jf.rc, "%s", jf.d.msg) : QR_OK;
 	qr_diag_clear(&jf.d);
@@ -663,10 +751,12 @@ pool_work(void *arg)
 		pl->whole -= v->cut == NULL;
 		pthread_mutex_unlock(&pl->mu);
 		/* done with: its model goes now, not with the rest */
-		qr_sp_cut_free(v->cut);
-		qr_hy_model_free(v->h);
-		v->cut = NULL;
-		v->h = NULL;
+		if (!c->keep_models) {
+			qr_sp_cut_free(v->cut);
+			qr_hy_model_free(v->h);
+			v->cut = NULL;
+			v->h = NULL;
+		}
 	}
 	return NULL;
 }
@@ -684,10 +774,16 @@ qr_sens_variants_run(struct qr_sens_ctx *c, struct qr_sens_variant *v,
 	size_t i, k;
 	int helper = 0;
 
-	pl.par[0][0] = c->fst.e;
-	pl.par[0][1] = c->fst.e2;
-	pl.par[1][0] = c->cst.e;
-	pl.par[1][1] = c->cst.e2;
+	/* only the executors of the base that runs (the other's store may
+	 * be filling beside) */
+	if (on != 0) {
+		pl.par[0][0] = c->fst.e;
+		pl.par[0][1] = c->fst.e2;
+	}
+	if (on != 1) {
+		pl.par[1][0] = c->cst.e;
+		pl.par[1][1] = c->cst.e2;
+	}
 	/* a cut runs only when its base's store holds what it reads; its
 	 * inputs then take their dtypes */
 	for (i = 0; i < n; i++) {
@@ -722,8 +818,9 @@ qr_sens_variants_run(struct qr_sens_ctx *c, struct qr_sens_variant *v,
 	/* fewer variants than lanes, or each holding its own copy of most
 	 * weights: one at a time, every thread on each op (executors
 	 * prepared for one thread are then not reused) */
-	pl.wide = c->lanes > 1 && (n_run < (size_t)c->lanes || c->one_lane);
-	if (c->lanes > 1 && !pl.wide)
+	pl.wide = c->lanes > 1 && !c->busy_lane &&
+		  (n_run < (size_t)c->lanes || c->one_lane);
+	if (c->lanes > 1 && !pl.wide && !c->busy_lane)
 		helper = pthread_create(&th, NULL, pool_work, &pl) == 0;
 	pool_work(&pl);
 	if (helper)

@@ -351,8 +351,6 @@ layers_setup(struct qr_sens_ctx *c, const struct qr_analysis *a, size_t k,
 
 	r->n_layers = p->n;
 	r->layers = xcalloc(p->n + 1, sizeof *r->layers);
-	c->out_elem = xcalloc(p->n + 1, sizeof *c->out_elem);
-	c->out_ch = xcalloc(p->n + 1, sizeof *c->out_ch);
 	for (i = 0; i < p->n; i++) {
 		struct qr_sens_layer *l = &r->layers[i];
 
@@ -362,7 +360,6 @@ layers_setup(struct qr_sens_ctx *c, const struct qr_analysis *a, size_t k,
 		l->depth = p->l[i].depth;
 		l->params = p->l[i].fw ? p->l[i].fw->n_elem : 0;
 		l->why = p->l[i].why ? xstrdup(p->l[i].why) : NULL;
-		qr_strmap_put(&c->layer_at, l->layer, i);
 	}
 	local_shares(a, k, p, r);
 }
@@ -426,18 +423,17 @@ sens_candidate(struct qr_sens_ctx *c, struct qr_analysis *a, size_t k,
 		n_on += v[i].h != NULL && v[i].on_float;
 	c->fst.parent = n_on >= 2 && c->lanes >= 2;
 	c->cst.parent = 1;
-	if (qr_sens_bases(c, &r->base, &d) != QR_OK) {
+	/* the variants built on the float model, then those built on the
+	 * candidate: only one base's executors and values are held at a
+	 * time */
+	if (qr_sens_float_phase(c, v, nv, &r->base, &d) != QR_OK) {
 		r->why = xstrdup(d.msg);
 		goto out;
 	}
 	for (i = 0; i < c->p->n; i++)
-		if (c->out_ch[i] > 0)
-			r->layers[i].macs = c->out_elem[i] *
-				(r->layers[i].params / c->out_ch[i]);
-	/* the variants built on the float model, then those built on the
-	 * candidate: only one base's executors and values are held at a
-	 * time */
-	qr_sens_variants_run(c, v, nv, 1);
+		r->layers[i].macs = qr_sens_macs(c, r->layers[i].layer,
+						 r->layers[i].params);
+	/* its outputs stay for the next candidate */
 	qr_sp_store_release(&c->fst);
 	qr_hy_plan_drop_qw(c->p);
 	qr_mem_trim();
@@ -471,11 +467,7 @@ out:
 		qr_as_qparams_free(&c->oqp[i]);
 	free(c->oqp);
 	c->oqp = NULL;
-	free(c->out_elem);
-	free(c->out_ch);
-	c->out_elem = c->out_ch = NULL;
-	qr_strmap_free(&c->layer_at);
-	qr_sp_store_free(&c->fst);
+	qr_sp_store_release(&c->fst);
 	qr_sp_store_free(&c->cst);
 	qr_mem_trim();
 	c->fouts = NULL;
@@ -528,6 +520,10 @@ qr_analysis_sensitivity(struct qr_analysis *a, const struct qr_model *fmodel,
 		sens_candidate(&c, a, k, fmodel, quant[k]);
 	}
 out:
+	qr_sp_store_free(&c.fst);
+	qr_strmap_free(&c.osz);
+	free(c.osz_elem);
+	free(c.osz_ch);
 	qr_sens_samples_free(&c);
 	return st;
 }
