@@ -594,6 +594,18 @@ main(int argc, char **argv)
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 #endif
+#ifdef M_ARENA_MAX
+	/*
+	 * One arena for every thread: the what-to-change runs free on one
+	 * thread what another allocated (a model's values, one variant
+	 * after another on two lanes, a store filled beside a variant),
+	 * and an arena per thread keeps the pages its thread freed for
+	 * that thread alone (resnet18's report with them: peak RSS 288 MB
+	 * down to 266 MB, the time the same: executors allocate their
+	 * buffers once, not per op).
+	 */
+	mallopt(M_ARENA_MAX, 1);
+#endif
 	/* the kernels' pool owns the cores (see src/kernels/parallel.c):
 	 * OpenBLAS's idle threads go before they spin through loading */
 	qr_kernels_set_blas_threads(1);
