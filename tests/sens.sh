@@ -9,7 +9,8 @@
 #   chain_w2    QDQ with every weight in 2 bits: weights vs activations
 #               must name the weights
 #   chain_qop   QOperator (com.microsoft QGemm): every layer can be kept
-#               float and is measured
+#               float and is measured; its per-tensor weights read per
+#               channel (a group what-if) gain
 #   res_qdq     residual Adds whose ReLU the QDQ form folded into their
 #               QuantizeLinear: their outputs in float (a group what-if)
 #               keep the ReLU
@@ -52,7 +53,7 @@ report() { # report OUT QUANT [options]: qreport on the chain's data
 		2>"$work/$out.err"
 }
 
-echo "1..30"
+echo "1..31"
 report full "$D/chain_bad.onnx" --sensitivity full \
 	--target 'output.cosine>=0.999' --write-fallback "$work/fb.onnx"
 t "chain_bad full: qreport exits 0" test $? -eq 0
@@ -81,6 +82,8 @@ report qop "$S/chain_qop.onnx" --sensitivity full
 t "chain_qop: qreport exits 0" test $? -eq 0
 t "chain_qop: every QGemm kept float and quantized alone" \
 	j "$work/qop" 's["ran"] and all(l["kept_float"] and l["quant_only"] and l["why"] is None for l in s["layers"]) and len(s["layers"]) == 9'
+t "chain_qop: per-channel weights, requantized from the float ones, all 9 QGemm changed and better than per tensor" \
+	j "$work/qop" 's["groups"][3]["changed"] == 9 and s["groups"][3]["why"] is None and s["groups"][3]["metric"]["sqnr_db"] > s["base"]["sqnr_db"] + 2'
 "$QREPORT" --float "$S/res_float.onnx" --quant "$S/res_qdq.onnx" \
 	--data "$S/res_input.npy" -o "$work/res" --quiet --sensitivity full
 t "res (residual Adds, ReLU folded into their QuantizeLinear): qreport exits 0" \

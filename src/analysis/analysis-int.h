@@ -855,6 +855,19 @@ void qr_hy_plan_free(struct qr_hy_plan *p);
 struct qr_hy_model *qr_hy_keep_float(const struct qr_hy_plan *p,
 				     const unsigned char *keep,
 				     int weights_only);
+/* A weight for layer l of plan p in arena ar (fw's shape), or NULL to
+ * leave the layer as it is. */
+typedef const float *(*qr_hy_weight_fn)(struct qr_arena *ar,
+					const struct qr_hy_plan *p,
+					const struct qr_hy_layer *l,
+					void *user);
+/* QOperator: every layer fn gives a weight becomes DequantizeLinear ->
+ * float op reading that weight -> QuantizeLinear at its output scale and
+ * zero point, as qr_hy_keep_float keeps a layer float; *n_changed gets
+ * how many. */
+struct qr_hy_model *qr_hy_qop_reweight(const struct qr_hy_plan *p,
+				       qr_hy_weight_fn fn, void *user,
+				       size_t *n_changed);
 struct qr_hy_model *qr_hy_quant_only(struct qr_hy_plan *p,
 				     const unsigned char *quant, int acts);
 void qr_hy_model_free(struct qr_hy_model *h);

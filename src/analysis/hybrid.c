@@ -531,12 +531,12 @@ has_in(const struct qr_node *n, int k)
 }
 
 /* QOperator: layer l becomes DequantizeLinear -> float op with the float
- * weight -> QuantizeLinear at the op's output scale and zero point (none
- * when the op gives a float output, as QGemm without y_scale), in the
- * node's place. */
+ * weight (or w, fw's shape, in b's arena) -> QuantizeLinear at the op's
+ * output scale and zero point (none when the op gives a float output, as
+ * QGemm without y_scale), in the node's place. */
 static void
 qop_keep_float(struct qr_hy_build *b, const struct qr_hy_plan *p,
-	       const struct qr_hy_layer *l)
+	       const struct qr_hy_layer *l, const float *w)
 {
 	const struct qr_node *qn = &b->nodes[l->qnode];
 	const struct qop_layout *lay = qop_layout(qn);
@@ -551,7 +551,13 @@ qop_keep_float(struct qr_hy_build *b, const struct qr_hy_plan *p,
 	char *nm;
 	struct qr_node *dq, *op, *q;
 
-	wname = float_weight(b, l);
+	if (w != NULL) {
+		nm = qr_hy_name(l->layer, "Wre");
+		wname = qr_hy_add_init(b, nm, l->fw, 0, NULL, w);
+		free(nm);
+	} else {
+		wname = float_weight(b, l);
+	}
 	if (has_in(qn, lay->bias)) {
 		/* the candidate's int32 bias at scale x_scale * w_scale */
 		const struct qr_tensor_data *bq = qr_graph_const(p->qg,
@@ -731,7 +737,7 @@ qr_hy_keep_float(const struct qr_hy_plan *p, const unsigned char *keep,
 		if (p->format == QR_QFMT_QOPERATOR) {
 			/* weights_only too: its activations stay quantized
 			 * all the same */
-			qop_keep_float(&b, p, l);
+			qop_keep_float(&b, p, l, NULL);
 			continue;
 		}
 		if (p->format == QR_QFMT_DYNAMIC) {
@@ -758,6 +764,36 @@ qr_hy_keep_float(const struct qr_hy_plan *p, const unsigned char *keep,
 	}
 	/* the replaced QOperator nodes go (their outputs are the new
 	 * QuantizeLinear's now) */
+	for (i = j = 0; i < b.n_nodes; i++)
+		if (i >= n0 || !b.drop[i])
+			b.nodes[j++] = b.nodes[i];
+	b.n_nodes = j;
+	free(b.drop);
+	return qr_hy_finish(&b);
+}
+
+/* See analysis-int.h. */
+struct qr_hy_model *
+qr_hy_qop_reweight(const struct qr_hy_plan *p, qr_hy_weight_fn fn,
+		   void *user, size_t *n_changed)
+{
+	struct qr_hy_build b;
+	size_t i, j, n0;
+
+	*n_changed = 0;
+	qr_hy_start(&b, qr_graph_model(p->qg));
+	n0 = b.n_nodes;
+	b.drop = xcalloc(n0 + 1, 1);
+	for (i = 0; i < p->n; i++) {
+		const struct qr_hy_layer *l = &p->l[i];
+		const float *w;
+
+		if (l->why || p->format != QR_QFMT_QOPERATOR ||
+		    (w = fn(&b.h->ar, p, l, user)) == NULL)
+			continue;
+		qop_keep_float(&b, p, l, w);
+		(*n_changed)++;
+	}
 	for (i = j = 0; i < b.n_nodes; i++)
 		if (i >= n0 || !b.drop[i])
 			b.nodes[j++] = b.nodes[i];

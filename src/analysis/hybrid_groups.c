@@ -16,7 +16,10 @@
  *                read instead as the float weight quantized per output
  *                channel, symmetric, with the candidate's bit width
  *                (scale max|w_c| / (2^(bits-1) - 1), round half to even),
- *                dequantized
+ *                dequantized; QOperator: each such layer becomes
+ *                DequantizeLinear -> the float op on that weight ->
+ *                QuantizeLinear at its output scale, as a layer kept
+ *                float does
  * Each returns NULL with *why set when it does not apply to the
  * candidate.
  */
@@ -114,11 +117,13 @@ float_outputs(const struct qr_hy_plan *p, const char *const *ops, size_t *n)
 static int
 out_axis(const struct qr_node *n, int ndim)
 {
-	if (strcmp(n->op_type, "Conv") == 0)
+	if (strcmp(n->op_type, "Conv") == 0 ||
+	    strcmp(n->op_type, "QLinearConv") == 0)
 		return 0;
 	if (strcmp(n->op_type, "ConvTranspose") == 0)
 		return 1;
-	if (strcmp(n->op_type, "Gemm") == 0)
+	if (strcmp(n->op_type, "Gemm") == 0 ||
+	    strcmp(n->op_type, "QGemm") == 0)
 		return qr_node_attr_int(n, "transB", 0) ? 0 : 1;
 	return ndim - 1;
 }
@@ -153,6 +158,32 @@ per_channel(struct qr_arena *ar, const struct qr_tensor_data *fw,
 	return r;
 }
 
+/* Layer l's float weight (folded as it pairs) quantized per output
+ * channel with the bits of its per-tensor weight, in ar; NULL when its
+ * weight is not per tensor. */
+static const float *
+layer_per_channel(struct qr_arena *ar, const struct qr_hy_plan *p,
+		  const struct qr_hy_layer *l, void *user)
+{
+	const struct qr_node *qn = qr_graph_node(p->qg, l->qnode);
+	const float *w;
+	float *pc;
+	int owned = 0, bits;
+
+	(void)user;
+	if (l->why || l->q == NULL || l->q->per_channel || l->q->block ||
+	    strcmp(qn->op_type, "MatMulNBits") == 0)
+		return NULL;
+	bits = l->q->bits ? l->q->bits : qr_dtype_bits(l->q->q->dtype);
+	if (bits < 2)
+		return NULL;
+	w = l->fw_fold ? l->fw_fold : qr_an_f32_view(l->fw, &owned);
+	pc = per_channel(ar, l->fw, w, out_axis(qn, l->fw->ndim), bits);
+	if (owned)
+		free((float *)w);
+	return pc;
+}
+
 /* Every per-tensor weight of the candidate read per channel instead.
  * *n gets the layers changed. */
 static struct qr_hy_model *
@@ -161,29 +192,18 @@ per_channel_weights(const struct qr_hy_plan *p, size_t *n)
 	struct qr_hy_build b;
 	size_t i;
 
+	if (p->format == QR_QFMT_QOPERATOR)
+		return qr_hy_qop_reweight(p, layer_per_channel, NULL, n);
 	*n = 0;
 	qr_hy_start(&b, qr_graph_model(p->qg));
 	for (i = 0; i < p->n; i++) {
 		const struct qr_hy_layer *l = &p->l[i];
-		const struct qr_node *qn;
-		const float *w;
-		float *pc;
+		const float *pc;
 		char *nm;
-		int owned = 0, bits;
 
-		if (l->why || l->q == NULL || l->q->per_channel ||
-		    l->q->block || l->w_in != 1 ||
-		    strcmp(b.nodes[l->qnode].op_type, "MatMulNBits") == 0)
+		if (l->w_in != 1 ||
+		    (pc = layer_per_channel(&b.h->ar, p, l, NULL)) == NULL)
 			continue;
-		qn = &b.nodes[l->qnode];
-		bits = l->q->bits ? l->q->bits : qr_dtype_bits(l->q->q->dtype);
-		if (bits < 2)
-			continue;
-		w = l->fw_fold ? l->fw_fold : qr_an_f32_view(l->fw, &owned);
-		pc = per_channel(&b.h->ar, l->fw, w,
-				 out_axis(qn, l->fw->ndim), bits);
-		if (owned)
-			free((float *)w);
 		nm = qr_hy_name(l->layer, "Wpc");
 		qr_hy_own_node(&b, l->qnode)->in[1] =
 			qr_hy_add_init(&b, nm, l->fw, 0, NULL, pc);
@@ -209,7 +229,10 @@ qr_hy_group(const struct qr_hy_plan *p, int group, size_t *n_changed,
 	case QR_SENS_GROUP_ELTWISE:
 	case QR_SENS_GROUP_SENSITIVE:
 		if (p->format != QR_QFMT_QDQ) {
-			*why = xstrdup("QDQ candidates only");
+			*why = xstrdup(p->format == QR_QFMT_QOPERATOR ?
+				"QDQ candidates only: in QOperator form an "
+				"op's quantized output is the next op's "
+				"integer input" : "QDQ candidates only");
 			return NULL;
 		}
 		h = float_outputs(p, group == QR_SENS_GROUP_ELTWISE ?
@@ -235,8 +258,10 @@ qr_hy_group(const struct qr_hy_plan *p, int group, size_t *n_changed,
 		break;
 	case QR_SENS_GROUP_PER_CHANNEL:
 		if (p->format != QR_QFMT_QDQ &&
-		    p->format != QR_QFMT_WEIGHT_ONLY) {
-			*why = xstrdup("QDQ and weight-only candidates only");
+		    p->format != QR_QFMT_WEIGHT_ONLY &&
+		    p->format != QR_QFMT_QOPERATOR) {
+			*why = xstrdup("QDQ, QOperator and weight-only "
+				       "candidates only");
 			return NULL;
 		}
 		h = per_channel_weights(p, &n);
