@@ -1039,6 +1039,11 @@ size_t qr_sens_macs(const struct qr_sens_ctx *c, const char *name,
  * and cut are freed once it has run. */
 void qr_sens_variants_run(struct qr_sens_ctx *c, struct qr_sens_variant *v,
 			  size_t n, int on);
+/* Free the candidate's graph outputs that no cut of the n variants
+ * built on it reads (its own base metric taken): a decoder's logits,
+ * which every cut computes again. */
+void qr_sens_base_outputs_trim(struct qr_sens_ctx *c,
+			       const struct qr_sens_variant *v, size_t n);
 /* Give the store of the base the variants built on it (on: as in
  * qr_sens_variants_run) read from an executor per lane that runs them,
  * at most c->lanes, for their executors to reuse. */

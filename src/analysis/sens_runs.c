@@ -835,6 +835,33 @@ qr_sens_variants_run(struct qr_sens_ctx *c, struct qr_sens_variant *v,
 
 /* See analysis-int.h. */
 void
+qr_sens_base_outputs_trim(struct qr_sens_ctx *c,
+			  const struct qr_sens_variant *v, size_t n)
+{
+	unsigned char *need = xcalloc(c->cst.n_outs + 1, 1);
+	size_t i, k, s;
+
+	/* a set's cut holds every node its layers' cuts hold: what none
+	 * of them reads from the candidate's run, none of the fallback's
+	 * sets reads either */
+	for (i = 0; i < n; i++) {
+		if (v[i].on_float || v[i].cut == NULL ||
+		    !qr_sp_store_covers(&c->cst, v[i].cut))
+			continue; /* runs whole */
+		for (k = 0; k < c->cst.n_outs; k++)
+			need[k] |= v[i].cut->out_of[k] < 0;
+	}
+	for (s = 0; s < c->n_s; s++)
+		for (k = 0; c->cst.outs[s] && k < c->cst.n_outs; k++)
+			if (!need[k]) {
+				qr_tensor_free(c->cst.outs[s][k]);
+				c->cst.outs[s][k] = NULL;
+			}
+	free(need);
+}
+
+/* See analysis-int.h. */
+void
 qr_sens_parents(struct qr_sens_ctx *c, const struct qr_sens_variant *v,
 		size_t n, int on)
 {

@@ -436,6 +436,7 @@ sens_candidate(struct qr_sens_ctx *c, struct qr_analysis *a, size_t k,
 	/* its outputs stay for the next candidate */
 	qr_sp_store_release(&c->fst);
 	qr_hy_plan_drop_qw(c->p);
+	qr_sens_base_outputs_trim(c, v, nv);
 	qr_mem_trim();
 	qr_sens_parents(c, v, nv, 0);
 	qr_sens_variants_run(c, v, nv, 0);
