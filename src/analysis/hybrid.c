@@ -711,6 +711,23 @@ nbits_keep_float(struct qr_hy_build *b, const struct qr_hy_layer *l)
 	add->out[0] = out;
 }
 
+/* b's model without those of its first n0 nodes marked in b->drop:
+ * replaced QOperator nodes, whose outputs new QuantizeLinear nodes write
+ * now. */
+static struct qr_hy_model *
+finish_dropping(struct qr_hy_build *b, size_t n0)
+{
+	size_t i, j;
+
+	for (i = j = 0; i < b->n_nodes; i++)
+		if (i >= n0 || !b->drop[i])
+			b->nodes[j++] = b->nodes[i];
+	b->n_nodes = j;
+	free(b->drop);
+	b->drop = NULL;
+	return qr_hy_finish(b);
+}
+
 /*
  * The candidate with the layers of p marked in keep (NULL: every layer
  * that can be) kept float. weights_only: only their weights (the QDQ
@@ -762,14 +779,7 @@ qr_hy_keep_float(const struct qr_hy_plan *p, const unsigned char *keep,
 				qr_hy_to_identity(&b, di, b.nodes[qi].in[0]);
 		}
 	}
-	/* the replaced QOperator nodes go (their outputs are the new
-	 * QuantizeLinear's now) */
-	for (i = j = 0; i < b.n_nodes; i++)
-		if (i >= n0 || !b.drop[i])
-			b.nodes[j++] = b.nodes[i];
-	b.n_nodes = j;
-	free(b.drop);
-	return qr_hy_finish(&b);
+	return finish_dropping(&b, n0);
 }
 
 /* See analysis-int.h. */
@@ -778,7 +788,7 @@ qr_hy_qop_reweight(const struct qr_hy_plan *p, qr_hy_weight_fn fn,
 		   void *user, size_t *n_changed)
 {
 	struct qr_hy_build b;
-	size_t i, j, n0;
+	size_t i, n0;
 
 	*n_changed = 0;
 	qr_hy_start(&b, qr_graph_model(p->qg));
@@ -794,12 +804,7 @@ qr_hy_qop_reweight(const struct qr_hy_plan *p, qr_hy_weight_fn fn,
 		qop_keep_float(&b, p, l, w);
 		(*n_changed)++;
 	}
-	for (i = j = 0; i < b.n_nodes; i++)
-		if (i >= n0 || !b.drop[i])
-			b.nodes[j++] = b.nodes[i];
-	b.n_nodes = j;
-	free(b.drop);
-	return qr_hy_finish(&b);
+	return finish_dropping(&b, n0);
 }
 
 /*

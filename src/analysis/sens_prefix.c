@@ -143,7 +143,10 @@ qr_sp_cut_new(const struct qr_model *h, const struct qr_graph *bg)
 			cc[order[j]] = all_const && n_outer == 0;
 		}
 	}
-	/* the constant producers cut nodes read, latest first */
+	/* the constant producers cut nodes read, latest first; and a
+	 * DequantizeLinear of an activation with constant parameters: in
+	 * the cut, the store keeps its integer input, a quarter of the
+	 * bytes, and the cut computes the same floats from it */
 	for (j = n; j-- > 0;) {
 		const struct qr_node *nd = qr_graph_node(hg, order[j]);
 
@@ -154,25 +157,8 @@ qr_sp_cut_new(const struct qr_model *h, const struct qr_graph *bg)
 								  nd->in[k])
 					      : -1;
 
-			if (p >= 0 && cc[p])
-				cut[p] = 1;
-		}
-	}
-	/* a DequantizeLinear of an activation a cut node reads, with
-	 * constant parameters, runs in the cut too: the store then keeps
-	 * its integer input, a quarter of the bytes, and the cut computes
-	 * the same floats from it */
-	for (j = 0; j < n; j++) {
-		const struct qr_node *nd = qr_graph_node(hg, order[j]);
-
-		if (!cut[order[j]])
-			continue;
-		for (k = 0; k < nd->n_in; k++) {
-			long p = nd->in[k][0] ? qr_graph_producer(hg,
-								  nd->in[k])
-					      : -1;
-
-			if (p >= 0 && !cut[p] && dq_of_activation(hg, (size_t)p))
+			if (p >= 0 && (cc[p] || dq_of_activation(hg,
+								 (size_t)p)))
 				cut[p] = 1;
 		}
 	}
