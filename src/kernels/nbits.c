@@ -517,6 +517,11 @@ NAME(const struct nb_job *j, size_t m0, size_t mr, const size_t *n,         \
 		_mm512_storeu_ps(acc[0][r], v0[r]);                         \
 		_mm512_storeu_ps(acc[1][r], v1[r]);                         \
 	}                                                                   \
+	/* the callers go on to finish(), plain SSE code: GCC leaves out    \
+	 * the vzeroupper of a static AVX-512 function only AVX-512 code    \
+	 * calls, and SSE code after dirty upper halves ran three times     \
+	 * slower on an Intel Xeon (a false dependency on every register) */ \
+	_mm256_zeroupper();                                                 \
 }
 
 #define NB_DOT_VNNI(lo, hi)                                                 \
