@@ -910,9 +910,16 @@ struct qr_sp_store {
 				  * found; all NULL when full) */
 	struct qr_tensor ***outs; /* [sample][output] owned copies */
 	size_t n_outs;
+	const struct qr_sp_cut **cuts; /* heap: the cuts that want values,
+				  * in the order they asked */
+	size_t **cut_names;      /* per cut: its front's indices in names */
+	size_t n_cuts;
+	unsigned char *kept;     /* per name: copied on every sample (the
+				  * cuts that fit the budget read it) */
 	size_t bytes;            /* bytes of the first sample's values */
-	int full;                /* the values would pass the budget: none
-				  * kept, the cuts run whole */
+	int full;                /* the values would pass the budget even
+				  * for the first cut: none kept, the cuts
+				  * run whole */
 	int skip_bad;            /* a sample the base cannot take is left
 				  * out (its outs NULL), not an error */
 	qr_hook_fn hook;         /* sees the first sample's run, or NULL */
@@ -926,7 +933,9 @@ struct qr_sp_store {
 	struct qr_exec *e2;      /* a second such executor, for a second
 				  * lane (qr_sens_parents), or NULL */
 };
-/* Add what cut c reads (c may be NULL) to what st keeps. */
+/* Add what cut c reads (c may be NULL) to what st keeps. When the values
+ * of every cut would pass the budget, the cuts asked for first are
+ * served: a cut's whole front or none of it. */
 void qr_sp_store_want(struct qr_sp_store *st, const struct qr_sp_cut *c);
 enum qr_status qr_sp_store_fill(struct qr_sp_store *st,
 				const struct qr_model *m,

@@ -228,15 +228,88 @@ qr_sp_cut_free(struct qr_sp_cut *c)
 void
 qr_sp_store_want(struct qr_sp_store *st, const struct qr_sp_cut *c)
 {
-	size_t i;
+	size_t i, k, *at;
 
-	for (i = 0; c != NULL && i < c->n_front; i++)
-		if (qr_strmap_get(&st->idx, c->front[i]) == QR_STRMAP_NONE) {
-			qr_strmap_put(&st->idx, c->front[i], st->n);
+	if (c == NULL)
+		return;
+	for (k = 0; k < st->n_cuts; k++)
+		if (st->cuts[k] == c)
+			return;
+	at = xcalloc(c->n_front + 1, sizeof *at);
+	for (i = 0; i < c->n_front; i++) {
+		k = qr_strmap_get(&st->idx, c->front[i]);
+		if (k == QR_STRMAP_NONE) {
+			k = st->n;
+			qr_strmap_put(&st->idx, c->front[i], k);
 			st->names = xreallocarray(st->names, st->n + 1,
 						  sizeof *st->names);
 			st->names[st->n++] = c->front[i];
 		}
+		at[i] = k;
+	}
+	st->cuts = xreallocarray(st->cuts, st->n_cuts + 1, sizeof *st->cuts);
+	st->cut_names = xreallocarray(st->cut_names, st->n_cuts + 1,
+				      sizeof *st->cut_names);
+	st->cuts[st->n_cuts] = c;
+	st->cut_names[st->n_cuts++] = at;
+}
+
+/* Forget which cuts asked for what. */
+static void
+cuts_free(struct qr_sp_store *st)
+{
+	size_t k;
+
+	for (k = 0; k < st->n_cuts; k++)
+		free(st->cut_names[k]);
+	free(st->cut_names);
+	free(st->cuts);
+	free(st->kept);
+	st->cut_names = NULL;
+	st->cuts = NULL;
+	st->kept = NULL;
+	st->n_cuts = 0;
+}
+
+/*
+ * The values of one sample, vals (st->n entries, NULL where not found),
+ * pass max bytes for n_s samples: keep those of the cuts that fit, in
+ * the order they were asked for (first fit; a cut's whole front or
+ * nothing), free the rest of vals. st->kept and st->bytes are set;
+ * st->full when not even one cut fits.
+ */
+static void
+choose(struct qr_sp_store *st, struct qr_tensor **vals, size_t n_s,
+       size_t max)
+{
+	size_t k, i, total = 0, budget = max / (n_s ? n_s : 1);
+
+	memset(st->kept, 0, st->n);
+	for (k = 0; k < st->n_cuts; k++) {
+		const struct qr_sp_cut *c = st->cuts[k];
+		size_t add = 0;
+
+		for (i = 0; i < c->n_front; i++) {
+			size_t at = st->cut_names[k][i];
+
+			if (!st->kept[at] && vals[at] != NULL)
+				add += vals[at]->nbytes;
+		}
+		if (total + add > budget)
+			continue;
+		total += add;
+		for (i = 0; i < c->n_front; i++)
+			st->kept[st->cut_names[k][i]] = 2; /* this pass */
+	}
+	for (i = 0; i < st->n; i++) {
+		st->kept[i] = st->kept[i] == 2;
+		if (!st->kept[i]) {
+			qr_tensor_free(vals[i]);
+			vals[i] = NULL;
+		}
+	}
+	st->bytes = total;
+	st->full = total == 0;
 }
 
 /*
@@ -245,10 +318,12 @@ qr_sp_store_want(struct qr_sp_store *st, const struct qr_sp_cut *c)
  * st wants and m's outputs, for each sample; st->hook (may be NULL) sees
  * the first run. st->e gets an executor of m built with eo that the
  * variants' executors may reuse (opts.reuse): never run, it holds no
- * activations. The values are given up (st->full set, freed; the
- * outputs kept) when those of every sample would pass max bytes. With
- * st->skip_bad, a sample the model cannot take (QR_ESHAPE) is left out:
- * its outs entry stays NULL. Errors: the runs'.
+ * activations. When the values of every sample would pass max bytes,
+ * the first sample's decide which cuts are served (choose()); all are
+ * given up (st->full set, freed; the outputs kept) when later samples
+ * pass max bytes even so. With st->skip_bad, a sample the model cannot
+ * take (QR_ESHAPE) is left out: its outs entry stays NULL. Errors: the
+ * runs'.
  */
 enum qr_status
 qr_sp_store_fill(struct qr_sp_store *st, const struct qr_model *m,
@@ -262,6 +337,7 @@ qr_sp_store_fill(struct qr_sp_store *st, const struct qr_model *m,
 	struct qr_tensor *alias = NULL, **ptr = NULL;
 	enum qr_status rc;
 	size_t s, i, j, nqi, n_out;
+	int chosen = 0;         /* a sample's values were seen */
 
 	/* the variants' parent first, never run (so holding no
 	 * activations): the run's executor borrows its folded weights and
@@ -275,6 +351,8 @@ qr_sp_store_fill(struct qr_sp_store *st, const struct qr_model *m,
 	if ((rc = qr_exec_new(m, &o, &e, d)) != QR_OK)
 		return rc;
 	st->n_s = n_s;
+	st->kept = xcalloc(st->n + 1, 1);
+	memset(st->kept, 1, st->n);
 	st->v = xcalloc(n_s + 1, sizeof *st->v);
 	st->outs = xcalloc(n_s + 1, sizeof *st->outs);
 	for (s = 0; s < n_s && rc == QR_OK; s++) {
@@ -307,9 +385,11 @@ qr_sp_store_fill(struct qr_sp_store *st, const struct qr_model *m,
 			break;
 		st->v[s] = xcalloc(st->n + 1, sizeof **st->v);
 		for (i = 0; !st->full && i < st->n; i++) {
-			const struct qr_tensor *t =
-				qr_exec_tensor_get(e, st->names[i]);
+			const struct qr_tensor *t;
 
+			if (!st->kept[i])
+				continue; /* its cuts did not fit */
+			t = qr_exec_tensor_get(e, st->names[i]);
 			for (j = 0; t == NULL && j < n_ins[s]; j++)
 				if (strcmp(alias[j].name, st->names[i]) == 0)
 					t = &alias[j];
@@ -324,8 +404,13 @@ qr_sp_store_fill(struct qr_sp_store *st, const struct qr_model *m,
 		st->outs[s] = xcalloc(n_out + 1, sizeof **st->outs);
 		for (i = 0; i < n_out; i++)
 			st->outs[s][i] = qr_tensor_copy(outs[i]);
-		if (!st->full && st->bytes * n_s > max * (s + 1))
-			st->full = 1;
+		if (!st->full && st->bytes * n_s > max * (s + 1)) {
+			if (!chosen)
+				choose(st, st->v[s], n_s, max);
+			else
+				st->full = 1;
+		}
+		chosen = 1;
 	}
 	free(alias);
 	free(ptr);
@@ -356,6 +441,7 @@ qr_sp_store_release(struct qr_sp_store *st)
 	}
 	st->full = 1;
 	/* what it was asked for goes too: the names are its variants' */
+	cuts_free(st);
 	free(st->names);
 	st->names = NULL;
 	st->n = 0;
@@ -423,6 +509,7 @@ qr_sp_store_free(struct qr_sp_store *st)
 	}
 	free(st->v);
 	free(st->outs);
+	cuts_free(st);
 	free(st->names);
 	qr_strmap_free(&st->idx);
 	qr_exec_free(st->e);
