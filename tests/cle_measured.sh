@@ -11,11 +11,17 @@
 #   chain   6 convs, 5 pairs sharing layers: quick measures them all
 #           equalized at once, full each alone too, with the same numbers
 #   nofold  unbal with the BN's scale not a constant: not measured, why
+#   relu6   Conv -> Clip(0,6) -> Conv, unbalanced as unbal, activations far
+#           below 6: no set as the model is; with the ReLU6 made ReLU the
+#           same function (measured exactly) and a large gain
+#   relu6big the same with activations past 6: the swap alone changes the
+#           output, measured
 # Every set equalized and nothing quantized gives the float model's output
 # within 1e-5 relative (SQNR >= 100 dB). For unbal and dw the numbers are
 # recomputed independently with torch (BN folded, the equalization,
 # symmetric per-tensor 8-bit weights, float64): base and equalized output
-# SQNR within 0.05 dB (skipped without torch). --sensitivity none
+# SQNR within 0.05 dB (skipped without torch); for relu6 and relu6big the
+# same with the swapped net against the one with ReLU6. --sensitivity none
 # measures nothing. With torchvision's resnet18 in $QR_MODELS (default:
 # tests/models-cache in the build tree; skipped without it), its form with
 # every BatchNormalization kept gives the numbers of its folded form
@@ -80,7 +86,19 @@ def row(s):
     return s[:, None, None, None]
 
 
-if name == "unbal":
+got_key = ("base", "sets")
+if name.startswith("relu6"):
+    wa, ba, wb, bb = w["WA"], w["BA"], w["WB"], w["BB"]
+
+    def net(wa, ba, wb, act=F.relu):
+        return F.conv2d(act(F.conv2d(x, wa, ba, padding=1)), wb, bb)
+
+    ref = net(wa, ba, wb, lambda v: torch.clamp(v, 0, 6))
+    s = torch.sqrt(rmax(wa, 0) / rmax(wb, 1))
+    base = net(q(wa), ba, q(wb))
+    eq = net(q(wa / row(s)), ba / s, q(wb * col(s)))
+    got_key = ("relu6", "relu6")
+elif name == "unbal":
     f = w["gamma"] / torch.sqrt(w["var"] + 1e-5)
     wa, ba = w["WA"] * row(f), (w["BA"] - w["mean"]) * f + w["beta"]
     wb, bb = w["WB"], w["BB"]
@@ -111,7 +129,11 @@ else:
     eq = net(q(w1 / row(s12)), b1 / s12, q(w2 * row(s12 / s23)), b2 / s23,
              q(w3 * col(s23)))
 r = json.load(open(rep))["cle_measured"]
-got = (r["base"]["sqnr_db"], r["sets"][0]["metric"]["sqnr_db"])
+if got_key[0] == "relu6":
+    got = (r["relu6"]["base"]["sqnr_db"],
+           r["relu6"]["all"]["metric"]["sqnr_db"])
+else:
+    got = (r["base"]["sqnr_db"], r["sets"][0]["metric"]["sqnr_db"])
 want = (sqnr(ref, base), sqnr(ref, eq))
 print("# %s: qreport %.3f -> %.3f dB, torch %.3f -> %.3f dB" % (
     name, got[0], got[1], want[0], want[1]))
@@ -119,7 +141,7 @@ sys.exit(0 if all(abs(a - b) < 0.05 for a, b in zip(got, want)) else 1)
 PYEOF
 }
 
-echo "1..23"
+echo "1..30"
 report unbal unbal full
 t "unbal: qreport exits 0" test $? -eq 0
 t "unbal: one pair, BN folded, measured in full mode on 8 samples" \
@@ -173,6 +195,26 @@ report nofold nofold full
 t "nofold: qreport exits 0" test $? -eq 0
 t "nofold: the BN that cannot be folded stops its set, which says why" \
 	j nofold 'm["ran"] and m["equalizable_sets"] == 0 and m["sets"][0]["metric"] is None and "cannot be folded" in m["sets"][0]["why"] and m["all"]["metric"] is None and m["all"]["why"] and m["float_check"] is None'
+report relu6 relu6 quick
+t "relu6: qreport exits 0" test $? -eq 0
+t "relu6: ReLU6 blocks the only set: nothing measured as the model is, why" \
+	j relu6 'len(c) == 0 and len(r["cle_blockers"]) == 1 and not m["ran"] and "as the model is" in m["why"]'
+t "relu6: made ReLU, one set of 2 layers, the same function, a large gain" \
+	j relu6 'm["relu6"]["why"] is None and m["relu6"]["clips"] == 1 and m["relu6"]["sets"] == 1 and m["relu6"]["layers_quantized"] == 2 and m["relu6"]["swap_only"]["cosine"] >= 1 - 1e-12 and m["relu6"]["all"]["gain_db"] > 15'
+t "relu6: the CLE page's fix measured and summary.md's line" \
+	sh -c "grep -q 'The fix, measured' '$work/relu6/cle.html' && grep -q 'with the 1 blocking ReLU6 made ReLU (alone: the same output), its 1 set equalized: [+-][0-9.]* dB' '$work/relu6/summary.md'"
+report relu6big relu6big quick
+t "relu6big: activations past 6: the swap alone changes the output, measured" \
+	j relu6big 'm["relu6"]["swap_only"]["sqnr_db"] < 30 and m["relu6"]["all"]["metric"]["sqnr_db"] <= m["relu6"]["swap_only"]["sqnr_db"] + 0.5'
+if "$PY" -c "import torch" 2>/dev/null; then
+	t "relu6: torch's swapped base and equalized output SQNR agree within 0.05 dB" \
+		ref relu6 relu6
+	t "relu6big: torch's swapped base and equalized output SQNR agree within 0.05 dB" \
+		ref relu6big relu6big
+else
+	echo "ok 26 # SKIP no torch"
+	echo "ok 27 # SKIP no torch"
+fi
 report unbal none none
 t "--sensitivity none: nothing measured" \
 	j none 'm is None and len(c) == 1'
@@ -198,6 +240,6 @@ sys.exit(0 if len(x) == len(y) == 2 and
          all(abs(p - q) < 0.01 for p, q in zip(x, y)) else 1)
 " "$work/resnet18/report.json" "$work/resnet18_bn/report.json"
 else
-	echo "ok 22 # SKIP no resnet18, resnet18_bn and resnet18_qdq in $M"
-	echo "ok 23 # SKIP no resnet18, resnet18_bn and resnet18_qdq in $M"
+	echo "ok 29 # SKIP no resnet18, resnet18_bn and resnet18_qdq in $M"
+	echo "ok 30 # SKIP no resnet18, resnet18_bn and resnet18_qdq in $M"
 fi

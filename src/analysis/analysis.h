@@ -225,6 +225,8 @@ struct qr_cle_set {
 
 /* Two convs that would form a CLE set but for something between them. */
 struct qr_cle_blocker {
+	size_t clip;            /* the Clip(0,6) between them (node index
+				 * in the float graph) */
 	char *from, *to;        /* node names */
 	char *reason;           /* "Clip(0,6) between conv1 and conv2" */
 	char *fix;              /* "replace ReLU6 with ReLU" */
@@ -813,6 +815,22 @@ struct qr_cle_run {
 	char *why;               /* not measured: why (heap), else NULL */
 };
 
+/* The sets ReLU6 blocks, measured: the float model with every Clip(0,6)
+ * that blocks a set a Relu, then the sets of that model (those that were
+ * blocked and the others) quantized and equalized as above. */
+struct qr_cle_swap {
+	int tried;               /* some Clip(0,6) blocked a set */
+	char *why;               /* not measured: why (heap), else NULL */
+	size_t n_clips;          /* Clip(0,6) nodes made Relu */
+	size_t n_sets;           /* sets of the swapped model */
+	size_t n_layers;         /* their layers, quantized */
+	struct qr_sens_metric swap_only; /* swapped, nothing quantized: what
+				  * the swap alone does to the output */
+	struct qr_sens_metric base; /* swapped, quantized, not equalized */
+	struct qr_cle_run all;   /* swapped, every set equalized, quantized:
+				  * gain_db against base */
+};
+
 struct qr_cle_measured {
 	int ran;                 /* 1: the base ran */
 	char *why;               /* ran 0: why not (heap) */
@@ -833,6 +851,7 @@ struct qr_cle_measured {
 				  * model's function, to rounding */
 	size_t n_sets;           /* a->n_cle */
 	struct qr_cle_run *sets; /* per CLE set: it alone equalized */
+	struct qr_cle_swap relu6; /* with the blocking ReLU6 made ReLU */
 	size_t runs;             /* model runs made (samples x models) */
 	size_t cut_runs;         /* of them, runs of a cut */
 	double seconds;          /* wall time of its runs */
@@ -855,6 +874,7 @@ struct qr_analysis {
 	struct qr_cle_set *cle;
 	size_t n_cle_blockers;
 	struct qr_cle_blocker *cle_blockers;
+	int cle_bits;                     /* weight bits of its predictions */
 	double seconds;                   /* time spent analysing */
 	/* activations (qr_analysis_run_data; empty until it runs) */
 	struct qr_act_data data;          /* the data and its run */

@@ -82,13 +82,14 @@ struct step {
 	long next;               /* index into fl of the next conv, or -1 */
 	const char *join;        /* "Relu", "PRelu", "direct" */
 	const struct qr_node *clip; /* a Clip(0,6) on the way, or NULL */
+	size_t clip_at;          /* its node index */
 };
 
 static struct step
 follow(const struct qr_graph *g, const struct qr_an_wlayer *l,
        const long *by_node)
 {
-	struct step s = { -1, "direct", NULL };
+	struct step s = { -1, "direct", NULL, 0 };
 	const struct qr_node *c;
 	const char *t = l->n->out[0];
 	size_t idx;
@@ -103,10 +104,12 @@ follow(const struct qr_graph *g, const struct qr_an_wlayer *l,
 	if (strcmp(c->op_type, "Relu") == 0 ||
 	    strcmp(c->op_type, "PRelu") == 0 ||
 	    (strcmp(c->op_type, "Clip") == 0 && is_relu6(g, c))) {
-		if (strcmp(c->op_type, "Clip") == 0)
+		if (strcmp(c->op_type, "Clip") == 0) {
 			s.clip = c;
-		else
+			s.clip_at = idx;
+		} else {
 			s.join = c->op_type;
+		}
 		t = c->out[0];
 		if ((c = only_consumer(g, t, &idx)) == NULL)
 			return s;
@@ -347,14 +350,16 @@ equalize(struct qr_cle_set *set, const struct qr_graph *g,
 
 static void
 add_blocker(struct qr_analysis *a, const struct qr_an_wlayer *from,
-	    const struct qr_an_wlayer *to, const struct qr_node *clip)
+	    const struct qr_an_wlayer *to, const struct step *st)
 {
+	const struct qr_node *clip = st->clip;
 	struct qr_cle_blocker *b;
 
 	a->cle_blockers = xreallocarray(a->cle_blockers,
 					a->n_cle_blockers + 1,
 					sizeof *a->cle_blockers);
 	b = &a->cle_blockers[a->n_cle_blockers++];
+	b->clip = st->clip_at;
 	b->from = xstrdup(from->n->name);
 	b->to = xstrdup(to->n->name);
 	b->reason = xasprintf("Clip(0,6) '%s' between %s and %s (ReLU6 is "
@@ -390,7 +395,7 @@ cle_from(struct qr_analysis *a, const struct qr_graph *g,
 	ws[0] = &a->weights[i];
 	ws[1] = &a->weights[s1.next];
 	if (s1.clip) {
-		add_blocker(a, L[0], L[1], s1.clip);
+		add_blocker(a, L[0], L[1], &s1);
 		return;
 	}
 	k2 = conv_kind(L[1]);
@@ -413,7 +418,7 @@ cle_from(struct qr_analysis *a, const struct qr_graph *g,
 	L[2] = &fl[s2.next];
 	ws[2] = &a->weights[s2.next];
 	if (s2.clip) {
-		add_blocker(a, L[1], L[2], s2.clip);
+		add_blocker(a, L[1], L[2], &s2);
 		return;
 	}
 	k3 = conv_kind(L[2]);
@@ -448,6 +453,7 @@ qr_an_cle(struct qr_analysis *a, const struct qr_graph *g,
 	cs.cur = xcalloc(n_fl + 1, sizeof *cs.cur);
 	cs.folded = xcalloc(n_fl + 1, sizeof *cs.folded);
 	cs.touched = xcalloc(n_fl + 1, 1);
+	a->cle_bits = o->bits;
 
 	for (i = 0; i < nn; i++)
 		by_node[i] = -1;

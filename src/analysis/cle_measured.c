@@ -24,7 +24,21 @@
  * BatchNormalization that cannot be folded (parameters not constants) is
  * left out of the equalized variants: scaling the conv alone would change
  * the function. quick measures base, all and the check; full every set
- * alone too. The runs are sens_runs.c's, on the what-to-change samples,
+ * alone too.
+ *
+ * ReLU6 (Clip(0,6)) is not positively homogeneous, so cle.c lists the
+ * pairs it separates as blocked, with the fix AIMET applies: replace it
+ * with ReLU. That fix is measured too, on the float model with every
+ * blocking Clip(0,6) a Relu (the sets of that model are found as cle.c
+ * finds them, the blocked ones and the others):
+ *
+ *   swap only    nothing quantized: what the swap alone does to the
+ *                output (nothing, where no activation passed 6)
+ *   swap base    the sets' layers quantized per tensor, not equalized
+ *   swap all     every set equalized, then quantized
+ *
+ * each against the float model as it is; the gain is swap all's output
+ * SQNR less swap base's. The runs are sens_runs.c's, on the what-to-change samples,
  * each cut to the nodes from the first set layer on and fed from one
  * float run, one at a time with every thread (each holds its own copy of
  * most weights).
@@ -427,6 +441,155 @@ variants(struct clm *x, struct qr_cle_measured *m, enum qr_sens_mode mode,
 	return v;
 }
 
+/* ---- the ReLU6 swap ---- */
+
+/* The float model of graph g with every Clip(0,6) of a->cle_blockers a
+ * Relu; *n of them. */
+static struct qr_hy_model *
+swapped(const struct qr_analysis *a, const struct qr_graph *g, size_t *n)
+{
+	struct qr_hy_build b;
+	unsigned char *done = xcalloc(qr_graph_n_nodes(g) + 1, 1);
+	size_t i;
+
+	*n = 0;
+	qr_hy_start(&b, qr_graph_model(g));
+	for (i = 0; i < a->n_cle_blockers; i++) {
+		size_t k = a->cle_blockers[i].clip;
+		struct qr_node *c;
+
+		if (done[k])
+			continue;
+		done[k] = 1;
+		c = qr_hy_own_node(&b, k);
+		c->op_type = "Relu";
+		c->domain = "";
+		c->n_in = 1;
+		c->n_attr = 0;
+		c->attrs = NULL;
+		(*n)++;
+	}
+	free(done);
+	return qr_hy_finish(&b);
+}
+
+/* The swapped model, its sets (t.cle) and their layers (x). */
+struct swap {
+	struct qr_hy_model *h;
+	struct qr_analysis t;    /* its CLE sets; weights borrowed */
+	struct clm x;
+};
+
+static void
+swap_free(struct swap *sw)
+{
+	clm_free(&sw->x);
+	qr_an_cle_free(&sw->t);
+	qr_hy_model_free(sw->h);
+}
+
+/*
+ * The swap's variants (swap only, swap base and, when a set can be
+ * equalized, swap all) into v from v[*nv] on, each cut against fg (the
+ * float model's graph, whose store feeds them); NULL, or why not
+ * (heap). v has room for 3 more.
+ */
+static char *
+swap_variants(struct swap *sw, const struct qr_analysis *a,
+	      const struct qr_graph *fg, struct qr_cle_swap *r,
+	      struct qr_sens_variant *v, size_t *nv)
+{
+	struct qr_analysis_opts o;
+	struct qr_hy_build b;
+	struct qr_diag d = {0};
+	char *why = NULL;
+	size_t i, k, n0 = *nv, n_ok = 0;
+
+	sw->h = swapped(a, fg, &r->n_clips);
+	memset(&o, 0, sizeof o);
+	o.bits = a->cle_bits;
+	sw->t.weights = a->weights;
+	sw->t.n_weights = a->n_weights;
+	sw->x.a = &sw->t;
+	sw->x.bits = a->cle_bits;
+	if (qr_graph_new(&sw->h->m, &sw->x.g, &d) != QR_OK ||
+	    qr_an_wlayers(sw->x.g, &sw->x.fl, &sw->x.n_fl, &d) != QR_OK) {
+		why = xstrdup(d.msg);
+		goto out;
+	}
+	if (sw->x.n_fl != a->n_weights) {
+		why = xstrdup("the swapped model's weighted layers are not "
+			      "the float model's");
+		goto out;
+	}
+	qr_an_cle(&sw->t, sw->x.g, sw->x.fl, sw->x.n_fl, &o);
+	r->n_sets = sw->t.n_cle;
+	if (sw->t.n_cle == 0) {
+		why = xstrdup("no set can be equalized with the ReLU6 made "
+			      "ReLU");
+		goto out;
+	}
+	if ((why = setup(&sw->x)) != NULL)
+		goto out;
+	r->n_layers = sw->x.n_l;
+	for (i = 0; i < sw->t.n_cle; i++) {
+		float *w[3], *bb[3];
+		char *no = set_check(&sw->x, i);
+
+		sw->x.ok[i] = no == NULL;
+		free(no);
+		n_ok += sw->x.ok[i];
+		for (k = 0; sw->x.ok[i] && k < sw->t.cle[i].n_layers; k++) {
+			w[k] = sw->x.l[sw->x.at[i][k]].ew;
+			bb[k] = sw->x.l[sw->x.at[i][k]].eb;
+		}
+		if (sw->x.ok[i])
+			equalize(&sw->x, i, w, bb);
+	}
+	qr_hy_start(&b, &sw->h->m);
+	v[*nv].out = &r->swap_only;
+	v[(*nv)++].h = qr_hy_finish(&b);
+	v[*nv].out = &r->base;
+	v[(*nv)++].h = variant(&sw->x, V_BASE);
+	if (n_ok > 0) {
+		v[*nv].out = &r->all.m;
+		v[(*nv)++].h = variant(&sw->x, V_ALL);
+	} else {
+		r->all.why = xstrdup("no set of the swapped model can be "
+				     "equalized without changing its "
+				     "function");
+	}
+	for (i = n0; i < *nv; i++) {
+		v[i].kind = QR_SV_CLE;
+		v[i].on_float = 1;
+		v[i].cut = qr_sp_cut_new(&v[i].h->m, fg);
+	}
+out:
+	qr_diag_clear(&d);
+	return why;
+}
+
+/* The swap's outcome into r. */
+static void
+swap_results(struct qr_cle_swap *r, const struct qr_sens_variant *v,
+	     size_t nv)
+{
+	size_t i;
+
+	for (i = 0; i < nv; i++) {
+		if (v[i].why == NULL)
+			continue;
+		if (v[i].out == &r->all.m && r->all.why == NULL)
+			r->all.why = xstrdup(v[i].why);
+		else if ((v[i].out == &r->base || v[i].out == &r->swap_only) &&
+			 r->why == NULL)
+			r->why = xasprintf("the swapped model did not run: %s",
+					   v[i].why);
+	}
+	r->all.gain_db = r->base.ran && r->all.m.ran ?
+			 r->all.m.sqnr_db - r->base.sqnr_db : NAN;
+}
+
 /* The runs' outcome into m: whys of the runs that failed, the gains. */
 static void
 results(struct qr_cle_measured *m, const struct qr_sens_variant *v,
@@ -465,21 +628,25 @@ qr_clm_measure(struct qr_sens_ctx *c, struct qr_analysis *a,
 	struct qr_cle_measured *m;
 	struct qr_sens_variant *v = NULL;
 	struct clm x;
+	struct swap sw;
 	struct qr_diag d = {0};
-	size_t nv = 0, i, runs0 = c->runs, cut0 = c->cut_runs;
+	size_t nv = 0, n_sets = 0, i, runs0 = c->runs, cut0 = c->cut_runs;
 	double t0 = qr_now();
 
-	if (a->n_cle == 0)
+	if (a->n_cle == 0 && a->n_cle_blockers == 0)
 		return;
 	m = a->cle_meas = xcalloc(1, sizeof *m);
 	m->mode = c->o->mode;
-	m->bits = a->cle[0].bits;
+	m->bits = a->cle_bits;
 	m->n_sets = a->n_cle;
 	m->sets = xcalloc(a->n_cle + 1, sizeof *m->sets);
 	m->all.gain_db = NAN;
+	m->relu6.all.gain_db = NAN;
+	m->relu6.tried = a->n_cle_blockers > 0;
 	for (i = 0; i < a->n_cle; i++)
 		m->sets[i].gain_db = NAN;
 	memset(&x, 0, sizeof x);
+	memset(&sw, 0, sizeof sw);
 	x.a = a;
 	x.bits = m->bits;
 	if (qr_graph_new(fm, &x.g, &d) != QR_OK ||
@@ -487,16 +654,18 @@ qr_clm_measure(struct qr_sens_ctx *c, struct qr_analysis *a,
 		m->why = xstrdup(d.msg);
 		goto out;
 	}
-	if ((m->why = setup(&x)) != NULL)
-		goto out;
+	if (a->n_cle == 0)
+		m->why = xstrdup("no set can be equalized as the model is");
+	else if ((m->why = setup(&x)) == NULL)
+		n_sets = a->n_cle;
 	m->n_layers = x.n_l;
-	for (i = 0; i < a->n_cle; i++) {
+	for (i = 0; i < n_sets; i++) {
 		m->sets[i].why = set_check(&x, i);
 		x.ok[i] = m->sets[i].why == NULL;
 		m->n_equalizable += x.ok[i];
 	}
 	/* every set's equalization, in order, on the float weights */
-	for (i = 0; i < a->n_cle; i++) {
+	for (i = 0; i < n_sets; i++) {
 		float *w[3], *b[3];
 		size_t k;
 
@@ -507,11 +676,22 @@ qr_clm_measure(struct qr_sens_ctx *c, struct qr_analysis *a,
 		if (x.ok[i])
 			equalize(&x, i, w, b);
 	}
-	v = variants(&x, m, c->o->mode, &nv);
+	if (n_sets > 0) {
+		v = variants(&x, m, c->o->mode, &nv);
+		v = xreallocarray(v, nv + 4, sizeof *v);
+	} else {
+		v = xcalloc(4, sizeof *v);
+	}
+	memset(v + nv, 0, 3 * sizeof *v);
+	if (m->relu6.tried)
+		m->relu6.why = swap_variants(&sw, a, x.g, &m->relu6, v, &nv);
+	if (nv == 0)
+		goto out;
 	for (i = 0; i < nv; i++)
 		qr_sp_store_want(&c->fst, v[i].cut);
 	c->fm = fm;
 	if (qr_sens_float_base(c, &d) != QR_OK) {
+		free(m->why);
 		m->why = xstrdup(d.msg);
 		goto out;
 	}
@@ -519,13 +699,17 @@ qr_clm_measure(struct qr_sens_ctx *c, struct qr_analysis *a,
 	c->one_lane = 1;
 	qr_sens_variants_run(c, v, nv, -1);
 	c->one_lane = 0;
-	results(m, v, nv);
+	if (n_sets > 0)
+		results(m, v, nv);
+	if (m->relu6.tried && m->relu6.why == NULL)
+		swap_results(&m->relu6, v, nv);
 out:
 	qr_sens_variants_free(v, nv);
 	/* the float outputs stay: the candidates' runs compare with them */
 	qr_sp_store_release(&c->fst);
 	qr_mem_trim();
 	c->fm = NULL;
+	swap_free(&sw);
 	clm_free(&x);
 	qr_diag_clear(&d);
 	m->runs = c->runs - runs0;
@@ -544,6 +728,8 @@ qr_clm_free(struct qr_analysis *a)
 		return;
 	free(m->why);
 	free(m->all.why);
+	free(m->relu6.why);
+	free(m->relu6.all.why);
 	for (i = 0; i < m->n_sets; i++)
 		free(m->sets[i].why);
 	free(m->sets);

@@ -31,6 +31,26 @@ run_json(const struct qr_cle_run *r)
 	return o;
 }
 
+/* The ReLU6 swap's object (new), or null when nothing was swapped. */
+static cJSON *
+swap_json(const struct qr_cle_swap *r)
+{
+	cJSON *o;
+
+	if (!r->tried)
+		return cJSON_CreateNull();
+	o = cJSON_CreateObject();
+	cJSON_AddItemToObject(o, "why", r->why ? qr_json_str(r->why)
+					       : cJSON_CreateNull());
+	cJSON_AddNumberToObject(o, "clips", (double)r->n_clips);
+	cJSON_AddNumberToObject(o, "sets", (double)r->n_sets);
+	cJSON_AddNumberToObject(o, "layers_quantized", (double)r->n_layers);
+	cJSON_AddItemToObject(o, "swap_only", qr_json_sens_metric(&r->swap_only));
+	cJSON_AddItemToObject(o, "base", qr_json_sens_metric(&r->base));
+	cJSON_AddItemToObject(o, "all", run_json(&r->all));
+	return o;
+}
+
 /* See report-int.h. */
 cJSON *
 qr_json_cle_measured(const struct qr_analysis *a)
@@ -65,6 +85,7 @@ qr_json_cle_measured(const struct qr_analysis *a)
 				      qr_json_num(predicted(&a->cle[i])));
 		cJSON_AddItemToArray(arr, x);
 	}
+	cJSON_AddItemToObject(o, "relu6", swap_json(&m->relu6));
 	cJSON_AddNumberToObject(o, "runs", (double)m->runs);
 	cJSON_AddNumberToObject(o, "cut_runs", (double)m->cut_runs);
 	cJSON_AddItemToObject(o, "seconds", qr_json_num(m->seconds));
@@ -101,6 +122,31 @@ row(const char *label, const char *anchor, const char *layers,
 	return x;
 }
 
+/* o.relu6: the swap's sentence and rows for the CLE page. */
+static void
+swap_view(cJSON *o, const struct qr_cle_swap *r, double thr)
+{
+	cJSON *x = cJSON_AddObjectToObject(o, "relu6"), *rows;
+	struct qr_cle_run only = { r->swap_only, NAN, NULL };
+	struct qr_cle_run base = { r->base, NAN, NULL };
+
+	cJSON_AddBoolToObject(x, "tried", r->tried);
+	cJSON_AddBoolToObject(x, "ran", r->tried && r->why == NULL);
+	qr_view_str(x, "why", r->why);
+	qr_view_count(x, "clips", r->n_clips);
+	qr_view_str(x, "clips_s", r->n_clips == 1 ? "" : "s");
+	qr_view_count(x, "sets", r->n_sets);
+	qr_view_count(x, "layers", r->n_layers);
+	qr_view_sens_metric(x, "only", &r->swap_only, thr);
+	rows = cJSON_AddArrayToObject(x, "rows");
+	cJSON_AddItemToArray(rows, row("ReLU6 made ReLU, nothing quantized",
+				       "", "", NAN, &only, thr));
+	cJSON_AddItemToArray(rows, row("+ the sets' layers quantized", "",
+				       "", NAN, &base, thr));
+	cJSON_AddItemToArray(rows, row("+ every set equalized first", "", "",
+				       NAN, &r->all, thr));
+}
+
 /* See report-int.h. */
 void
 qr_view_cle_measured(const struct qr_analysis *a, cJSON *root)
@@ -115,10 +161,12 @@ qr_view_cle_measured(const struct qr_analysis *a, cJSON *root)
 	cJSON_AddBoolToObject(o, "has", m != NULL);
 	cJSON_AddBoolToObject(o, "ran", m != NULL && m->ran);
 	if (m == NULL) {
+		static const struct qr_cle_swap none;
 		cJSON *s;
 
 		cJSON_ArrayForEach(s, sets)
 			cJSON_AddNullToObject(s, "measured");
+		swap_view(o, &none, thr);
 		return;
 	}
 	qr_view_str(o, "why", m->why);
@@ -151,6 +199,7 @@ qr_view_cle_measured(const struct qr_analysis *a, cJSON *root)
 	}
 	cJSON_AddItemToObject(o, "all", row("All sets together", "", "",
 					    NAN, &m->all, thr));
+	swap_view(o, &m->relu6, thr);
 }
 
 /* See report-int.h. */
@@ -159,11 +208,30 @@ qr_report_cle_md(struct qr_buf *b, const struct qr_analysis *a)
 {
 	const struct qr_cle_measured *m = a->cle_meas;
 
-	if (m == NULL || !m->ran || !isfinite(m->all.gain_db))
+	if (m == NULL)
 		return;
-	qr_buf_printf(b, "; every set equalized: %+.2f dB output SQNR, "
-		      "measured (%.1f -> %.1f dB with the sets' %zu layers "
-		      "quantized per tensor to %d bits, weights only)",
-		      m->all.gain_db, m->base.sqnr_db, m->all.m.sqnr_db,
-		      m->n_layers, m->bits);
+	if (m->ran && isfinite(m->all.gain_db))
+		qr_buf_printf(b, "; every set equalized: %+.2f dB output "
+			      "SQNR, measured (%.1f -> %.1f dB with the sets' "
+			      "%zu layers quantized per tensor to %d bits, "
+			      "weights only)", m->all.gain_db,
+			      m->base.sqnr_db, m->all.m.sqnr_db, m->n_layers,
+			      m->bits);
+	if (m->relu6.tried && m->relu6.why == NULL &&
+	    isfinite(m->relu6.all.gain_db)) {
+		char only[32];
+
+		if (isfinite(m->relu6.swap_only.sqnr_db))
+			snprintf(only, sizeof only, "output SQNR %.1f dB",
+				 m->relu6.swap_only.sqnr_db);
+		else
+			snprintf(only, sizeof only, "the same output");
+		qr_buf_printf(b, "; with the %zu blocking ReLU6 made ReLU "
+			      "(alone: %s), its %zu set%s equalized: %+.2f dB, "
+			      "measured (%.1f -> %.1f dB)", m->relu6.n_clips,
+			      only, m->relu6.n_sets,
+			      m->relu6.n_sets == 1 ? "" : "s",
+			      m->relu6.all.gain_db, m->relu6.base.sqnr_db,
+			      m->relu6.all.m.sqnr_db);
+	}
 }

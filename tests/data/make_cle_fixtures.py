@@ -24,6 +24,13 @@ samples [8,8,12,12] of N(0,1) in input.npy.
             spread 10 times (random).
   nofold_*  unbal's net with the BatchNormalization's scale computed by
             a Mul node (not a constant): its set cannot be equalized.
+  relu6_*   x -> convA 3x3 (8 -> 16) -> Clip(0, 6) -> convB 1x1 (16 -> 8),
+            convA's output channel i multiplied by f_i as in unbal and
+            convB's input channel i divided by it; its activations stay
+            far below 6. ReLU6 blocks the set; made ReLU, the function is
+            the same and equalization gains a lot.
+  relu6big_* the same with convA's weights 20 times larger: most of its
+            positive activations pass 6, so the swap changes the output.
 
     /usr/bin/python3 tests/data/make_cle_fixtures.py
 """
@@ -151,6 +158,24 @@ def dw(rng):
     write(nodes, inits, "dw")
 
 
+def relu6(rng, big=False):
+    f = np.logspace(-2, 0, 16).astype(np.float32)
+    rng.shuffle(f)
+    wa = rng.normal(0, 1.0 if big else 0.05, (16, 8, 3, 3))
+    ba = rng.normal(0, 0.1, 16)
+    wb = rng.normal(0, 0.3, (8, 16, 1, 1))
+    inits = {"WA": (wa * f[:, None, None, None]).astype(np.float32),
+             "BA": (ba * f).astype(np.float32),
+             "WB": (wb / f[None, :, None, None]).astype(np.float32),
+             "BB": rng.normal(0, 0.1, 8).astype(np.float32),
+             "lo": np.array(0, np.float32), "hi": np.array(6, np.float32)}
+    nodes = [conv("convA", "x", "WA", "BA", "a", pads=[1] * 4),
+             helper.make_node("Clip", ["a", "lo", "hi"], ["r"],
+                              name="relu6"),
+             conv("convB", "r", "WB", "BB", "y")]
+    write(nodes, inits, "relu6big" if big else "relu6")
+
+
 def chain(rng):
     nodes, inits, prev = [], {}, "x"
     for i in range(6):
@@ -178,3 +203,5 @@ if __name__ == "__main__":
     dw(rng)
     chain(rng)
     unbal(np.random.RandomState(7), nofold=True)
+    relu6(np.random.RandomState(11))
+    relu6(np.random.RandomState(11), big=True)
