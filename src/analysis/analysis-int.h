@@ -956,9 +956,10 @@ void qr_sp_store_free(struct qr_sp_store *st);
 
 /* ---- sensitivity.c, sens_runs.c, fallback.c ---- */
 
-/* Bytes a base's store may keep over every sample: past them its
- * variants run whole (doc/sensitivity.md, Cost). */
-#define QR_SENS_STORE_MAX ((size_t)64 << 20)
+/* Bytes a base's store may keep over every sample: past them it keeps
+ * what the first cuts read, and the others run whole (doc/sensitivity.md,
+ * Cost). */
+#define QR_SENS_STORE_MAX ((size_t)32 << 20)
 
 /* The hybrid runs of one analysis. */
 struct qr_sens_ctx {

@@ -13,7 +13,8 @@
  *   BN       a BatchNormalization right after a conv is folded first,
  *            W' = W gamma / sqrt(var + eps) per output channel.
  *   blockers Clip(0,6) (ReLU6) between two convs is not positively
- *            homogeneous; we report it with the fix.
+ *            homogeneous; we report it with the fix (make it ReLU), which
+ *            cle_measured.c measures.
  *
  * Sets are equalized in topological order, each from the weights the
  * sets before it left (struct cle_state), as AIMET applies them.

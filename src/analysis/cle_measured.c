@@ -38,10 +38,12 @@
  *   swap all     every set equalized, then quantized
  *
  * each against the float model as it is; the gain is swap all's output
- * SQNR less swap base's. The runs are sens_runs.c's, on the what-to-change samples,
- * each cut to the nodes from the first set layer on and fed from one
- * float run, one at a time with every thread (each holds its own copy of
- * most weights).
+ * SQNR less swap base's.
+ *
+ * The runs are sens_runs.c's, on the what-to-change samples, each cut to
+ * the nodes from the first node it changes on and fed from one float
+ * run, one at a time with every thread (each holds its own copy of most
+ * weights).
  */
 #include <math.h>
 #include <stdio.h>
@@ -704,6 +706,9 @@ qr_clm_measure(struct qr_sens_ctx *c, struct qr_analysis *a,
 	if (m->relu6.tried && m->relu6.why == NULL)
 		swap_results(&m->relu6, v, nv);
 out:
+	if (m->relu6.tried && m->relu6.why == NULL && !m->relu6.swap_only.ran)
+		m->relu6.why = xstrdup(m->why ? m->why : "the swapped model "
+				       "did not run");
 	qr_sens_variants_free(v, nv);
 	/* the float outputs stay: the candidates' runs compare with them */
 	qr_sp_store_release(&c->fst);
