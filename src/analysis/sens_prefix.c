@@ -319,11 +319,11 @@ choose(struct qr_sp_store *st, struct qr_tensor **vals, size_t n_s,
  * the first run. st->e gets an executor of m built with eo that the
  * variants' executors may reuse (opts.reuse): never run, it holds no
  * activations. When the values of every sample would pass max bytes,
- * the first sample's decide which cuts are served (choose()); all are
- * given up (st->full set, freed; the outputs kept) when later samples
- * pass max bytes even so. With st->skip_bad, a sample the model cannot
- * take (QR_ESHAPE) is left out: its outs entry stays NULL. Errors: the
- * runs'.
+ * the first sample's values decide which cuts are served (choose());
+ * all are given up (st->full set, freed; the outputs kept) when later
+ * samples pass max bytes even so. With st->skip_bad, a sample the model
+ * cannot take (QR_ESHAPE) is left out: its outs entry stays NULL.
+ * Errors: the runs'.
  */
 enum qr_status
 qr_sp_store_fill(struct qr_sp_store *st, const struct qr_model *m,

@@ -45,7 +45,8 @@ swap_json(const struct qr_cle_swap *r)
 	cJSON_AddNumberToObject(o, "clips", (double)r->n_clips);
 	cJSON_AddNumberToObject(o, "sets", (double)r->n_sets);
 	cJSON_AddNumberToObject(o, "layers_quantized", (double)r->n_layers);
-	cJSON_AddItemToObject(o, "swap_only", qr_json_sens_metric(&r->swap_only));
+	cJSON_AddItemToObject(o, "swap_only",
+			      qr_json_sens_metric(&r->swap_only));
 	cJSON_AddItemToObject(o, "base", qr_json_sens_metric(&r->base));
 	cJSON_AddItemToObject(o, "all", run_json(&r->all));
 	return o;
