@@ -53,7 +53,7 @@ report() { # report OUT QUANT [options]: qreport on the chain's data
 		2>"$work/$out.err"
 }
 
-echo "1..31"
+echo "1..33"
 report full "$D/chain_bad.onnx" --sensitivity full \
 	--target 'output.cosine>=0.999' --write-fallback "$work/fb.onnx"
 t "chain_bad full: qreport exits 0" test $? -eq 0
@@ -72,6 +72,15 @@ t "chain_bad quick (default): gemm4 first, the plan gemm4 alone" \
 	j "$work/quick" 's["mode"] == "quick" and s["layers"][0]["layer"] == "gemm4" and f["candidates"][0]["nodes_to_exclude"] == ["gemm4"]'
 t "chain_bad: the page and the overview show what to change" \
 	sh -c "grep -q 'Fallback plan' '$work/quick/change.html' && grep -q 'id=\"change\"' '$work/quick/index.html' && grep -q '## What to change' '$work/quick/summary.md'"
+report far "$D/chain_bad.onnx" --target 'output.sqnr>=200'
+t "an out-of-reach target: every layer that helped alone, not met; the curve at 1, 2, 4, ... and the last" \
+	j "$work/far" '(lambda n: n >= 3 and not f["candidates"][0]["met"] and n == sum(1 for l in s["layers"] if l["kept_float"] and l["kept_float"]["sqnr_db"] > s["base"]["sqnr_db"]) and [c["kept_float"] for c in s["fallback"]["curve"]] == [k for k in (1, 2, 4, 8, 16, 32) if k < n] + [n] and s["fallback"]["reached"] == {k: v for k, v in s["fallback"]["curve"][-1].items() if k not in ("kept_float", "layer")})(len(s["fallback"]["layers"]))'
+t "an out-of-reach target: its first step measures what the reachable target's plan did" \
+	"$PY" -c "
+import json, sys
+a, b = (json.load(open(p))['sensitivity'][0]['fallback'] for p in sys.argv[1:3])
+sys.exit(0 if a['curve'][0] == b['curve'][0] and a['curve'][0]['layer'] == 'gemm4' else 1)
+" "$work/far/report.json" "$work/quick/report.json"
 report w2 "$S/chain_w2.onnx" --sensitivity full
 t "chain_w2: qreport exits 0" test $? -eq 0
 t "chain_w2: weights vs activations names the weights" \

@@ -5,10 +5,13 @@
  * The candidates are the layers whose kept-float run improved the
  * target's metric over the candidate as it is, best first (the
  * single-layer sensitivities). Step i keeps the first i of them float;
- * every step is run on the same samples (as many steps at once as the
- * sensitivity runs have lanes) until one meets the target. The curve is
- * the measured metric after each step; the plan is the steps up to the
- * first that meets it (all of them, not met, when none does).
+ * the steps are run on the same samples (as many at once as the
+ * sensitivity runs have lanes) until one meets the target. The first
+ * runs beside the last, every candidate kept float: when that misses
+ * the target no step can meet it (the plan is then every candidate, not
+ * met), and only steps 2, 4, 8, ... are run for the curve. The curve is
+ * the measured metric after each step run; the plan is the steps up to
+ * the first that meets the target.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -53,6 +56,35 @@ cmp_gain(const void *x, const void *y)
 	return (a->depth > b->depth) - (a->depth < b->depth);
 }
 
+/* Whether metric m meets target t. */
+static int
+meets(const struct qr_sens_metric *m, const struct qr_sens_target *t)
+{
+	double v = metric_of(m, t->metric);
+
+	return !isnan(v) && v >= t->value;
+}
+
+/* Run the steps k[0..m) (m <= the lanes) side by side: step k keeps the
+ * first k candidates float; its metric goes to fb->curve[k - 1]. */
+static void
+run_steps(struct qr_sens_ctx *c, const struct qr_sens_result *r,
+	  struct qr_sens_fallback *fb, const size_t *cand,
+	  unsigned char **sets, const size_t *k, size_t m)
+{
+	struct qr_sens_metric out[FB_MAX_STEPS];
+	size_t j, s;
+
+	for (j = 0; j < m; j++) {
+		memset(sets[j], 0, r->n_layers);
+		for (s = 0; s < k[j]; s++)
+			sets[j][cand[s]] = 1;
+	}
+	qr_sens_measure_sets(c, (const unsigned char *const *)sets, out, m);
+	for (j = 0; j < m; j++)
+		fb->curve[k[j] - 1] = out[j];
+}
+
 /* See analysis-int.h. */
 void
 qr_fb_search(struct qr_sens_ctx *c, struct qr_sens_result *r,
@@ -82,26 +114,47 @@ qr_fb_search(struct qr_sens_ctx *c, struct qr_sens_result *r,
 		n = FB_MAX_STEPS;
 	fb->order = xcalloc(n + 1, sizeof *fb->order);
 	fb->curve = xcalloc(n + 1, sizeof *fb->curve);
+	for (i = 0; i < n; i++)
+		fb->order[i] = cand[i];
 	sets = xcalloc(lanes + 1, sizeof *sets);
 	for (i = 0; i < lanes; i++)
 		sets[i] = xcalloc(r->n_layers + 1, 1);
+	if (n >= 3 && lanes >= 2) {
+		/* the first step beside the last */
+		size_t k[2] = { 1, n };
+
+		run_steps(c, r, fb, cand, sets, k, 2);
+		if (meets(&fb->curve[0], t)) {
+			done = 1;
+			fb->met = 1;
+		} else if (fb->curve[n - 1].ran &&
+			   !meets(&fb->curve[n - 1], t)) {
+			size_t ks[FB_MAX_STEPS], nk = 0, p;
+
+			/* out of reach: the curve at 2, 4, 8, ... */
+			for (p = 2; p < n; p *= 2)
+				ks[nk++] = p;
+			for (i = 0; i < nk; i += lanes)
+				run_steps(c, r, fb, cand, sets, ks + i,
+					  nk - i < lanes ? nk - i : lanes);
+			done = n;
+		} else {
+			done = 1;
+		}
+	}
 	while (done < n && !fb->met) {
-		size_t m = n - done < lanes ? n - done : lanes, j, s;
+		size_t m = n - done < lanes ? n - done : lanes, j;
+		size_t ks[FB_MAX_STEPS];
 
-		for (j = 0; j < m; j++) {
-			memset(sets[j], 0, r->n_layers);
-			for (s = 0; s <= done + j; s++)
-				sets[j][cand[s]] = 1;
-		}
-		qr_sens_measure_sets(c, (const unsigned char *const *)sets,
-				     fb->curve + done, m);
-		for (j = 0; j < m && !fb->met; j++) {
-			double v = metric_of(&fb->curve[done], t->metric);
-
-			fb->order[done] = cand[done];
-			done++;
-			fb->met = !isnan(v) && v >= t->value;
-		}
+		for (j = 0; j < m; j++)
+			ks[j] = done + j + 1;
+		/* the last, when run already, is not again */
+		if (ks[m - 1] == n && fb->curve[n - 1].ran)
+			m--;
+		if (m > 0)
+			run_steps(c, r, fb, cand, sets, ks, m);
+		for (j = 0; done < n && j < (m > 0 ? m : 1) && !fb->met; j++)
+			fb->met = meets(&fb->curve[done++], t);
 	}
 	fb->n_steps = done;
 	fb->n_plan = done;

@@ -63,12 +63,15 @@ fallback_json(const struct qr_analysis *a, const struct qr_sens_result *r)
 	c = cJSON_AddArrayToObject(o, "curve");
 	for (i = 0; i < r->fb.n_steps; i++) {
 		const struct qr_sens_layer *l = &r->layers[r->fb.order[i]];
-		cJSON *x = qr_json_sens_metric(&r->fb.curve[i]);
+		cJSON *x;
 
 		if (i < r->fb.n_plan) {
 			cJSON_AddItemToArray(f, qr_json_str(l->layer));
 			cJSON_AddItemToArray(q, qr_json_str(l->quant_layer));
 		}
+		if (!r->fb.curve[i].ran)
+			continue; /* a step not run (fallback.c) */
+		x = qr_json_sens_metric(&r->fb.curve[i]);
 		if (cJSON_IsObject(x)) {
 			cJSON_AddNumberToObject(x, "kept_float", (double)i + 1);
 			cJSON_AddItemToObject(x, "layer",
@@ -334,15 +337,15 @@ target_metric(const struct qr_sens_metric *m, int which)
 	       which == QR_SENS_TOP1 ? m->top1 : m->cosine;
 }
 
-/* The curve: the target's metric with 0, 1, ... layers kept float. */
+/* The curve: the target's metric with 0, 1, ... layers kept float (the
+ * steps run). */
 static enum qr_status
 curve_chart(struct qr_view_ctx *cc, const struct qr_analysis *a,
 	    const struct qr_sens_result *r, size_t k, cJSON *o)
 {
-	size_t n = r->fb.n_steps + 1, i;
-	double *y = xcalloc(n + 1, sizeof *y);
-	char **ticks = xcalloc(n + 1, sizeof *ticks);
-	char **titles = xcalloc(n + 1, sizeof *titles);
+	size_t n = 1, i, *at = xcalloc(r->fb.n_steps + 2, sizeof *at);
+	double *y;
+	char **ticks, **titles;
 	struct qr_series s;
 	struct qr_chart_spec spec = {0};
 	struct qr_hline hl = { a->target.value, "target" };
@@ -351,17 +354,25 @@ curve_chart(struct qr_view_ctx *cc, const struct qr_analysis *a,
 	enum qr_status st;
 	char name[64];
 
+	for (i = 0; i < r->fb.n_steps; i++)
+		if (r->fb.curve[i].ran)
+			at[n++] = i + 1;
+	y = xcalloc(n + 1, sizeof *y);
+	ticks = xcalloc(n + 1, sizeof *ticks);
+	titles = xcalloc(n + 1, sizeof *titles);
 	for (i = 0; i < n; i++) {
 		const struct qr_sens_metric *m = i == 0 ? &r->base
-							: &r->fb.curve[i - 1];
+						: &r->fb.curve[at[i] - 1];
 
 		y[i] = target_metric(m, a->target.metric);
-		ticks[i] = xasprintf("%zu", i);
+		ticks[i] = xasprintf("%zu", at[i]);
 		titles[i] = i == 0 ?
 			xasprintf("the candidate as it is: %.6g", y[i]) :
-			xasprintf("+ %s kept float: %.6g",
-				  r->layers[r->fb.order[i - 1]].layer, y[i]);
+			xasprintf("%zu kept float, the last %s: %.6g", at[i],
+				  r->layers[r->fb.order[at[i] - 1]].layer,
+				  y[i]);
 	}
+	free(at);
 	s = (struct qr_series){ ylabels[a->target.metric], y, NULL, n,
 				QR_STYLE_LINE, 0 };
 	spec.title = "Fallback plan: layers kept float -> output";
