@@ -143,17 +143,16 @@ qr_fb_search(struct qr_sens_ctx *c, struct qr_sens_result *r,
 		}
 	}
 	while (done < n && !fb->met) {
-		size_t m = n - done < lanes ? n - done : lanes, j;
+		size_t m = n - done < lanes ? n - done : lanes, j, nk = 0;
 		size_t ks[FB_MAX_STEPS];
 
+		/* the next m steps, those not run already */
 		for (j = 0; j < m; j++)
-			ks[j] = done + j + 1;
-		/* the last, when run already, is not again */
-		if (ks[m - 1] == n && fb->curve[n - 1].ran)
-			m--;
-		if (m > 0)
-			run_steps(c, r, fb, cand, sets, ks, m);
-		for (j = 0; done < n && j < (m > 0 ? m : 1) && !fb->met; j++)
+			if (!fb->curve[done + j].ran)
+				ks[nk++] = done + j + 1;
+		if (nk > 0)
+			run_steps(c, r, fb, cand, sets, ks, nk);
+		for (j = 0; j < m && !fb->met; j++)
 			fb->met = meets(&fb->curve[done++], t);
 	}
 	fb->n_steps = done;
